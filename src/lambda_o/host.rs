@@ -1,0 +1,91 @@
+//! The boundary between the λO runtime and the world of primitives (Python objects in production,
+//! a small simulated world in Rust tests).
+use super::term::ProgramRef;
+use crate::bezoar::{Const, Intrinsic};
+
+/// Reordering class of an external call (PopPy §4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Class {
+    Unordered,
+    Readonly,
+    Sequential,
+}
+
+impl Class {
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Unordered => "unordered",
+            Class::Readonly => "readonly",
+            Class::Sequential => "sequential",
+        }
+    }
+}
+
+pub type TaskId = u64;
+
+pub enum Dispatch<P, E> {
+    /// The call ran to completion during `dispatch` (a cheap synchronous external).
+    Done(Result<P, E>),
+    /// The call is running; its result will come back from `Host::wait` under the same TaskId.
+    Pending,
+}
+
+pub trait Host {
+    type Prim: Clone;
+    type Error: Clone;
+
+    /// If `f` is an internal (compiled) function that can be inlined for a call with `nargs`
+    /// arguments of which the last `kwnames.len()` are keywords, its program (entry takes
+    /// [S, args...] and returns (S', result)).
+    fn inline_target(
+        &mut self,
+        f: &Self::Prim,
+        nargs: usize,
+        kwnames: &[String],
+    ) -> Option<ProgramRef<Self::Prim>>;
+
+    /// The reordering class of calling `f` with these (resolved) arguments.
+    fn classify(&mut self, f: &Self::Prim, args: &[Self::Prim], kwnames: &[String]) -> Class;
+
+    /// Start (or run) the external call.
+    fn dispatch(
+        &mut self,
+        task: TaskId,
+        f: &Self::Prim,
+        args: &[Self::Prim],
+        kwnames: &[String],
+    ) -> Dispatch<Self::Prim, Self::Error>;
+
+    /// Block until at least one Pending task has finished and return every finished one.
+    /// Only called while at least one task is Pending.
+    fn wait(&mut self) -> Vec<(TaskId, Result<Self::Prim, Self::Error>)>;
+
+    /// Truth value of an `ite` condition (already a bool produced by an external `truth` call).
+    fn truthy(&mut self, v: &Self::Prim) -> Result<bool, Self::Error>;
+
+    /// Elements of a `fold` sequence (already materialised by an external call).
+    fn elements(&mut self, v: &Self::Prim) -> Result<Vec<Self::Prim>, Self::Error>;
+
+    /// An error raised by λO-level evaluation itself (unbound variable, calling a non-function...).
+    /// `kind` is a Python exception name such as "UnboundLocalError" or "TypeError".
+    fn internal_error(&mut self, kind: &str, msg: &str) -> Self::Error;
+}
+
+/// What lowering needs from a host: primitives for constants and intrinsic operations.
+pub trait PrimFactory {
+    type Prim: Clone;
+    fn constant(&mut self, c: &Const) -> Self::Prim;
+    fn string(&mut self, s: &str) -> Self::Prim;
+    /// The callable implementing an intrinsic (extra static operands, such as the attribute name of
+    /// `GetAttr`, are passed by lowering as additional `string` arguments after the operands).
+    fn intrinsic(&mut self, i: &Intrinsic) -> Self::Prim;
+    /// The callable that looks a global name up (module globals, then builtins) when called with
+    /// the name as its one argument.
+    fn global_loader(&mut self) -> Self::Prim;
+}
+
+/// Text form of primitives (printing always; parsing for hosts used by text tests).
+pub trait PrimText: Sized {
+    fn fmt_prim(&self) -> String;
+    fn parse_prim(s: &str) -> Result<Self, String>;
+}

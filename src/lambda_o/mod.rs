@@ -1,0 +1,10 @@
+//! λO (OPAL §3): terms, text form, host boundary and the opportunistic evaluator.
+pub mod eval;
+pub mod host;
+pub mod term;
+pub mod text;
+#[cfg(test)]
+pub mod testhost;
+
+pub use host::*;
+pub use term::*;

@@ -1,0 +1,38 @@
+//! Counters kept by every layer (exposed as `poppy_jit.stats()`).
+use crate::lambda_o::Class;
+
+/// Counters of one λO run (merged into the process-wide totals when the run ends).
+#[derive(Clone, Debug, Default)]
+pub struct RunStats {
+    /// Internal steps: alias, call, projection, tuple/fun/prim binding, ite, fold, memory ops.
+    pub reductions: u64,
+    /// Calls of internal (@poppy) functions inlined by `xcall`.
+    pub inlined_calls: u64,
+    /// External calls dispatched, by class: [unordered, readonly, sequential].
+    pub dispatched: [u64; 3],
+    /// Most external calls running at once.
+    pub peak_in_flight: u64,
+    /// Sum over external calls of the time between "arguments ready" and dispatch (controller wait).
+    pub queue_wait_ns: u64,
+}
+
+impl RunStats {
+    pub fn count_dispatch(&mut self, class: Class) {
+        let i = match class {
+            Class::Unordered => 0,
+            Class::Readonly => 1,
+            Class::Sequential => 2,
+        };
+        self.dispatched[i] += 1;
+    }
+
+    pub fn merge(&mut self, o: &RunStats) {
+        self.reductions += o.reductions;
+        self.inlined_calls += o.inlined_calls;
+        for i in 0..3 {
+            self.dispatched[i] += o.dispatched[i];
+        }
+        self.peak_in_flight = self.peak_in_flight.max(o.peak_in_flight);
+        self.queue_wait_ns += o.queue_wait_ns;
+    }
+}
