@@ -1,0 +1,15 @@
+def f(a, b):
+    x = a + b
+    x = a & b
+    x = a // b
+    x = a << b
+    x = a @ b
+    x = a * b
+    x = a % b
+    x = a | b
+    x = a ** b
+    x = a >> b
+    x = a - b
+    x = a / b
+    x = a ^ b
+    return x

@@ -1,0 +1,3 @@
+def f(a, b, c):
+    if a < b < c:
+        g(b)

@@ -1,0 +1,5 @@
+def f(xs):
+    for x in xs:
+        if not x:
+            continue
+        g(x)

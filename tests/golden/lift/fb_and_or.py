@@ -1,0 +1,3 @@
+def f(a, b):
+    x = a and b
+    return x

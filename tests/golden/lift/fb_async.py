@@ -1,0 +1,2 @@
+async def f(x):
+    return await llm(x)

@@ -1,0 +1,4 @@
+def f(xs):
+    for x in xs:
+        g(x)
+        break

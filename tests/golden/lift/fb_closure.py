@@ -1,0 +1,3 @@
+def f(xs):
+    k = 3
+    return sorted(xs, key=lambda x: x % k)

@@ -1,0 +1,3 @@
+def f(xs):
+    for x in xs:
+        yield llm(x)

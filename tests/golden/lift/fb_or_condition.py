@@ -1,0 +1,5 @@
+def f(a, b):
+    if a or b:
+        g()
+    else:
+        h()

@@ -1,0 +1,5 @@
+def f(xs):
+    for x in xs:
+        if check(x):
+            return x
+    return None

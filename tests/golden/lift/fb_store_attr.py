@@ -1,0 +1,2 @@
+def f(obj, x):
+    obj.value = x

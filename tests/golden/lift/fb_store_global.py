@@ -1,0 +1,4 @@
+def f(x):
+    global counter
+    counter = x
+    return x

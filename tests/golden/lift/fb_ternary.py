@@ -1,0 +1,3 @@
+def f(a):
+    x = g() if a else h()
+    return x

@@ -1,0 +1,3 @@
+def f(pair):
+    a, b = pair
+    return a

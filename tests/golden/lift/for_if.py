@@ -1,0 +1,6 @@
+def f(docs):
+    out = []
+    for d in docs:
+        if d.relevant:
+            out.append(summarize(d))
+    return out

@@ -1,0 +1,3 @@
+def f(x):
+    if x:
+        notify(x)

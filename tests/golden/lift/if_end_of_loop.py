@@ -1,0 +1,6 @@
+def f(xs):
+    for x in xs:
+        g(x)
+        if x:
+            h(x)
+    return xs

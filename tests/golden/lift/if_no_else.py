@@ -1,0 +1,5 @@
+def f(x):
+    y = x
+    if not x:
+        y = default()
+    return y

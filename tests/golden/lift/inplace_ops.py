@@ -1,0 +1,15 @@
+def f(a, b):
+    a += b
+    a &= b
+    a //= b
+    a <<= b
+    a @= b
+    a *= b
+    a %= b
+    a |= b
+    a **= b
+    a >>= b
+    a -= b
+    a /= b
+    a ^= b
+    return a

@@ -1,0 +1,5 @@
+def f(x):
+    if x:
+        return llm(x)
+    else:
+        return None

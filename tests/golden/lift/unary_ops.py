@@ -1,0 +1,2 @@
+def f(a):
+    return [-a, +a, ~a, not a]
