@@ -67,10 +67,9 @@ fn lift_golden() {
             }
             match fs::read_to_string(&expected_path) {
                 Ok(expected) if expected == actual => {}
-                Ok(expected) => failures.push(format!(
-                    "{}:\n--- expected\n{expected}--- actual\n{actual}",
-                    expected_path.display()
-                )),
+                Ok(expected) => {
+                    failures.push(format!("{}:\n--- expected\n{expected}--- actual\n{actual}", expected_path.display()))
+                }
                 Err(_) => failures.push(format!(
                     "{}: missing (is there a {}?); actual:\n{actual}",
                     expected_path.display(),
@@ -79,7 +78,12 @@ fn lift_golden() {
             }
         }
     });
-    assert!(failures.is_empty(), "{} golden mismatches (BLESS=1 to rewrite):\n\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} golden mismatches (BLESS=1 to rewrite):\n\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

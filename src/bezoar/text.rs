@@ -54,14 +54,8 @@ const BINOPS: [(BinOp, &str); 13] = [
 ];
 const UNOPS: [(UnaryOp, &str); 4] =
     [(UnaryOp::Neg, "neg"), (UnaryOp::Pos, "pos"), (UnaryOp::Invert, "invert"), (UnaryOp::Not, "not")];
-const CMPOPS: [(CmpOp, &str); 6] = [
-    (CmpOp::Lt, "lt"),
-    (CmpOp::Le, "le"),
-    (CmpOp::Eq, "eq"),
-    (CmpOp::Ne, "ne"),
-    (CmpOp::Gt, "gt"),
-    (CmpOp::Ge, "ge"),
-];
+const CMPOPS: [(CmpOp, &str); 6] =
+    [(CmpOp::Lt, "lt"), (CmpOp::Le, "le"), (CmpOp::Eq, "eq"), (CmpOp::Ne, "ne"), (CmpOp::Gt, "gt"), (CmpOp::Ge, "ge")];
 const CONVERSIONS: [(Conversion, &str); 3] =
     [(Conversion::Str, ".str"), (Conversion::Repr, ".repr"), (Conversion::Ascii, ".ascii")];
 
@@ -142,8 +136,7 @@ fn print_expr(e: &Expr) -> String {
             let npos = args.len() - kwnames.len();
             let mut s = format!("r{func}({}", regs(&args[..npos]));
             if !kwnames.is_empty() {
-                let kw: Vec<String> =
-                    kwnames.iter().zip(&args[npos..]).map(|(k, r)| format!("{k}=r{r}")).collect();
+                let kw: Vec<String> = kwnames.iter().zip(&args[npos..]).map(|(k, r)| format!("{k}=r{r}")).collect();
                 write!(s, "; {}", kw.join(", ")).unwrap();
             }
             s.push(')');
@@ -514,8 +507,8 @@ impl<'a> Cursor<'a> {
     /// Consumes `word` if it is the next whole word.
     fn eat_keyword(&mut self, word: &str) -> bool {
         self.skip_ws();
-        let matches = self.rest.starts_with(word)
-            && self.rest[word.len()..].chars().next().map_or(true, |c| c.is_whitespace());
+        let matches =
+            self.rest.starts_with(word) && self.rest[word.len()..].chars().next().is_none_or(|c| c.is_whitespace());
         if matches {
             self.rest = &self.rest[word.len()..];
         }

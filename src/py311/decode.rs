@@ -56,11 +56,7 @@ impl Iterator for Instructions<'_> {
                 ext = (ext | arg) << 8;
                 continue;
             }
-            let line = self
-                .lines
-                .iter()
-                .find(|&&(s, e, _)| s <= op_offset && op_offset < e)
-                .map_or(0, |l| l.2);
+            let line = self.lines.iter().find(|&&(s, e, _)| s <= op_offset && op_offset < e).map_or(0, |l| l.2);
             return Some(Instr { offset: start as u32, op_offset, opcode: op, arg: ext | arg, line });
         }
         None

@@ -65,11 +65,7 @@ pub fn code_info(code: &Bound<'_, PyAny>) -> PyResult<CodeInfo> {
         cellvars: get("co_cellvars")?.extract()?,
         freevars: get("co_freevars")?.extract()?,
         names: get("co_names")?.extract()?,
-        consts: consts
-            .iter()
-            .enumerate()
-            .map(|(i, c)| convert_const(&c, i as u32))
-            .collect::<PyResult<_>>()?,
+        consts: consts.iter().enumerate().map(|(i, c)| convert_const(&c, i as u32)).collect::<PyResult<_>>()?,
         code: get("co_code")?.downcast::<PyBytes>()?.as_bytes().to_vec(),
         lines,
         exceptiontable: get("co_exceptiontable")?.downcast::<PyBytes>()?.as_bytes().to_vec(),
@@ -118,7 +114,8 @@ mod tests {
 
     #[test]
     fn reads_code_object_fields() {
-        let src = "def f(a, /, b, *, c):\n    x = (1, 2.5, 'é', None, True, (3,))\n    y = 1180591620717411303424\n    \
+        let src =
+            "def f(a, /, b, *, c):\n    x = (1, 2.5, 'é', None, True, (3,))\n    y = 1180591620717411303424\n    \
                    z = b'raw'\n    w = frozenset()\n    return a\n";
         with_function(src, |f| {
             let ci = code_info(&f.getattr("__code__").unwrap()).unwrap();
@@ -139,7 +136,10 @@ mod tests {
                 Const::Tuple(vec![Const::Int(3)]),
             ]);
             assert!(ci.consts.contains(&tuple), "{:?}", ci.consts);
-            let i70 = ci.consts.iter().position(|c| matches!(c, Const::Opaque { repr, .. } if repr == "1180591620717411303424"));
+            let i70 = ci
+                .consts
+                .iter()
+                .position(|c| matches!(c, Const::Opaque { repr, .. } if repr == "1180591620717411303424"));
             let bytes = ci.consts.iter().position(|c| matches!(c, Const::Opaque { repr, .. } if repr == "b'raw'"));
             for pos in [i70, bytes] {
                 let pos = pos.expect("opaque constant present");

@@ -207,8 +207,7 @@ mod tests {
             let have_argument: u8 = opcode.getattr("HAVE_ARGUMENT").unwrap().extract().unwrap();
 
             let python: BTreeMap<String, u8> = opmap.extract().unwrap();
-            let ours: BTreeMap<String, u8> =
-                OPCODES.iter().map(|&(n, op, _)| (n.to_string(), op)).collect();
+            let ours: BTreeMap<String, u8> = OPCODES.iter().map(|&(n, op, _)| (n.to_string(), op)).collect();
             assert_eq!(ours, python, "opcode numbers differ from Python's opcode.opmap");
 
             for &(n, op, cache) in OPCODES {
