@@ -218,6 +218,9 @@ struct BasicBlock {
     /// Index of the terminating jump/return instruction, if any.
     term_instr: Option<usize>,
     term: Term,
+    /// A trivial return block (`LOAD_CONST k`/`LOAD_FAST x`; `RETURN_VALUE`): pure, so it may be
+    /// translated once per path that reaches it.
+    trivial_return: bool,
 }
 
 struct Cfg {
@@ -293,6 +296,7 @@ impl Cfg {
                 body: start..if straight { end - 1 } else { end },
                 term_instr: straight.then_some(end - 1),
                 term,
+                trivial_return: trivial_return(b).is_some(),
             });
         }
         let ipdom = immediate_post_dominators(&blocks);
@@ -488,7 +492,7 @@ impl Translator<'_> {
             let cfg = self.cfg;
             let instrs = self.instrs;
             let blk = &cfg.blocks[cur];
-            if self.emitted[cur] {
+            if self.emitted[cur] && !blk.trivial_return {
                 return Err(Fallback::new(
                     "control flow that is not nested if/else and for (continue, or and/or in a condition)",
                     instrs[blk.body.start].line,

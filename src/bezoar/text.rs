@@ -458,8 +458,10 @@ struct Cursor<'a> {
     rest: &'a str,
 }
 
+/// Characters of names: Python identifiers plus the `$`, `.` and `<>` of synthetic names
+/// (`$ret`, a comprehension's `.0` parameter, `<lambda>`).
 fn is_name_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_' || c == '$' || c == '.'
+    c.is_alphanumeric() || "_$.<>".contains(c)
 }
 
 impl<'a> Cursor<'a> {
@@ -697,11 +699,11 @@ mod tests {
         ));
         body.push(stmt(StmtKind::Return(4), 14));
         Function {
-            name: "f".into(),
-            qualname: "C.<locals>.f".into(),
+            name: "<lambda>".into(),
+            qualname: "C.<locals>.<lambda>".into(),
             filename: "dir with space/\"q\".py".into(),
             firstlineno: 2,
-            params: vec!["a".into(), "b".into()],
+            params: vec![".0".into(), "a".into(), "b".into()],
             consts: vec![
                 Const::None,
                 Const::Bool(true),
@@ -734,7 +736,7 @@ mod tests {
     fn prints_the_documented_syntax() {
         let text = print(&everything());
         for expected in [
-            "def f(a, b):  # qualname \"C.<locals>.f\" file \"dir with space/\\\"q\\\".py\" line 2 nregs 6\n",
+            "def <lambda>(.0, a, b):  # qualname \"C.<locals>.<lambda>\" file \"dir with space/\\\"q\\\".py\" line 2 nregs 6\n",
             "  const 8 = \"tab\\t \\\"quoted\\\" \\\\ \\n é \\u{1} @3\"\n",
             "  const 11 = (1,)\n",
             "  const 13 = opaque 13 \"frozenset({1, 2})\"\n",
