@@ -132,13 +132,19 @@ def _cities(region: str) -> list:
     return names
 
 
+def _distinct(seq: list, h: bytes, k: int) -> list:
+    """k distinct items of seq chosen by the bytes of h."""
+    pool = list(seq)
+    return [pool.pop(h[i] % len(pool)) for i in range(k)]
+
+
 def _excursions(city: str) -> str:
     h = _digest("excursions", city)
-    return (f"In {city}, start the morning at {_pick(_SIGHTS, h, 0)} before the crowds arrive, "
-            f"then try {_pick(_ACTIVITIES, h, 1)}. After lunch, head out to "
-            f"{_pick(_SIGHTS, h, 2)} and finish the day with {_pick(_ACTIVITIES, h, 3)}. "
-            f"Locals recommend visiting {_pick(_SIGHTS, h, 4)} on a weekday, when it is quiet, "
-            f"and booking {_pick(_ACTIVITIES, h, 5)} a few days ahead.")
+    s1, s2, s3 = _distinct(_SIGHTS, h, 3)
+    a1, a2, a3 = _distinct(_ACTIVITIES, h[3:], 3)
+    return (f"In {city}, start the morning at {s1} before the crowds arrive, then try {a1}. "
+            f"After lunch, head out to {s2} and finish the day with {a2}. Locals recommend "
+            f"visiting {s3} on a weekday, when it is quiet, and booking {a3} a few days ahead.")
 
 
 _CITIES_RE = re.compile(r"cities in (.+?)\s*$", re.IGNORECASE | re.DOTALL)
