@@ -67,7 +67,9 @@ def test_sdk_roundtrip_concurrency_and_log():
             t0 = time.perf_counter()
             many = await asyncio.gather(*[client.chat.completions.create(
                 model="sim-1", messages=user(f"Excursions in C{i}")) for i in range(10)])
-            return r, many, time.perf_counter() - t0
+            elapsed = time.perf_counter() - t0
+            await client.close()
+            return r, many, elapsed
 
         first, many, elapsed = asyncio.run(main())
         log = sim.requests
@@ -96,7 +98,9 @@ def test_sync_sdk_and_errors():
             urllib.request.urlopen(urllib.request.Request(
                 sim.base_url + "/chat/completions", data=b"not json", method="POST"))
         assert err.value.code == 400
-        models = json.load(urllib.request.urlopen(sim.base_url + "/models"))
+        with urllib.request.urlopen(sim.base_url + "/models") as resp:
+            models = json.load(resp)
+        client.close()
         assert models["data"][0]["id"] == "sim-1"
         sim.clear_log()
         assert sim.requests == []
@@ -106,24 +110,24 @@ def test_sync_sdk_and_errors():
 
 def test_time_scale_shortens_service():
     with SimServer(echo, LatencyModel(ttft=1.0, per_token=0.0, time_scale=0.05)) as sim:
-        openai.OpenAI(base_url=sim.base_url, api_key="d").chat.completions.create(
-            model="x", messages=user("q"))
+        with openai.OpenAI(base_url=sim.base_url, api_key="d") as client:
+            client.chat.completions.create(model="x", messages=user("q"))
         assert 0.05 <= sim.requests[0].latency < 0.5
 
 
 def test_command_line_server():
-    proc = subprocess.Popen([sys.executable, "-m", "poppy_jit.sim", "--port", "0", "--app",
+    with subprocess.Popen([sys.executable, "-m", "poppy_jit.sim", "--port", "0", "--app",
                              "city_excursions", "--ttft", "0"], stdout=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=os.path.dirname(
-                                os.path.dirname(poppy_jit.__file__))))
-    try:
-        line = proc.stdout.readline()
-        assert "serving at http://127.0.0.1:" in line
-        base_url = line.split("serving at ")[1].strip()
-        r = openai.OpenAI(base_url=base_url, api_key="d").chat.completions.create(
-            model="x", messages=user("List cities in South America"))
-        assert r.choices[0].message.content.startswith("Cusco\n")
-    finally:
-        proc.terminate()
-        proc.wait(10)
+                                os.path.dirname(poppy_jit.__file__)))) as proc:
+        try:
+            line = proc.stdout.readline()
+            assert "serving at http://127.0.0.1:" in line
+            base_url = line.split("serving at ")[1].strip()
+            with openai.OpenAI(base_url=base_url, api_key="d") as client:
+                r = client.chat.completions.create(
+                    model="x", messages=user("List cities in South America"))
+            assert r.choices[0].message.content.startswith("Cusco\n")
+        finally:
+            proc.terminate()
     assert set(APPS) == {"city_excursions", "echo"}

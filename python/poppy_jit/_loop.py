@@ -1,7 +1,7 @@
 """Event loops for async externals.
 
 Every thread gets one persistent asyncio event loop (`get_loop`).  It is created on first use and
-never closed while its thread lives, so objects bound to a loop — an `openai.AsyncOpenAI` client,
+never closed while its thread lives (it is closed when the thread ends), so objects bound to a loop — an `openai.AsyncOpenAI` client,
 an `httpx.AsyncClient` connection pool — keep working from one call to the next.  This is why
 poppy_jit does not use `asyncio.run`, which creates and closes a fresh loop on every call.
 
@@ -27,13 +27,23 @@ T = TypeVar("T")
 _local = threading.local()
 
 
+class _ThreadLoop:
+    """Holds a thread's loop in `_local`; closes it when the thread's locals are dropped."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:
+        if not self.loop.is_running() and not self.loop.is_closed():
+            self.loop.close()
+
+
 def get_loop() -> asyncio.AbstractEventLoop:
-    """This thread's persistent event loop (created on first use, never closed by poppy_jit)."""
-    loop = getattr(_local, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = asyncio.new_event_loop()
-        _local.loop = loop
-    return loop
+    """This thread's persistent event loop (created on first use, closed when the thread ends)."""
+    holder = getattr(_local, "holder", None)
+    if holder is None or holder.loop.is_closed():
+        holder = _local.holder = _ThreadLoop()
+    return holder.loop
 
 
 class _Worker:

@@ -8,13 +8,10 @@ from _ext import llm
 def fan_out(topics):
     first = llm("essay on beginnings")
     last = llm("essay on endings")
-    answers = []
-    for t in topics:
-        answers.append(llm(f"essay on {t}"))
     print(first)
-    for a in answers:
-        print(a)
+    for t in topics:
+        print(t, llm(f"essay on {t}"))
     print(last)
 
 
-fan_out(["sun", "moon", "stars", "comets", "planets", "nebulae"])
+fan_out(("sun", "moon", "stars", "comets", "planets", "nebulae"))
