@@ -1,0 +1,26 @@
+"""poppy_jit: run sequential Python orchestration code's slow external calls in parallel.
+
+Annotate internal code with `@poppy` and external calls with `@unordered`, `@readonly` or
+`@sequential`, then run with PYTHONPOPPY=1.  Without it the program is plain CPython.
+"""
+from ._decorators import (
+    ExternalSpec,
+    disable,
+    enable,
+    explain,
+    is_enabled,
+    poppy,
+    readonly,
+    reset_stats,
+    sequential,
+    stats,
+    unordered,
+)
+from ._decorators import configure_from_env as _configure_from_env
+
+__all__ = [
+    "ExternalSpec", "poppy", "unordered", "readonly", "sequential",
+    "enable", "disable", "is_enabled", "stats", "reset_stats", "explain",
+]
+
+_configure_from_env()

@@ -1,0 +1,217 @@
+"""Public annotations (`@poppy`, `@unordered`, `@readonly`, `@sequential`) and the hook switch.
+
+Plain mode (PYTHONPOPPY unset, "" or "0") never imports the compiled `poppy_jit._core`: the
+decorators only attach metadata and an annotated program runs as ordinary sequential CPython.
+With PYTHONPOPPY=1 the PEP 523 hook is installed at import time and `@poppy` functions are handed
+to the Rust runtime, which reads the `__poppy_external__` spec of every external it calls.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import importlib
+import inspect
+import os
+import sys
+from typing import Any, Callable
+
+from . import _loop
+
+KINDS = ("unordered", "readonly", "sequential")
+_OPTIONS = ("blocking",)
+
+
+class ExternalSpec:
+    """What the runtime needs to know about an external function (read by `_core`).
+
+    kind:      "unordered" | "readonly" | "sequential" (reordering class)
+    fn:        the original, undecorated function
+    is_async:  `fn` is an `async def` (the runtime awaits it on `_loop.get_loop()`)
+    blocking:  `fn` is synchronous but slow; the runtime calls it on a worker thread
+    """
+
+    __slots__ = ("kind", "fn", "is_async", "blocking")
+
+    def __init__(self, kind: str, fn: Callable, is_async: bool, blocking: bool) -> None:
+        self.kind = kind
+        self.fn = fn
+        self.is_async = is_async
+        self.blocking = blocking
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "__qualname__", repr(self.fn))
+        return (f"ExternalSpec(kind={self.kind!r}, fn={name}, is_async={self.is_async}, "
+                f"blocking={self.blocking})")
+
+
+def _make_external(kind: str, fn: Callable, blocking: bool) -> Callable:
+    if not callable(fn):
+        raise TypeError(f"@{kind} must decorate a function, got {type(fn).__name__}")
+    # Re-annotating an external replaces its class; wrap the original function, not the wrapper.
+    inner = getattr(fn, "__poppy_external__", None)
+    if isinstance(inner, ExternalSpec):
+        fn = inner.fn
+    if inspect.isasyncgenfunction(fn):
+        raise TypeError(f"@{kind} cannot decorate an async generator ({fn.__qualname__}); "
+                        "an external call must produce a single value")
+    is_async = inspect.iscoroutinefunction(fn)
+    if is_async and blocking:
+        raise TypeError(f"@{kind}(blocking=True) is for synchronous functions; "
+                        f"{fn.__qualname__} is an async def and never blocks the interpreter")
+    spec = ExternalSpec(kind, fn, is_async, blocking)
+
+    if is_async:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            # Called from ordinary code (plain mode, or outside @poppy): run to completion.
+            return _loop.run_sync(fn(*args, **kwargs))
+    else:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+    wrapper.__poppy_external__ = spec
+    return wrapper
+
+
+def _external_decorator(kind: str) -> Callable:
+    def decorator(fn: Callable | None = None, /, **options: Any) -> Callable:
+        unknown = sorted(set(options) - set(_OPTIONS))
+        if unknown:
+            raise TypeError(f"@{kind}() got unknown option(s) {', '.join(unknown)}; "
+                            f"allowed: {', '.join(_OPTIONS)}")
+        blocking = options.get("blocking", False)
+        if not isinstance(blocking, bool):
+            raise TypeError(f"@{kind}(blocking=...) must be True or False, got {blocking!r}")
+        if fn is None:  # used with options: @unordered(blocking=True)
+            return lambda f: _make_external(kind, f, blocking)
+        return _make_external(kind, fn, blocking)
+
+    decorator.__name__ = decorator.__qualname__ = kind
+    decorator.__doc__ = (f"Mark a function as an external call of class {kind!r}. "
+                         f"Use bare (@{kind}) or with options (@{kind}(blocking=True)).")
+    return decorator
+
+
+unordered = _external_decorator("unordered")
+readonly = _external_decorator("readonly")
+sequential = _external_decorator("sequential")
+
+# ---------------------------------------------------------------------------------------------
+# Internal functions and the hook
+
+_registry: list = []  # every @poppy function, in decoration order
+_core = None  # the compiled module once imported
+
+
+def _load_core():
+    global _core
+    if _core is None:
+        try:
+            core = importlib.import_module(__package__ + "._core")
+        except ImportError as exc:
+            raise ImportError(
+                "poppy_jit._core (the compiled runtime) is not available: build and install the "
+                "package with `pip install .` (or `maturin develop --release`). "
+                f"Original error: {exc}") from exc
+        _core = core
+    return _core
+
+
+def poppy(fn: Callable | None = None, /) -> Callable:
+    """Mark a function as internal: under PYTHONPOPPY=1 its body runs on the poppy runtime.
+
+    Returns `fn` itself (with `fn.__poppy__ = True`), so plain CPython runs it unchanged.
+    """
+    if fn is None:  # @poppy()
+        return poppy
+    if not inspect.isfunction(fn):
+        raise TypeError(f"@poppy must decorate a Python function, got {type(fn).__name__}")
+    fn.__poppy__ = True
+    _registry.append(fn)
+    if _core is not None and _core.is_enabled():
+        _core.mark_poppy(fn.__code__)
+    return fn
+
+
+def enable() -> None:
+    """Install the PEP 523 hook (imports `_core`) and hand all @poppy functions to it."""
+    core = _load_core()
+    for fn in _registry:
+        core.mark_poppy(fn.__code__)
+    core.enable()
+
+
+def disable() -> None:
+    """Remove the hook; @poppy functions run as plain CPython again."""
+    if _core is not None:
+        _core.disable()
+
+
+def is_enabled() -> bool:
+    return _core is not None and _core.is_enabled()
+
+
+def stats() -> dict:
+    """Runtime counters (functions compiled, fallbacks, reductions, external calls, ...)."""
+    return _load_core().stats()
+
+
+def reset_stats() -> None:
+    _load_core().reset_stats()
+
+
+def explain(fn: Callable) -> dict:
+    """The Bezoar and λO texts the compiler produced for `fn`, or why it falls back."""
+    return _load_core().explain(fn)
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment configuration
+
+def _flag(name: str) -> bool:
+    value = os.environ.get(name, "")
+    if value in ("", "0"):
+        return False
+    if value == "1":
+        return True
+    raise ValueError(f"{name} must be 0 or 1 (got {value!r})")
+
+
+def format_stats(st: dict) -> str:
+    """A readable table of a `stats()` dict (used for PYTHONPOPPY_STATS=1)."""
+    rows: list[tuple[str, str]] = []
+    ext = st.get("external_calls", {})
+    for key, value in st.items():
+        if key in ("fallbacks", "external_calls"):
+            continue
+        if key == "compile_ms" and isinstance(value, float):
+            value = f"{value:.2f}"
+        rows.append((key, str(value)))
+    for kind in KINDS:
+        if kind in ext:
+            rows.append((f"external_calls.{kind}", str(ext[kind])))
+    width = max((len(k) for k, _ in rows), default=0)
+    lines = ["poppy_jit stats", "-" * 15]
+    lines += [f"{k.ljust(width)}  {v}" for k, v in rows]
+    fallbacks = st.get("fallbacks", [])
+    lines.append(f"fallbacks ({len(fallbacks)})" + (":" if fallbacks else ""))
+    lines += [f"  {fb.get('function', '?')}: {fb.get('reason', '?')}" for fb in fallbacks]
+    return "\n".join(lines)
+
+
+def _print_stats_at_exit() -> None:
+    if _core is None:
+        print("poppy_jit stats: hook not enabled (plain CPython), nothing to report",
+              file=sys.stderr)
+        return
+    print(format_stats(_core.stats()), file=sys.stderr)
+
+
+def configure_from_env() -> None:
+    """Apply PYTHONPOPPY / PYTHONPOPPY_STATS (called once, when poppy_jit is imported)."""
+    poppy_on = _flag("PYTHONPOPPY")
+    if _flag("PYTHONPOPPY_STATS"):
+        atexit.register(_print_stats_at_exit)
+    if poppy_on:
+        enable()

@@ -1,0 +1,126 @@
+"""Test externals for the differential programs, with a recorded trace of every call.
+
+Each call is recorded when it starts: name, reordering class, arguments, and the classes of the
+calls still in flight at that moment.  The maximum number of calls in flight is tracked too.  At
+exit the trace is written as JSON to the path in env POPPY_TEST_TRACE (if set), for
+tests/difftest.py to compare plain CPython with PYTHONPOPPY=1.
+
+Answers are deterministic functions of the arguments; async ones sleep a small deterministic time
+so that, under poppy, calls overlap and may finish out of order.
+"""
+import asyncio
+import atexit
+import contextlib
+import hashlib
+import json
+import os
+import threading
+import time
+
+from poppy_jit import readonly, sequential, unordered
+
+_lock = threading.Lock()
+_calls = []
+_in_flight = {}  # call index -> class
+_max_in_flight = 0
+
+
+@contextlib.contextmanager
+def _traced(name, kind, *args, **kwargs):
+    global _max_in_flight
+    with _lock:
+        idx = len(_calls)
+        _calls.append({"name": name, "kind": kind, "args": repr(args), "kwargs": repr(kwargs),
+                       "in_flight": sorted(_in_flight.values())})
+        _in_flight[idx] = kind
+        _max_in_flight = max(_max_in_flight, len(_in_flight))
+    try:
+        yield
+    finally:
+        with _lock:
+            del _in_flight[idx]
+
+
+@atexit.register
+def _write_trace():
+    path = os.environ.get("POPPY_TEST_TRACE")
+    if path:
+        with open(path, "w") as f:
+            json.dump({"calls": _calls, "max_in_flight": _max_in_flight}, f, indent=1)
+
+
+def _h(*parts):
+    return hashlib.sha256(repr(parts).encode()).digest()
+
+
+def _delay(*parts):
+    """A deterministic 10–40 ms sleep, different per call, so completions interleave."""
+    return 0.010 + _h("delay", *parts)[0] % 31 / 1000
+
+
+_WORDS = ["amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "heath", "inlet",
+          "juniper", "kelp", "larch", "maple", "nectar", "oak", "pine"]
+
+
+def _answer(prompt, style, n):
+    """Scripted replies: 'list: X' → n lines; 'yesno: X' → yes/no; 'count: X' → a number;
+    'fail: X' → raises; anything else → a short sentence."""
+    h = _h(prompt, style)
+    if prompt.startswith("list:"):
+        return "\n".join(f"{_WORDS[h[i] % len(_WORDS)]}-{i}" for i in range(n))
+    if prompt.startswith("yesno:"):
+        return "yes" if h[0] % 2 else "no"
+    if prompt.startswith("count:"):
+        return str(h[0] % 20)
+    if prompt.startswith("fail:"):
+        raise ValueError(f"model refused: {prompt[5:].strip()}")
+    text = f"{_WORDS[h[0] % 16]} {_WORDS[h[1] % 16]} about {prompt}"
+    return text.upper() if style == "loud" else text
+
+
+@unordered
+async def llm(prompt, style="plain", n=3):
+    """The fake LLM: async, unordered, sleeps 10–40 ms."""
+    with _traced("llm", "unordered", prompt, style=style, n=n):
+        await asyncio.sleep(_delay(prompt, style))
+        return _answer(prompt, style, n)
+
+
+@unordered(blocking=True)
+def lookup(key):
+    """A blocking (synchronous) unordered lookup, e.g. a slow HTTP GET."""
+    with _traced("lookup", "unordered", key):
+        time.sleep(_delay("lookup", key))
+        return f"<{key}:{_h('lookup', key)[0] % 100}>"
+
+
+_store = {"greeting": "hello", "limit": 3, "mode": "draft"}
+
+
+@readonly
+def read(key):
+    """Read the shared store (may be reordered with other reads, not with writes)."""
+    with _traced("read", "readonly", key):
+        return _store.get(key)
+
+
+@sequential
+def write(key, value):
+    """Write the shared store (an empty key raises KeyError)."""
+    with _traced("write", "sequential", key, value):
+        if not key:
+            raise KeyError("empty key")
+        _store[key] = value
+
+
+@sequential
+def log(msg):
+    """A traced print."""
+    with _traced("log", "sequential", msg):
+        print(f"[log] {msg}")
+
+
+def note(msg):
+    """Unannotated external: the runtime must treat it as sequential."""
+    with _traced("note", "sequential", msg):
+        print(f"[note] {msg}")

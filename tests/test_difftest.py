@@ -1,0 +1,129 @@
+"""Differential tests (plain CPython vs PYTHONPOPPY=1) and tests of the harness's own checks."""
+import pytest
+from hypothesis import given, strategies as st
+
+import difftest
+from difftest import Run, check_controller, compare_runs, compare_traces
+
+PROGRAMS = difftest.programs()
+IDS = [p.name for p in PROGRAMS]
+
+
+def test_enough_programs():
+    assert len(PROGRAMS) >= 12
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
+def test_program_plain_run(path):
+    """Each program runs under plain CPython as its directives say, strictly one call at a time,
+    and records a trace whose classes match _ext's annotations."""
+    run = difftest.run_program(path, poppy=False)
+    expect = difftest.directives(path)
+    assert run.rc == expect.get("expect_rc", 0), run.stderr
+    assert run.stdout.strip()
+    calls = run.trace["calls"]
+    assert calls, "program made no traced external call"
+    assert run.trace["max_in_flight"] == 1
+    assert all(c["in_flight"] == [] for c in calls)
+    kinds = {"llm": "unordered", "lookup": "unordered", "read": "readonly",
+             "write": "sequential", "log": "sequential", "note": "sequential"}
+    assert all(kinds[c["name"]] == c["kind"] for c in calls)
+    if run.rc:
+        assert "Traceback" in run.stderr and ":" in run.error_line
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
+def test_program_differential(path):
+    pytest.importorskip("poppy_jit._core")
+    problems = difftest.difftest(path)
+    assert not problems, "\n".join(problems)
+
+
+# --- the harness's checks, on synthetic traces ---------------------------------------------------
+
+def call(name, kind, arg, in_flight=()):
+    return {"name": name, "kind": kind, "args": repr((arg,)), "kwargs": "{}",
+            "in_flight": list(in_flight)}
+
+
+U1, U2, U3 = (call("llm", "unordered", i) for i in range(3))
+R1, R2 = call("read", "readonly", "a"), call("read", "readonly", "b")
+S1, S2 = call("log", "sequential", 1), call("log", "sequential", 2)
+
+
+def test_unordered_and_readonly_reordering_is_accepted():
+    plain = [U1, R1, R2, S1, U2, U3, S2]
+    popped = [U3, U1, R2, U2, R1, S1, S2]
+    assert compare_traces(plain, popped) == []
+
+
+def test_sequential_reordering_is_rejected():
+    assert compare_traces([S1, S2], [S2, S1])
+
+
+def test_readonly_moved_across_sequential_is_rejected():
+    assert compare_traces([R1, S1, R2], [R1, R2, S1])
+
+
+@pytest.mark.parametrize("popped", [[U1, S1], [U1, U2, U2, S1], [U1, U2, U3, S1]])
+def test_missing_or_extra_calls_are_rejected(popped):
+    assert compare_traces([U1, U2, S1], popped)
+
+
+def test_controller_violations_are_detected():
+    ok = [call("llm", "unordered", 0, ["sequential"]), call("log", "sequential", 0, ["unordered"]),
+          call("read", "readonly", 0, ["readonly", "unordered"])]
+    assert check_controller(ok) == []
+    assert check_controller([call("log", "sequential", 0, ["readonly"])])
+    assert check_controller([call("write", "sequential", 0, ["sequential"])])
+    assert check_controller([call("read", "readonly", 0, ["sequential"])])
+
+
+def run(stdout="x\n", stderr="", rc=0, calls=(U1, S1), max_in_flight=1):
+    return Run(stdout, stderr, rc, {"calls": list(calls), "max_in_flight": max_in_flight})
+
+
+def test_compare_runs_checks_output_exit_code_error_and_parallelism():
+    assert compare_runs(run(), run()) == []
+    assert compare_runs(run(), run(stdout="y\n"))
+    assert compare_runs(run(), run(rc=1))
+    assert compare_runs(run(rc=1, stderr="E: a\n"), run(rc=1, stderr="E: b\n"), {"expect_rc": 1})
+    assert compare_runs(run(rc=1, stderr="T\nE: a\n"), run(rc=1, stderr="U\nE: a\n"),
+                        {"expect_rc": 1}) == []
+    assert compare_runs(run(), run(max_in_flight=1), {"min_in_flight": 2})
+    assert compare_runs(run(), run(max_in_flight=2), {"min_in_flight": 2}) == []
+    assert compare_runs(run(), Run("x\n", "", 0, {}))
+
+
+@given(st.lists(st.sampled_from(["unordered", "readonly", "sequential"]), max_size=12),
+       st.randoms(use_true_random=False))
+def test_allowed_permutations_are_accepted(kinds, rnd):
+    """Shuffling unordered calls anywhere and readonly calls within their segment is equivalent;
+    the harness must never reject such a trace."""
+    plain = [call({"unordered": "llm", "readonly": "read", "sequential": "log"}[k], k, i)
+             for i, k in enumerate(kinds)]
+    seq_and_ro = [c for c in plain if c["kind"] != "unordered"]
+    segments, cur = [], []
+    for c in seq_and_ro:
+        if c["kind"] == "sequential":
+            segments.append(cur)
+            segments.append([c])
+            cur = []
+        else:
+            cur.append(c)
+    segments.append(cur)
+    popped = []
+    for seg in segments:
+        rnd.shuffle(seg)
+        popped += seg
+    for c in (c for c in plain if c["kind"] == "unordered"):
+        popped.insert(rnd.randint(0, len(popped)), c)
+    assert compare_traces(plain, popped) == []
+
+
+@given(st.lists(st.integers(0, 5), min_size=2, max_size=8), st.randoms(use_true_random=False))
+def test_any_change_of_sequential_order_is_rejected(args, rnd):
+    plain = [call("log", "sequential", a) for a in args]
+    popped = list(plain)
+    rnd.shuffle(popped)
+    assert (compare_traces(plain, popped) == []) == (popped == plain)
