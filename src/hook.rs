@@ -1,6 +1,356 @@
-//! PEP 523 hook (Rust side): installs the shim's eval-frame function and runs @poppy frames.
+//! PEP 523 hook (Rust side) and the per-code-object translation cache.
+//!
+//! A @poppy code object carries a `CodeEntry` in its co_extra slot (set by `mark_poppy`, freed by
+//! CPython with the code object). The C shim calls `handle_frame` for frames of marked code; we
+//! compile on first call (bytecode → Bezoar → λO), cache the result or the fallback reason, and run
+//! the λO program. Declining (fallback, nested run, tracing, running event loop) lets CPython run
+//! the frame itself, so the function is then one sequential external of whatever called it.
+//!
+//! Shared state is only touched with the GIL held (the shim calls us from the eval loop; every
+//! `_core` function holds the GIL), which is what makes the `RefCell`s below sound.
+use crate::bezoar::{passes, text as bz_text};
+use crate::host::{Obj, PyFactory, PyHost};
+use crate::lambda_o::{eval, text as lo_text, Program, ProgramRef};
+use crate::lower::{lower, LowerOptions};
+use crate::stats::RunStats;
+use crate::{lift, py311};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::GILProtected;
+use pyo3::types::{PyDict, PyList};
+use std::cell::{Cell, RefCell};
+use std::os::raw::{c_int, c_void};
+use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
+use std::time::Instant;
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+type Handler = unsafe extern "C" fn(*mut c_void, *mut ffi::PyObject, *const *mut ffi::PyObject) -> *mut ffi::PyObject;
+
+extern "C" {
+    fn poppy_shim_init(handler: Handler, free_payload: unsafe extern "C" fn(*mut c_void)) -> c_int;
+    fn poppy_shim_install() -> c_int;
+    fn poppy_shim_uninstall() -> c_int;
+    fn poppy_shim_is_installed() -> c_int;
+    fn poppy_shim_set_mark(code: *mut ffi::PyObject, payload: *mut c_void) -> c_int;
+    fn poppy_shim_get_mark(code: *mut ffi::PyObject) -> *mut c_void;
+    fn poppy_shim_decline() -> *mut ffi::PyObject;
+}
+
+/// A successful translation.
+pub struct Compiled {
+    pub program: ProgramRef<Obj>,
+    pub bezoar: String,
+    pub argcount: usize,
+    /// The globals dict the program's global loader reads (a code object shared by functions of
+    /// different modules is recompiled for each).
+    pub globals: Obj,
+}
+
+enum EntryState {
+    Pending,
+    Compiled(Rc<Compiled>),
+    Fallback,
+}
+
+/// The co_extra payload of a @poppy code object.
+struct CodeEntry {
+    state: RefCell<EntryState>,
+}
+
+#[derive(Default)]
+struct Totals {
+    run: RunStats,
+    runs: u64,
+    functions_compiled: u64,
+    compile_ns: u64,
+    runtime_ns: u64,
+    fallbacks: Vec<(String, String)>,
+    declined_nested: u64,
+}
+
+static TOTALS: GILProtected<RefCell<Option<Totals>>> = GILProtected::new(RefCell::new(None));
+
+fn with_totals<R>(py: Python<'_>, f: impl FnOnce(&mut Totals) -> R) -> R {
+    let mut t = TOTALS.get(py).borrow_mut();
+    f(t.get_or_insert_with(Totals::default))
+}
+
+thread_local! {
+    /// A λO run is in progress on this thread (externals that call @poppy code run it plainly).
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+}
+
+fn force_memory() -> bool {
+    std::env::var("PYTHONPOPPY_FORCE_MEMORY").map(|v| v == "1").unwrap_or(false)
+}
+
+/// Compile a Python function: bytecode → Bezoar → λO. Err is the fallback reason.
+pub fn compile_function(py: Python<'_>, func: &Bound<'_, PyAny>) -> Result<Compiled, String> {
+    let code = func.getattr("__code__").map_err(|e| e.to_string())?;
+    let info = py311::code_info(&code).map_err(|e| format!("reading the code object: {e}"))?;
+    let mut bz = lift::lift(&info).map_err(|fb| fb.to_string())?;
+    passes::remove_dead_pure_lets(&mut bz);
+    let mut factory = PyFactory::new(py, func).map_err(|e| e.to_string())?;
+    let opts = LowerOptions { force_memory: force_memory() };
+    let program = lower(&bz, &mut factory, &opts)?;
+    let globals = func.getattr("__globals__").map_err(|e| e.to_string())?.unbind();
+    Ok(Compiled { program: Rc::new(program), bezoar: bz_text::print(&bz), argcount: bz.params.len(), globals })
+}
+
+fn qualname(func: &Bound<'_, PyAny>) -> String {
+    func.getattr("__qualname__").and_then(|q| q.extract()).unwrap_or_else(|_| "<function>".into())
+}
+
+impl CodeEntry {
+    /// The cached translation for `func`, compiling it on first use.
+    fn get_or_compile(&self, py: Python<'_>, func: &Bound<'_, PyAny>) -> Option<Rc<Compiled>> {
+        let globals = func.getattr("__globals__").ok()?;
+        if let EntryState::Compiled(c) = &*self.state.borrow() {
+            if c.globals.bind(py).is(&globals) {
+                return Some(c.clone());
+            }
+        }
+        if let EntryState::Fallback = &*self.state.borrow() {
+            return None;
+        }
+        let start = Instant::now();
+        let result = compile_function(py, func);
+        let ns = start.elapsed().as_nanos() as u64;
+        let name = qualname(func);
+        let new_state = match result {
+            Ok(c) => {
+                with_totals(py, |t| {
+                    t.functions_compiled += 1;
+                    t.compile_ns += ns;
+                });
+                EntryState::Compiled(Rc::new(c))
+            }
+            Err(reason) => {
+                with_totals(py, |t| {
+                    t.compile_ns += ns;
+                    t.fallbacks.push((name, reason.clone()));
+                });
+                EntryState::Fallback
+            }
+        };
+        *self.state.borrow_mut() = new_state;
+        match &*self.state.borrow() {
+            EntryState::Compiled(c) => Some(c.clone()),
+            _ => None,
+        }
+    }
+}
+
+fn entry_of(code: &Bound<'_, PyAny>) -> Option<&'static CodeEntry> {
+    let p = unsafe { poppy_shim_get_mark(code.as_ptr()) };
+    if p.is_null() {
+        None
+    } else {
+        Some(unsafe { &*(p as *const CodeEntry) })
+    }
+}
+
+/// The λO program of a @poppy function that a call with `nargs` positional arguments can inline.
+pub fn inline_program(py: Python<'_>, f: &Bound<'_, PyAny>, nargs: usize) -> Option<ProgramRef<Obj>> {
+    if !f.is_instance_of::<pyo3::types::PyFunction>() {
+        return None;
+    }
+    let code = f.getattr("__code__").ok()?;
+    let entry = entry_of(&code)?;
+    let compiled = entry.get_or_compile(py, f)?;
+    (compiled.argcount == nargs).then(|| compiled.program.clone())
+}
+
+unsafe extern "C" fn free_entry(p: *mut c_void) {
+    if !p.is_null() {
+        drop(Box::from_raw(p as *mut CodeEntry));
+    }
+}
+
+/// Why a compiled frame should still run plainly, if it should.
+fn decline_reason(py: Python<'_>) -> PyResult<Option<&'static str>> {
+    if ACTIVE.with(|a| a.get()) {
+        return Ok(Some("nested"));
+    }
+    let sys = py.import_bound("sys")?;
+    if !sys.call_method0("gettrace")?.is_none() || !sys.call_method0("getprofile")?.is_none() {
+        return Ok(Some("tracing"));
+    }
+    let running = py.import_bound("asyncio")?.call_method0("_get_running_loop")?;
+    if !running.is_none() {
+        return Ok(Some("running event loop"));
+    }
+    Ok(None)
+}
+
+fn run_frame(py: Python<'_>, entry: &CodeEntry, func: &Bound<'_, PyAny>, locals: *const *mut ffi::PyObject) -> PyResult<Option<Obj>> {
+    if let Some(why) = decline_reason(py)? {
+        if why == "nested" {
+            with_totals(py, |t| t.declined_nested += 1);
+        }
+        return Ok(None);
+    }
+    let Some(compiled) = entry.get_or_compile(py, func) else {
+        return Ok(None);
+    };
+    let args: Vec<Obj> = (0..compiled.argcount)
+        .map(|i| unsafe { Bound::from_borrowed_ptr(py, *locals.add(i)) }.unbind())
+        .collect();
+    let mut host = PyHost::new(py)?;
+    let mut stats = RunStats::default();
+    ACTIVE.with(|a| a.set(true));
+    let start = Instant::now();
+    let result = eval::run(&mut host, compiled.program.clone(), args, &mut stats);
+    let finished = host.finish();
+    let ns = start.elapsed().as_nanos() as u64;
+    ACTIVE.with(|a| a.set(false));
+    with_totals(py, |t| {
+        t.run.merge(&stats);
+        t.runs += 1;
+        t.runtime_ns += ns;
+    });
+    let value = result.map_err(|e| e.to_pyerr(py))?;
+    finished?;
+    Ok(Some(value))
+}
+
+unsafe extern "C" fn handle_frame(payload: *mut c_void, func: *mut ffi::PyObject, locals: *const *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // The eval loop holds the GIL; `with_gil` re-enters it cheaply and tells pyo3 so.
+    Python::with_gil(|py| {
+        let entry = &*(payload as *const CodeEntry);
+        let func = Bound::from_borrowed_ptr(py, func);
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run_frame(py, entry, &func, locals)));
+        match outcome {
+            Ok(Ok(Some(v))) => v.into_ptr(),
+            Ok(Ok(None)) => poppy_shim_decline(),
+            Ok(Err(e)) => {
+                e.restore(py);
+                std::ptr::null_mut()
+            }
+            Err(_) => {
+                ACTIVE.with(|a| a.set(false));
+                PyRuntimeError::new_err("poppy_jit: internal error (panic) while running a @poppy function").restore(py);
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+fn ensure_init() -> PyResult<()> {
+    if unsafe { poppy_shim_init(handle_frame, free_entry) } != 0 {
+        return Err(PyRuntimeError::new_err("poppy_jit: could not reserve a co_extra index"));
+    }
+    Ok(())
+}
+
+#[pyfunction]
+fn enable() -> PyResult<()> {
+    ensure_init()?;
+    unsafe { poppy_shim_install() };
+    Ok(())
+}
+
+#[pyfunction]
+fn disable(py: Python<'_>) -> PyResult<()> {
+    if unsafe { poppy_shim_uninstall() } != 0 {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(())
+}
+
+#[pyfunction]
+fn is_enabled() -> bool {
+    unsafe { poppy_shim_is_installed() != 0 }
+}
+
+/// Flag a code object as internal (@poppy).
+#[pyfunction]
+fn mark_poppy(py: Python<'_>, code: &Bound<'_, PyAny>) -> PyResult<()> {
+    ensure_init()?;
+    if entry_of(code).is_some() {
+        return Ok(());
+    }
+    let entry = Box::into_raw(Box::new(CodeEntry { state: RefCell::new(EntryState::Pending) }));
+    if unsafe { poppy_shim_set_mark(code.as_ptr(), entry as *mut c_void) } != 0 {
+        drop(unsafe { Box::from_raw(entry) });
+        return Err(PyErr::fetch(py));
+    }
+    Ok(())
+}
+
+#[pyfunction]
+fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
+    with_totals(py, |t| {
+        let d = PyDict::new_bound(py);
+        d.set_item("functions_compiled", t.functions_compiled)?;
+        d.set_item("compile_ms", t.compile_ns as f64 / 1e6)?;
+        let fb = PyList::empty_bound(py);
+        for (f, r) in &t.fallbacks {
+            let e = PyDict::new_bound(py);
+            e.set_item("function", f)?;
+            e.set_item("reason", r)?;
+            fb.append(e)?;
+        }
+        d.set_item("fallbacks", fb)?;
+        d.set_item("runs", t.runs)?;
+        d.set_item("runtime_ms", t.runtime_ns as f64 / 1e6)?;
+        d.set_item("reductions", t.run.reductions)?;
+        d.set_item("inlined_calls", t.run.inlined_calls)?;
+        let ext = PyDict::new_bound(py);
+        ext.set_item("unordered", t.run.dispatched[0])?;
+        ext.set_item("readonly", t.run.dispatched[1])?;
+        ext.set_item("sequential", t.run.dispatched[2])?;
+        d.set_item("external_calls", ext)?;
+        d.set_item("peak_in_flight", t.run.peak_in_flight)?;
+        d.set_item("queue_wait_ms", t.run.queue_wait_ns as f64 / 1e6)?;
+        d.set_item("nested_plain_runs", t.declined_nested)?;
+        Ok(d.unbind())
+    })
+}
+
+#[pyfunction]
+fn reset_stats(py: Python<'_>) {
+    with_totals(py, |t| *t = Totals::default());
+}
+
+/// Bezoar and λO text of a function, or why it falls back.
+#[pyfunction]
+fn explain(py: Python<'_>, func: &Bound<'_, PyAny>) -> PyResult<Py<PyDict>> {
+    let d = PyDict::new_bound(py);
+    match compile_function(py, func) {
+        Ok(c) => {
+            d.set_item("bezoar", &c.bezoar)?;
+            d.set_item("lambda_o", program_text(py, &c.program))?;
+            d.set_item("fallback", py.None())?;
+        }
+        Err(reason) => {
+            d.set_item("bezoar", py.None())?;
+            d.set_item("lambda_o", py.None())?;
+            d.set_item("fallback", reason)?;
+        }
+    }
+    Ok(d.unbind())
+}
+
+fn program_text(py: Python<'_>, p: &Program<Obj>) -> String {
+    lo_text::print_with(p, &|o: &Obj| {
+        let s = o.bind(py).repr().map(|r| r.to_string()).unwrap_or_else(|_| "<?>".into());
+        if s.len() > 60 {
+            format!("{}…", &s[..s.char_indices().nth(57).map(|(i, _)| i).unwrap_or(s.len())])
+        } else {
+            s
+        }
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(enable, m)?)?;
+    m.add_function(wrap_pyfunction!(disable, m)?)?;
+    m.add_function(wrap_pyfunction!(is_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(mark_poppy, m)?)?;
+    m.add_function(wrap_pyfunction!(stats, m)?)?;
+    m.add_function(wrap_pyfunction!(reset_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(explain, m)?)?;
     Ok(())
 }

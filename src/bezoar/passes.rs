@@ -1,1 +1,193 @@
-//! (stub: being written)
+//! Analyses over Bezoar used by lowering (PopPy §7).
+//!
+//! - `promotable`: which mutable variables can be promoted to SSA values instead of living in the
+//!   memory M. A variable qualifies when it is only accessed by this function's own code (a Python
+//!   local that is not a cell or free variable). The lifter falls back on cells/free variables, so
+//!   today every local qualifies; the set is still computed so that lowering stays correct when
+//!   closures arrive and so that M-threading can be forced (for differential testing of lowering).
+//! - `assigned`: the variables a block may store (the values an `ite`/`fold` must thread out).
+//! - `DefinedSet`: forward "definitely assigned" analysis, so that a load that may hit an unbound
+//!   local raises UnboundLocalError exactly where CPython would.
+use super::ir::*;
+use std::collections::BTreeSet;
+
+/// Names of mutable variables stored or loaded anywhere in `f` (parameters included).
+pub fn variables(f: &Function) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = f.params.iter().cloned().collect();
+    fn walk(b: &Block, out: &mut BTreeSet<String>) {
+        for s in b {
+            match &s.kind {
+                StmtKind::Let(_, Expr::Load(x)) | StmtKind::Store(x, _) => {
+                    out.insert(x.clone());
+                }
+                StmtKind::If { then_body, else_body, .. } => {
+                    walk(then_body, out);
+                    walk(else_body, out);
+                }
+                StmtKind::For { body, .. } => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    walk(&f.body, &mut out);
+    out
+}
+
+/// Variables that lowering keeps as SSA values (all of them unless `force_memory`).
+pub fn promotable(f: &Function, force_memory: bool) -> BTreeSet<String> {
+    if force_memory {
+        BTreeSet::new()
+    } else {
+        variables(f)
+    }
+}
+
+/// Variables a block may store, in a deterministic order.
+pub fn assigned(b: &Block) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    fn walk(b: &Block, out: &mut BTreeSet<String>) {
+        for s in b {
+            match &s.kind {
+                StmtKind::Store(x, _) => {
+                    out.insert(x.clone());
+                }
+                StmtKind::If { then_body, else_body, .. } => {
+                    walk(then_body, out);
+                    walk(else_body, out);
+                }
+                StmtKind::For { body, .. } => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    walk(b, &mut out);
+    out
+}
+
+/// The set of variables definitely assigned at a program point.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DefinedSet(pub BTreeSet<String>);
+
+impl DefinedSet {
+    pub fn contains(&self, x: &str) -> bool {
+        self.0.contains(x)
+    }
+    pub fn insert(&mut self, x: &str) {
+        self.0.insert(x.to_string());
+    }
+    /// After an `if`: assigned on both paths.
+    pub fn meet(&self, other: &DefinedSet) -> DefinedSet {
+        DefinedSet(self.0.intersection(&other.0).cloned().collect())
+    }
+}
+
+/// Remove `Let`s of pure expressions (constants, loads of promoted variables) whose register is
+/// never used. External operations are never removed: they are observable.
+pub fn remove_dead_pure_lets(f: &mut Function) {
+    let mut used = vec![false; f.nregs as usize];
+    fn mark(b: &Block, used: &mut [bool]) {
+        for s in b {
+            match &s.kind {
+                StmtKind::Let(_, e) => match e {
+                    Expr::Call { func, args, .. } => {
+                        used[*func as usize] = true;
+                        args.iter().for_each(|r| used[*r as usize] = true);
+                    }
+                    Expr::Op(_, args) => args.iter().for_each(|r| used[*r as usize] = true),
+                    Expr::Const(_) | Expr::Load(_) | Expr::Global(_) => {}
+                },
+                StmtKind::Store(_, r) | StmtKind::Return(r) => used[*r as usize] = true,
+                StmtKind::If { cond, then_body, else_body } => {
+                    used[*cond as usize] = true;
+                    mark(then_body, used);
+                    mark(else_body, used);
+                }
+                StmtKind::For { iter, body, .. } => {
+                    used[*iter as usize] = true;
+                    mark(body, used);
+                }
+            }
+        }
+    }
+    mark(&f.body, &mut used);
+    fn sweep(b: &mut Block, used: &[bool]) {
+        b.retain(|s| match &s.kind {
+            // A load may raise UnboundLocalError, but only when its value is used by something
+            // observable; an unused load of a definitely-unbound local is kept for that reason.
+            StmtKind::Let(r, Expr::Const(_)) => used[*r as usize],
+            _ => true,
+        });
+        for s in b.iter_mut() {
+            match &mut s.kind {
+                StmtKind::If { then_body, else_body, .. } => {
+                    sweep(then_body, used);
+                    sweep(else_body, used);
+                }
+                StmtKind::For { body, .. } => sweep(body, used),
+                _ => {}
+            }
+        }
+    }
+    sweep(&mut f.body, &used);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(kind: StmtKind) -> Stmt {
+        Stmt { kind, line: 0 }
+    }
+
+    #[test]
+    fn assigned_sees_nested_blocks() {
+        let b = vec![
+            st(StmtKind::Store("a".into(), 0)),
+            st(StmtKind::If {
+                cond: 0,
+                then_body: vec![st(StmtKind::Store("b".into(), 0))],
+                else_body: vec![st(StmtKind::For {
+                    iter: 0,
+                    item: 1,
+                    body: vec![st(StmtKind::Store("c".into(), 1))],
+                })],
+            }),
+        ];
+        let got: Vec<_> = assigned(&b).into_iter().collect();
+        assert_eq!(got, vec!["a", "b", "c"]);
+    }
+
+    #[test]
+    fn dead_constants_are_removed_but_externals_kept() {
+        let mut f = Function {
+            name: "f".into(),
+            qualname: "f".into(),
+            filename: "t.py".into(),
+            firstlineno: 1,
+            params: vec![],
+            consts: vec![Const::Int(1)],
+            body: vec![
+                st(StmtKind::Let(0, Expr::Const(0))),
+                st(StmtKind::Let(1, Expr::Global("print".into()))),
+                st(StmtKind::Let(2, Expr::Call { func: 1, args: vec![], kwnames: vec![] })),
+                st(StmtKind::Let(3, Expr::Const(0))),
+                st(StmtKind::Return(3)),
+            ],
+            nregs: 4,
+        };
+        remove_dead_pure_lets(&mut f);
+        assert_eq!(f.body.len(), 4);
+        assert!(matches!(f.body[0].kind, StmtKind::Let(1, _)));
+    }
+
+    #[test]
+    fn defined_meet_is_intersection() {
+        let mut a = DefinedSet::default();
+        a.insert("x");
+        a.insert("y");
+        let mut b = DefinedSet::default();
+        b.insert("y");
+        assert!(a.meet(&b).contains("y"));
+        assert!(!a.meet(&b).contains("x"));
+    }
+}

@@ -1,1 +1,134 @@
-//! (stub: being written)
+//! Concurrency controllers (PopPy §6.2).
+//!
+//! Every queued external call gets a `Controller`. Program order reaches it as a sequence token on
+//! S: two futures, F_R ("every earlier sequential call finished") and F_W ("every earlier ordered
+//! call finished"). The controller hands its successor fresh futures F_R', F_W' at once (so later
+//! calls can be queued, and unordered ones dispatched, before this one has its arguments) and
+//! resolves them according to its callee's class, which it learns only when the arguments are
+//! known:
+//!
+//! | class      | dispatches when        | F_R' resolves when | F_W' resolves when |
+//! |------------|------------------------|--------------------|--------------------|
+//! | unordered  | arguments ready        | F_R and done (ok)  | F_W and done (ok)  |
+//! | readonly   | arguments ready, F_R   | F_R                | F_W and done (ok)  |
+//! | sequential | arguments, F_R and F_W | done (ok)          | done (ok)          |
+//!
+//! A call that fails never resolves its outputs, so no later ordered call runs after an exception.
+//! (PopPy forwards an unordered call's futures at once; waiting for its completion is what keeps a
+//! later sequential call from running when CPython would have stopped at the exception. Unordered
+//! calls themselves never wait, so their parallelism is unchanged.)
+//!
+//! The policy is the function `Policy::of(class)`; the token is a struct of futures, so per-object
+//! ordering chains are a later extension of `Token`, not a rewrite.
+use crate::lambda_o::Class;
+
+pub type FutId = usize;
+
+/// The ordering token carried by a sequence variable S.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Token {
+    pub r: FutId,
+    pub w: FutId,
+}
+
+/// What a controller waits for, by class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    pub dispatch_needs_r: bool,
+    pub dispatch_needs_w: bool,
+    /// F_R' needs the call to have completed successfully (otherwise it only needs F_R).
+    pub r_out_needs_done: bool,
+}
+
+impl Policy {
+    pub fn of(class: Class) -> Policy {
+        match class {
+            Class::Unordered => Policy { dispatch_needs_r: false, dispatch_needs_w: false, r_out_needs_done: true },
+            Class::Readonly => Policy { dispatch_needs_r: true, dispatch_needs_w: false, r_out_needs_done: false },
+            Class::Sequential => Policy { dispatch_needs_r: true, dispatch_needs_w: true, r_out_needs_done: true },
+        }
+    }
+}
+
+/// One-shot futures with waiter lists (the waiters are evaluator work items).
+#[derive(Default)]
+pub struct Futures {
+    done: Vec<bool>,
+    waiters: Vec<Vec<usize>>,
+}
+
+impl Futures {
+    pub fn new_future(&mut self) -> FutId {
+        self.done.push(false);
+        self.waiters.push(Vec::new());
+        self.done.len() - 1
+    }
+
+    pub fn new_resolved(&mut self) -> FutId {
+        let f = self.new_future();
+        self.done[f] = true;
+        f
+    }
+
+    pub fn is_done(&self, f: FutId) -> bool {
+        self.done[f]
+    }
+
+    /// Run `waiter` when `f` resolves (the caller checked it is not resolved yet).
+    pub fn wait(&mut self, f: FutId, waiter: usize) {
+        self.waiters[f].push(waiter);
+    }
+
+    /// Resolve `f`; returns the waiters to wake (empty if it was already resolved).
+    pub fn resolve(&mut self, f: FutId) -> Vec<usize> {
+        if self.done[f] {
+            return Vec::new();
+        }
+        self.done[f] = true;
+        std::mem::take(&mut self.waiters[f])
+    }
+}
+
+/// Where a controller is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for the callee's arguments.
+    WaitArgs,
+    /// Class known; waiting for the order its class requires.
+    WaitOrder,
+    /// Dispatched, not finished.
+    Running,
+    /// Finished successfully; resolving F_R'/F_W'.
+    Completed,
+    /// Nothing left to do: outputs resolved, or the call failed / can never run.
+    Finished,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_follow_popppy_6_2() {
+        let s = Policy::of(Class::Sequential);
+        assert!(s.dispatch_needs_r && s.dispatch_needs_w);
+        let r = Policy::of(Class::Readonly);
+        assert!(r.dispatch_needs_r && !r.dispatch_needs_w && !r.r_out_needs_done);
+        let u = Policy::of(Class::Unordered);
+        assert!(!u.dispatch_needs_r && !u.dispatch_needs_w);
+    }
+
+    #[test]
+    fn futures_wake_their_waiters_once() {
+        let mut f = Futures::default();
+        let a = f.new_future();
+        f.wait(a, 7);
+        f.wait(a, 9);
+        assert!(!f.is_done(a));
+        assert_eq!(f.resolve(a), vec![7, 9]);
+        assert!(f.is_done(a));
+        assert!(f.resolve(a).is_empty());
+        let b = f.new_resolved();
+        assert!(f.is_done(b));
+    }
+}

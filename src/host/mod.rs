@@ -1,1 +1,298 @@
-//! (stub: being written)
+//! The Python host: λO primitives are Python objects, external calls are Python calls.
+//!
+//! - Classification and the intrinsic callables come from `poppy_jit._rt` (the annotation library
+//!   is Python data that users extend).
+//! - Sync externals run inline in `dispatch`; `async def` externals become tasks on this thread's
+//!   event loop and `blocking=True` ones run on worker threads, both through `_rt.Executor`, whose
+//!   done-callbacks stop the loop so `wait` returns as soon as something finished (no polling).
+use crate::bezoar::{BinOp, CmpOp, Const, Conversion, Intrinsic, UnaryOp};
+use crate::lambda_o::{Class, Dispatch, Host, PrimFactory, ProgramRef, TaskId};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyFunction, PyString, PyTuple};
+use std::sync::Arc;
+
+pub type Obj = Py<PyAny>;
+
+/// A Python exception as a λO error value (PyErr itself is not Clone).
+#[derive(Clone, Debug)]
+pub struct PyErrRef(pub Arc<PyErr>);
+
+impl PyErrRef {
+    pub fn new(e: PyErr) -> Self {
+        PyErrRef(Arc::new(e))
+    }
+    pub fn to_pyerr(&self, py: Python<'_>) -> PyErr {
+        self.0.clone_ref(py)
+    }
+}
+
+pub fn rt_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    py.import_bound("poppy_jit._rt")
+}
+
+/// Split λO call arguments into Python positional args and keyword args.
+fn call_args<'py>(
+    py: Python<'py>,
+    args: &[Obj],
+    kwnames: &[String],
+) -> PyResult<(Bound<'py, PyTuple>, Option<Bound<'py, PyDict>>)> {
+    let npos = args.len() - kwnames.len();
+    let pos = PyTuple::new_bound(py, args[..npos].iter().map(|a| a.bind(py)));
+    if kwnames.is_empty() {
+        return Ok((pos, None));
+    }
+    let kw = PyDict::new_bound(py);
+    for (k, v) in kwnames.iter().zip(&args[npos..]) {
+        kw.set_item(k, v.bind(py))?;
+    }
+    Ok((pos, Some(kw)))
+}
+
+pub struct PyHost<'py> {
+    py: Python<'py>,
+    rt: Bound<'py, PyModule>,
+    classify: Bound<'py, PyAny>,
+    executor: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> PyHost<'py> {
+    pub fn new(py: Python<'py>) -> PyResult<Self> {
+        let rt = rt_module(py)?;
+        let classify = rt.getattr("classify")?;
+        Ok(PyHost { py, rt, classify, executor: None })
+    }
+
+    /// End of a run: cancel and reap anything still in flight (only possible when the run was
+    /// aborted by an error), so no task or callback of this run outlives it.
+    pub fn finish(&mut self) -> PyResult<()> {
+        if let Some(ex) = &self.executor {
+            ex.call_method0("cancel_all")?;
+        }
+        Ok(())
+    }
+
+    fn executor(&mut self) -> PyResult<Bound<'py, PyAny>> {
+        if self.executor.is_none() {
+            self.executor = Some(self.rt.getattr("Executor")?.call0()?);
+        }
+        Ok(self.executor.clone().unwrap())
+    }
+
+    fn try_dispatch(
+        &mut self,
+        task: TaskId,
+        f: &Obj,
+        args: &[Obj],
+        kwnames: &[String],
+    ) -> PyResult<Dispatch<Obj, PyErrRef>> {
+        let py = self.py;
+        let f = f.bind(py);
+        let (pos, kw) = call_args(py, args, kwnames)?;
+        // Externals declared with our decorators: call the undecorated function directly.
+        let spec = if f.is_instance_of::<PyFunction>() {
+            f.getattr("__dict__")?.downcast_into::<PyDict>()?.get_item("__poppy_external__")?
+        } else {
+            None
+        };
+        if let Some(spec) = spec {
+            let inner = spec.getattr("fn")?;
+            if spec.getattr("is_async")?.is_truthy()? {
+                let coro = match inner.call(pos, kw.as_ref()) {
+                    Ok(c) => c,
+                    Err(e) => return Ok(Dispatch::Done(Err(PyErrRef::new(e)))),
+                };
+                self.executor()?.call_method1("submit_coro", (task, coro))?;
+                return Ok(Dispatch::Pending);
+            }
+            if spec.getattr("blocking")?.is_truthy()? {
+                let kw = kw.unwrap_or_else(|| PyDict::new_bound(py));
+                self.executor()?.call_method1("submit_blocking", (task, inner, pos, kw))?;
+                return Ok(Dispatch::Pending);
+            }
+            return Ok(Dispatch::Done(inner.call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)));
+        }
+        Ok(Dispatch::Done(f.call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)))
+    }
+}
+
+impl<'py> Host for PyHost<'py> {
+    type Prim = Obj;
+    type Error = PyErrRef;
+
+    fn inline_target(&mut self, f: &Obj, nargs: usize, kwnames: &[String]) -> Option<ProgramRef<Obj>> {
+        if !kwnames.is_empty() {
+            return None;
+        }
+        crate::hook::inline_program(self.py, f.bind(self.py), nargs)
+    }
+
+    fn classify(&mut self, f: &Obj, args: &[Obj], kwnames: &[String]) -> Class {
+        let py = self.py;
+        let a = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
+        let k = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
+        match self.classify.call1((f.bind(py), a, k)).and_then(|c| c.extract::<u8>()) {
+            Ok(0) => Class::Unordered,
+            Ok(1) => Class::Readonly,
+            // Unknown, or classification itself failed: sequential is always sound.
+            _ => Class::Sequential,
+        }
+    }
+
+    fn dispatch(&mut self, task: TaskId, f: &Obj, args: &[Obj], kwnames: &[String]) -> Dispatch<Obj, PyErrRef> {
+        match self.try_dispatch(task, f, args, kwnames) {
+            Ok(d) => d,
+            Err(e) => Dispatch::Done(Err(PyErrRef::new(e))),
+        }
+    }
+
+    fn wait(&mut self) -> Result<Vec<(TaskId, Result<Obj, PyErrRef>)>, PyErrRef> {
+        // An exception out of the loop itself (KeyboardInterrupt while waiting) aborts the run.
+        let done = self.executor().and_then(|ex| ex.call_method0("wait")).map_err(PyErrRef::new)?;
+        let mut out = Vec::new();
+        for item in done.iter().map_err(PyErrRef::new)? {
+            let item = item.map_err(PyErrRef::new)?;
+            let (task, ok, value): (TaskId, bool, Bound<'_, PyAny>) = item.extract().map_err(PyErrRef::new)?;
+            let r = if ok { Ok(value.unbind()) } else { Err(PyErrRef::new(PyErr::from_value_bound(value))) };
+            out.push((task, r));
+        }
+        Ok(out)
+    }
+
+    fn truthy(&mut self, v: &Obj) -> Result<bool, PyErrRef> {
+        v.bind(self.py).is_truthy().map_err(PyErrRef::new)
+    }
+
+    fn elements(&mut self, v: &Obj) -> Result<Vec<Obj>, PyErrRef> {
+        let t = v.bind(self.py).downcast::<PyTuple>().map_err(|e| PyErrRef::new(e.into()))?;
+        Ok(t.iter().map(|x| x.unbind()).collect())
+    }
+
+    fn internal_error(&mut self, kind: &str, msg: &str) -> PyErrRef {
+        let py = self.py;
+        let err = py
+            .import_bound("builtins")
+            .and_then(|b| b.getattr(kind))
+            .and_then(|cls| cls.call1((msg,)))
+            .map(PyErr::from_value_bound)
+            .unwrap_or_else(|e| e);
+        PyErrRef::new(err)
+    }
+}
+
+/// Builds the primitives a compiled function needs, bound to its code object and globals.
+pub struct PyFactory<'py> {
+    pub py: Python<'py>,
+    pub rt: Bound<'py, PyModule>,
+    pub consts: Bound<'py, PyTuple>,
+    pub loader: Obj,
+}
+
+impl<'py> PyFactory<'py> {
+    pub fn new(py: Python<'py>, func: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let rt = rt_module(py)?;
+        let code = func.getattr("__code__")?;
+        let consts = code.getattr("co_consts")?.downcast_into::<PyTuple>()?;
+        let loader = rt.getattr("GlobalLoader")?.call1((func.getattr("__globals__")?,))?.unbind();
+        Ok(PyFactory { py, rt, consts, loader })
+    }
+
+    fn rt_attr(&self, name: &str) -> Obj {
+        self.rt.getattr(name).expect("poppy_jit._rt attribute").unbind()
+    }
+}
+
+pub fn const_to_py(py: Python<'_>, consts: &Bound<'_, PyTuple>, c: &Const) -> Obj {
+    match c {
+        Const::None => py.None(),
+        Const::Bool(b) => PyBool::new_bound(py, *b).to_owned().into_any().unbind(),
+        Const::Int(i) => i.into_py(py),
+        Const::Float(f) => PyFloat::new_bound(py, *f).into_any().unbind(),
+        Const::Str(s) => PyString::new_bound(py, s).into_any().unbind(),
+        Const::Tuple(items) => {
+            let v: Vec<Obj> = items.iter().map(|i| const_to_py(py, consts, i)).collect();
+            PyTuple::new_bound(py, v).into_any().unbind()
+        }
+        Const::Opaque { co_index, .. } => consts.get_item(*co_index as usize).expect("co_consts index").unbind(),
+    }
+}
+
+pub fn intrinsic_key(i: &Intrinsic) -> String {
+    let bin = |op: &BinOp| match op {
+        BinOp::Add => "add",
+        BinOp::And => "and",
+        BinOp::FloorDiv => "floordiv",
+        BinOp::LShift => "lshift",
+        BinOp::MatMul => "matmul",
+        BinOp::Mul => "mul",
+        BinOp::Mod => "mod",
+        BinOp::Or => "or",
+        BinOp::Pow => "pow",
+        BinOp::RShift => "rshift",
+        BinOp::Sub => "sub",
+        BinOp::TrueDiv => "truediv",
+        BinOp::Xor => "xor",
+    };
+    match i {
+        Intrinsic::Binary { op, inplace } => format!("{}_{}", if *inplace { "inplace" } else { "binary" }, bin(op)),
+        Intrinsic::Unary(u) => match u {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Pos => "pos",
+            UnaryOp::Invert => "invert",
+            UnaryOp::Not => "not",
+        }
+        .into(),
+        Intrinsic::Compare(c) => match c {
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+        }
+        .into(),
+        Intrinsic::Is { negate } => if *negate { "is_not" } else { "is" }.into(),
+        Intrinsic::Contains { negate } => if *negate { "not_in" } else { "in" }.into(),
+        Intrinsic::Truth => "truth".into(),
+        Intrinsic::GetAttr(_) => "getattr".into(),
+        Intrinsic::GetItem => "getitem".into(),
+        Intrinsic::BuildTuple => "tuple".into(),
+        Intrinsic::BuildList => "list".into(),
+        Intrinsic::FormatValue { conv, .. } => match conv {
+            Conversion::None => "format_none",
+            Conversion::Str => "format_str",
+            Conversion::Repr => "format_repr",
+            Conversion::Ascii => "format_ascii",
+        }
+        .into(),
+        Intrinsic::BuildString => "build_string".into(),
+        Intrinsic::IterSnapshot => "iter".into(),
+    }
+}
+
+impl<'py> PrimFactory for PyFactory<'py> {
+    type Prim = Obj;
+
+    fn constant(&mut self, c: &Const) -> Obj {
+        const_to_py(self.py, &self.consts, c)
+    }
+
+    fn string(&mut self, s: &str) -> Obj {
+        PyString::new_bound(self.py, s).into_any().unbind()
+    }
+
+    fn intrinsic(&mut self, i: &Intrinsic) -> Obj {
+        self.rt
+            .getattr("intrinsic")
+            .and_then(|f| f.call1((intrinsic_key(i),)))
+            .expect("every Intrinsic has a callable in poppy_jit._rt.INTRINSICS")
+            .unbind()
+    }
+
+    fn global_loader(&mut self) -> Obj {
+        self.loader.clone_ref(self.py)
+    }
+
+    fn bound_check(&mut self) -> Obj {
+        self.rt_attr("bound_check")
+    }
+}

@@ -1,1 +1,651 @@
-//! (stub: being written)
+//! The opportunistic λO evaluator (OPAL §3.4, §5).
+//!
+//! Representation: a graph of *slots* (one per instantiated variable) and *work items* (one per
+//! instantiated statement, plus one per concurrency controller). A work item that needs a slot's
+//! value registers itself on that slot and is re-queued when the slot resolves; nothing is ever
+//! found by scanning. Instantiating a function template allocates fresh slots for its variables
+//! (reduce-call with freshening); captures and parameters are the caller's slots, so binding a
+//! parameter never waits for the argument (non-strictness). `x := y` and every rule whose result is
+//! another variable's value use a *follow* edge instead of substitution (reduce-alias).
+//!
+//! Opportunistic evaluation: every ready work item is stepped, in FIFO order, which makes the
+//! evaluation fair (OPAL Prop. 3.6). When nothing is ready and external calls are in flight the
+//! evaluator blocks in `Host::wait` until at least one finishes.
+//!
+//! External calls go through `xcall`: a controller per call (see `crate::control`).
+use super::host::{Class, Dispatch, Host, TaskId};
+use super::term::*;
+use crate::control::{Futures, Phase, Policy, Token};
+use crate::stats::RunStats;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
+use std::time::Instant;
+
+type SlotId = usize;
+type WorkId = usize;
+
+struct Closure<P> {
+    prog: ProgramRef<P>,
+    func: FuncId,
+    env: Vec<SlotId>,
+}
+
+enum Value<P, E> {
+    Prim(P),
+    /// Components are slots: a tuple exists before its components are known.
+    Tuple(Rc<[SlotId]>),
+    Closure(Rc<Closure<P>>),
+    Seq(Token),
+    Mem(Rc<BTreeMap<String, SlotId>>),
+    Error(E),
+}
+
+impl<P: Clone, E: Clone> Clone for Value<P, E> {
+    fn clone(&self) -> Self {
+        match self {
+            Value::Prim(p) => Value::Prim(p.clone()),
+            Value::Tuple(t) => Value::Tuple(t.clone()),
+            Value::Closure(c) => Value::Closure(c.clone()),
+            Value::Seq(t) => Value::Seq(*t),
+            Value::Mem(m) => Value::Mem(m.clone()),
+            Value::Error(e) => Value::Error(e.clone()),
+        }
+    }
+}
+
+enum Waiter {
+    Work(WorkId),
+    /// Give the destination slot the same value (an alias edge).
+    Follow(SlotId),
+}
+
+enum Slot<P, E> {
+    Pending(Vec<Waiter>),
+    Ready(Value<P, E>),
+}
+
+struct Frame<P> {
+    prog: ProgramRef<P>,
+    func: FuncId,
+    env: Vec<SlotId>,
+}
+
+enum Work<P> {
+    Stmt { frame: Rc<Frame<P>>, index: usize },
+    Ctrl(usize),
+    /// A statement that has been reduced (its frame reference released).
+    Done,
+}
+
+struct Ctrl<P> {
+    seq: SlotId,
+    func: P,
+    args: Vec<SlotId>,
+    kwnames: Vec<String>,
+    result: SlotId,
+    out: Token,
+    phase: Phase,
+    class: Class,
+    argv: Vec<P>,
+    ready_at: Option<Instant>,
+}
+
+struct Eval<'a, H: Host> {
+    host: &'a mut H,
+    stats: &'a mut RunStats,
+    slots: Vec<Slot<H::Prim, H::Error>>,
+    work: Vec<Work<H::Prim>>,
+    ready: VecDeque<WorkId>,
+    futs: Futures,
+    ctrls: Vec<Ctrl<H::Prim>>,
+    ctrl_work: Vec<WorkId>,
+    tasks: HashMap<TaskId, usize>,
+    next_task: TaskId,
+    in_flight: u64,
+    /// External calls that raised (or could not run because an argument was an error), in the
+    /// order they failed.
+    failures: Vec<(usize, H::Error)>,
+}
+
+/// Run `program` (entry params [S, args...], result (S', value)) to quiescence.
+pub fn run<H: Host>(
+    host: &mut H,
+    program: ProgramRef<H::Prim>,
+    args: Vec<H::Prim>,
+    stats: &mut RunStats,
+) -> Result<H::Prim, H::Error> {
+    let mut ev = Eval {
+        host,
+        stats,
+        slots: Vec::new(),
+        work: Vec::new(),
+        ready: VecDeque::new(),
+        futs: Futures::default(),
+        ctrls: Vec::new(),
+        ctrl_work: Vec::new(),
+        tasks: HashMap::new(),
+        next_task: 0,
+        in_flight: 0,
+        failures: Vec::new(),
+    };
+    let token = Token { r: ev.futs.new_resolved(), w: ev.futs.new_resolved() };
+    let mut params = vec![ev.new_slot(Value::Seq(token))];
+    params.extend(args.into_iter().map(|a| ev.new_slot(Value::Prim(a))));
+    let ret = ev.instantiate(&program, program.entry, &[], &params)?;
+    ev.drive()?;
+    ev.outcome(ret)
+}
+
+impl<'a, H: Host> Eval<'a, H> {
+    // ---- slots ---------------------------------------------------------------------------
+
+    fn new_slot(&mut self, v: Value<H::Prim, H::Error>) -> SlotId {
+        self.slots.push(Slot::Ready(v));
+        self.slots.len() - 1
+    }
+
+    fn pending_slot(&mut self) -> SlotId {
+        self.slots.push(Slot::Pending(Vec::new()));
+        self.slots.len() - 1
+    }
+
+    fn value(&self, s: SlotId) -> Option<&Value<H::Prim, H::Error>> {
+        match &self.slots[s] {
+            Slot::Ready(v) => Some(v),
+            Slot::Pending(_) => None,
+        }
+    }
+
+    /// The slot's value, or register `w` to be woken when it resolves.
+    fn need(&mut self, s: SlotId, w: WorkId) -> Option<Value<H::Prim, H::Error>> {
+        match &mut self.slots[s] {
+            Slot::Ready(v) => Some(v.clone()),
+            Slot::Pending(ws) => {
+                ws.push(Waiter::Work(w));
+                None
+            }
+        }
+    }
+
+    fn resolve(&mut self, slot: SlotId, value: Value<H::Prim, H::Error>) {
+        let mut todo = vec![(slot, value)];
+        while let Some((s, v)) = todo.pop() {
+            let old = std::mem::replace(&mut self.slots[s], Slot::Ready(v.clone()));
+            match old {
+                Slot::Pending(waiters) => {
+                    for w in waiters {
+                        match w {
+                            Waiter::Work(id) => self.ready.push_back(id),
+                            Waiter::Follow(d) => todo.push((d, v.clone())),
+                        }
+                    }
+                }
+                Slot::Ready(_) => unreachable!("λO variable bound twice"),
+            }
+        }
+    }
+
+    /// `dst` gets `src`'s value, now or when it resolves.
+    fn follow(&mut self, src: SlotId, dst: SlotId) {
+        match &mut self.slots[src] {
+            Slot::Ready(v) => {
+                let v = v.clone();
+                self.resolve(dst, v);
+            }
+            Slot::Pending(ws) => ws.push(Waiter::Follow(dst)),
+        }
+    }
+
+    fn error(&mut self, kind: &str, msg: &str) -> Value<H::Prim, H::Error> {
+        Value::Error(self.host.internal_error(kind, msg))
+    }
+
+    // ---- instantiation ---------------------------------------------------------------------
+
+    fn instantiate(
+        &mut self,
+        prog: &ProgramRef<H::Prim>,
+        fid: FuncId,
+        captures: &[SlotId],
+        params: &[SlotId],
+    ) -> Result<SlotId, H::Error> {
+        let func = &prog.funcs[fid as usize];
+        if captures.len() != func.ncaptures as usize || params.len() != func.nparams as usize {
+            let msg = format!(
+                "{}() takes {} arguments but {} were given",
+                func.name,
+                func.nparams,
+                params.len()
+            );
+            return Err(self.host.internal_error("TypeError", &msg));
+        }
+        let mut env = Vec::with_capacity(func.nvars as usize);
+        env.extend_from_slice(captures);
+        env.extend_from_slice(params);
+        while env.len() < func.nvars as usize {
+            env.push(self.pending_slot());
+        }
+        let ret = env[func.ret as usize];
+        let n = func.body.len();
+        let frame = Rc::new(Frame { prog: prog.clone(), func: fid, env });
+        for index in 0..n {
+            self.work.push(Work::Stmt { frame: frame.clone(), index });
+            self.ready.push_back(self.work.len() - 1);
+        }
+        Ok(ret)
+    }
+
+    /// Instantiate and make `dst` follow the result (errors become the value of `dst`).
+    fn call_into(&mut self, prog: &ProgramRef<H::Prim>, fid: FuncId, captures: &[SlotId], params: &[SlotId], dst: SlotId) {
+        match self.instantiate(prog, fid, captures, params) {
+            Ok(ret) => self.follow(ret, dst),
+            Err(e) => self.resolve(dst, Value::Error(e)),
+        }
+    }
+
+    // ---- the loop --------------------------------------------------------------------------
+
+    fn drive(&mut self) -> Result<(), H::Error> {
+        loop {
+            while let Some(w) = self.ready.pop_front() {
+                self.step(w);
+            }
+            if self.tasks.is_empty() {
+                return Ok(());
+            }
+            for (task, result) in self.host.wait()? {
+                if let Some(cid) = self.tasks.remove(&task) {
+                    self.in_flight -= 1;
+                    self.complete(cid, result);
+                }
+            }
+        }
+    }
+
+    fn step(&mut self, w: WorkId) {
+        match &self.work[w] {
+            Work::Done => {}
+            Work::Ctrl(cid) => {
+                let cid = *cid;
+                self.advance(cid, w);
+            }
+            Work::Stmt { frame, index } => {
+                let (frame, index) = (frame.clone(), *index);
+                if self.step_stmt(w, &frame, index) {
+                    self.work[w] = Work::Done;
+                    self.stats.reductions += 1;
+                }
+            }
+        }
+    }
+
+    /// Step one statement; false if it is waiting for an input.
+    fn step_stmt(&mut self, w: WorkId, frame: &Frame<H::Prim>, index: usize) -> bool {
+        let func = &frame.prog.funcs[frame.func as usize];
+        let stmt = &func.body[index];
+        let env = &frame.env;
+        let dst = env[stmt.dst as usize];
+        macro_rules! need {
+            ($v:expr) => {
+                match self.need(env[$v as usize], w) {
+                    Some(v) => v,
+                    None => return false,
+                }
+            };
+        }
+        match &stmt.op {
+            Op::Alias(y) => self.follow(env[*y as usize], dst),
+            Op::Prim(p) => self.resolve(dst, Value::Prim(p.clone())),
+            Op::Tuple(vs) => {
+                let t: Rc<[SlotId]> = vs.iter().map(|v| env[*v as usize]).collect();
+                self.resolve(dst, Value::Tuple(t));
+            }
+            Op::Fun { func, captures } => {
+                let c = Closure {
+                    prog: frame.prog.clone(),
+                    func: *func,
+                    env: captures.iter().map(|v| env[*v as usize]).collect(),
+                };
+                self.resolve(dst, Value::Closure(Rc::new(c)));
+            }
+            Op::Proj { index, tuple } => match need!(*tuple) {
+                Value::Tuple(t) if (*index as usize) < t.len() => self.follow(t[*index as usize], dst),
+                Value::Error(e) => self.resolve(dst, Value::Error(e)),
+                _ => {
+                    let e = self.error("TypeError", "poppy_jit: projection out of something that is not a tuple");
+                    self.resolve(dst, e);
+                }
+            },
+            Op::Call { func: f, args } => {
+                let params: Vec<SlotId> = args.iter().map(|a| env[*a as usize]).collect();
+                match need!(*f) {
+                    Value::Closure(c) => self.call_into(&c.prog, c.func, &c.env, &params, dst),
+                    Value::Error(e) => self.resolve(dst, Value::Error(e)),
+                    _ => {
+                        let e = self.error("TypeError", "poppy_jit: internal call of a value that is not a λO function");
+                        self.resolve(dst, e);
+                    }
+                }
+            }
+            Op::Ite { cond, then_f, else_f, args } => {
+                let c = need!(*cond);
+                let which = match c {
+                    Value::Prim(p) => match self.host.truthy(&p) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            self.resolve(dst, Value::Error(e));
+                            return true;
+                        }
+                    },
+                    Value::Error(e) => {
+                        self.resolve(dst, Value::Error(e));
+                        return true;
+                    }
+                    _ => {
+                        let e = self.error("TypeError", "poppy_jit: ite condition is not a Python value");
+                        self.resolve(dst, e);
+                        return true;
+                    }
+                };
+                let chosen = need!(if which { *then_f } else { *else_f });
+                let params: Vec<SlotId> = args.iter().map(|a| env[*a as usize]).collect();
+                match chosen {
+                    Value::Closure(c) => self.call_into(&c.prog, c.func, &c.env, &params, dst),
+                    _ => {
+                        let e = self.error("TypeError", "poppy_jit: ite branch is not a λO function");
+                        self.resolve(dst, e);
+                    }
+                }
+            }
+            Op::Fold { seq, body, acc } => {
+                let items = match need!(*seq) {
+                    Value::Prim(p) => match self.host.elements(&p) {
+                        Ok(items) => items,
+                        Err(e) => {
+                            self.resolve(dst, Value::Error(e));
+                            return true;
+                        }
+                    },
+                    Value::Error(e) => {
+                        self.resolve(dst, Value::Error(e));
+                        return true;
+                    }
+                    _ => {
+                        let e = self.error("TypeError", "poppy_jit: fold over something that is not a Python value");
+                        self.resolve(dst, e);
+                        return true;
+                    }
+                };
+                let Value::Closure(c) = need!(*body) else {
+                    let e = self.error("TypeError", "poppy_jit: fold body is not a λO function");
+                    self.resolve(dst, e);
+                    return true;
+                };
+                // All iterations at once: iteration i+1's accumulator is iteration i's result slot.
+                let mut acc_slot = env[*acc as usize];
+                for item in items {
+                    let e = self.new_slot(Value::Prim(item));
+                    match self.instantiate(&c.prog, c.func, &c.env, &[e, acc_slot]) {
+                        Ok(r) => acc_slot = r,
+                        Err(err) => {
+                            self.resolve(dst, Value::Error(err));
+                            return true;
+                        }
+                    }
+                }
+                self.follow(acc_slot, dst);
+            }
+            Op::MemEmpty => self.resolve(dst, Value::Mem(Rc::new(BTreeMap::new()))),
+            Op::MemLoad { mem, name } => match need!(*mem) {
+                Value::Mem(m) => match m.get(name) {
+                    Some(s) => self.follow(*s, dst),
+                    None => {
+                        let msg = format!("cannot access local variable '{name}' where it is not associated with a value");
+                        let e = self.error("UnboundLocalError", &msg);
+                        self.resolve(dst, e);
+                    }
+                },
+                Value::Error(e) => self.resolve(dst, Value::Error(e)),
+                _ => {
+                    let e = self.error("TypeError", "poppy_jit: load from something that is not a memory");
+                    self.resolve(dst, e);
+                }
+            },
+            Op::MemStore { mem, name, value } => match need!(*mem) {
+                Value::Mem(m) => {
+                    let mut m2 = (*m).clone();
+                    m2.insert(name.clone(), env[*value as usize]);
+                    self.resolve(dst, Value::Mem(Rc::new(m2)));
+                }
+                Value::Error(e) => self.resolve(dst, Value::Error(e)),
+                _ => {
+                    let e = self.error("TypeError", "poppy_jit: store into something that is not a memory");
+                    self.resolve(dst, e);
+                }
+            },
+            Op::XCall { seq, func: f, args, kwnames } => {
+                let fv = need!(*f);
+                let seq = env[*seq as usize];
+                let arg_slots: Vec<SlotId> = args.iter().map(|a| env[*a as usize]).collect();
+                let mut params = vec![seq];
+                params.extend_from_slice(&arg_slots);
+                match fv {
+                    Value::Error(e) => self.resolve(dst, Value::Error(e)),
+                    Value::Closure(c) => {
+                        self.stats.inlined_calls += 1;
+                        self.call_into(&c.prog, c.func, &c.env, &params, dst);
+                    }
+                    Value::Prim(p) => match self.host.inline_target(&p, arg_slots.len(), kwnames) {
+                        Some(prog) => {
+                            self.stats.inlined_calls += 1;
+                            self.call_into(&prog, prog.entry, &[], &params, dst);
+                        }
+                        None => self.queue_external(seq, p, arg_slots, kwnames.clone(), dst),
+                    },
+                    _ => {
+                        let e = self.error("TypeError", "poppy_jit: call of a value that is not callable");
+                        self.resolve(dst, e);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    // ---- controllers -----------------------------------------------------------------------
+
+    /// Queue an external call: the successor's token exists at once, the result later.
+    fn queue_external(&mut self, seq: SlotId, func: H::Prim, args: Vec<SlotId>, kwnames: Vec<String>, dst: SlotId) {
+        let out = Token { r: self.futs.new_future(), w: self.futs.new_future() };
+        let s_out = self.new_slot(Value::Seq(out));
+        let result = self.pending_slot();
+        self.resolve(dst, Value::Tuple(Rc::from(vec![s_out, result])));
+        let cid = self.ctrls.len();
+        self.ctrls.push(Ctrl {
+            seq,
+            func,
+            args,
+            kwnames,
+            result,
+            out,
+            phase: Phase::WaitArgs,
+            class: Class::Sequential,
+            argv: Vec::new(),
+            ready_at: None,
+        });
+        self.work.push(Work::Ctrl(cid));
+        let w = self.work.len() - 1;
+        self.ctrl_work.push(w);
+        self.ready.push_back(w);
+    }
+
+    /// The controller's input token, or None after registering to wait for it. A poisoned S
+    /// (the program order is undefined after an error) means the call can never be ordered.
+    fn token(&mut self, cid: usize, w: WorkId) -> Option<Token> {
+        match self.need(self.ctrls[cid].seq, w)? {
+            Value::Seq(t) => Some(t),
+            _ => {
+                self.ctrls[cid].phase = Phase::Finished;
+                None
+            }
+        }
+    }
+
+    fn wait_fut(&mut self, f: usize, w: WorkId) -> bool {
+        if self.futs.is_done(f) {
+            true
+        } else {
+            self.futs.wait(f, w);
+            false
+        }
+    }
+
+    fn resolve_fut(&mut self, f: usize) {
+        for w in self.futs.resolve(f) {
+            self.ready.push_back(w);
+        }
+    }
+
+    fn advance(&mut self, cid: usize, w: WorkId) {
+        loop {
+            match self.ctrls[cid].phase {
+                Phase::WaitArgs => {
+                    let mut argv = Vec::with_capacity(self.ctrls[cid].args.len());
+                    for i in 0..self.ctrls[cid].args.len() {
+                        let a = self.ctrls[cid].args[i];
+                        match self.need(a, w) {
+                            None => return,
+                            Some(Value::Prim(p)) => argv.push(p),
+                            Some(Value::Error(e)) => return self.fail(cid, e),
+                            Some(_) => {
+                                let msg = "poppy_jit: an external call got a λO value that is not a Python object";
+                                let e = self.host.internal_error("TypeError", msg);
+                                return self.fail(cid, e);
+                            }
+                        }
+                    }
+                    let c = &self.ctrls[cid];
+                    let class = self.host.classify(&c.func, &argv, &c.kwnames);
+                    let c = &mut self.ctrls[cid];
+                    c.class = class;
+                    c.argv = argv;
+                    c.ready_at = Some(Instant::now());
+                    c.phase = Phase::WaitOrder;
+                }
+                Phase::WaitOrder => {
+                    let class = self.ctrls[cid].class;
+                    let policy = Policy::of(class);
+                    if policy.dispatch_needs_r || policy.dispatch_needs_w {
+                        let Some(tok) = self.token(cid, w) else { return };
+                        if !self.wait_fut(tok.r, w) {
+                            return;
+                        }
+                        if !policy.r_out_needs_done {
+                            let out = self.ctrls[cid].out.r;
+                            self.resolve_fut(out);
+                        }
+                        if policy.dispatch_needs_w && !self.wait_fut(tok.w, w) {
+                            return;
+                        }
+                    }
+                    self.dispatch(cid);
+                    if self.ctrls[cid].phase == Phase::Running {
+                        return;
+                    }
+                }
+                Phase::Completed => {
+                    let Some(tok) = self.token(cid, w) else { return };
+                    if !self.wait_fut(tok.r, w) {
+                        return;
+                    }
+                    let out = self.ctrls[cid].out;
+                    self.resolve_fut(out.r);
+                    if !self.wait_fut(tok.w, w) {
+                        return;
+                    }
+                    self.resolve_fut(out.w);
+                    self.ctrls[cid].phase = Phase::Finished;
+                    return;
+                }
+                Phase::Running | Phase::Finished => return,
+            }
+        }
+    }
+
+    fn dispatch(&mut self, cid: usize) {
+        let task = self.next_task;
+        self.next_task += 1;
+        let c = &self.ctrls[cid];
+        if let Some(t) = c.ready_at {
+            self.stats.queue_wait_ns += t.elapsed().as_nanos() as u64;
+        }
+        self.stats.count_dispatch(c.class);
+        self.in_flight += 1;
+        self.stats.peak_in_flight = self.stats.peak_in_flight.max(self.in_flight);
+        let c = &self.ctrls[cid];
+        match self.host.dispatch(task, &c.func, &c.argv, &c.kwnames) {
+            Dispatch::Done(r) => {
+                self.in_flight -= 1;
+                self.complete(cid, r);
+            }
+            Dispatch::Pending => {
+                self.ctrls[cid].phase = Phase::Running;
+                self.tasks.insert(task, cid);
+            }
+        }
+    }
+
+    fn complete(&mut self, cid: usize, r: Result<H::Prim, H::Error>) {
+        self.ctrls[cid].argv.clear();
+        match r {
+            Ok(v) => {
+                let result = self.ctrls[cid].result;
+                self.resolve(result, Value::Prim(v));
+                self.ctrls[cid].phase = Phase::Completed;
+                let w = self.ctrl_work[cid];
+                self.ready.push_back(w);
+            }
+            Err(e) => self.fail(cid, e),
+        }
+    }
+
+    /// The call raised, or cannot run because an argument is an error: its result is the error
+    /// and its output futures never resolve.
+    fn fail(&mut self, cid: usize, e: H::Error) {
+        let c = &mut self.ctrls[cid];
+        c.phase = Phase::Finished;
+        let result = c.result;
+        self.failures.push((cid, e.clone()));
+        self.resolve(result, Value::Error(e));
+    }
+
+    // ---- result ----------------------------------------------------------------------------
+
+    fn outcome(&mut self, ret: SlotId) -> Result<H::Prim, H::Error> {
+        // The failure earliest in program order is the one every earlier ordered call had
+        // finished before (its input F_W resolved): a failure never resolves its own F_W'.
+        for (cid, e) in &self.failures {
+            if let Some(Value::Seq(t)) = self.value(self.ctrls[*cid].seq) {
+                if self.futs.is_done(t.w) {
+                    return Err(e.clone());
+                }
+            }
+        }
+        let value = match self.value(ret) {
+            Some(Value::Tuple(t)) if t.len() == 2 => self.value(t[1]).cloned(),
+            Some(v) => Some(v.clone()),
+            None => None,
+        };
+        match value {
+            Some(Value::Prim(p)) => Ok(p),
+            Some(Value::Error(e)) => Err(e),
+            _ => match self.failures.first() {
+                Some((_, e)) => Err(e.clone()),
+                None => Err(self.host.internal_error(
+                    "RuntimeError",
+                    "poppy_jit: λO evaluation stalled before the function's result was known",
+                )),
+            },
+        }
+    }
+}

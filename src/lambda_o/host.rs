@@ -57,8 +57,10 @@ pub trait Host {
     ) -> Dispatch<Self::Prim, Self::Error>;
 
     /// Block until at least one Pending task has finished and return every finished one.
-    /// Only called while at least one task is Pending.
-    fn wait(&mut self) -> Vec<(TaskId, Result<Self::Prim, Self::Error>)>;
+    /// Only called while at least one task is Pending. An `Err` aborts the whole run (for example
+    /// KeyboardInterrupt while waiting); the host cancels what is still running.
+    #[allow(clippy::type_complexity)]
+    fn wait(&mut self) -> Result<Vec<(TaskId, Result<Self::Prim, Self::Error>)>, Self::Error>;
 
     /// Truth value of an `ite` condition (already a bool produced by an external `truth` call).
     fn truthy(&mut self, v: &Self::Prim) -> Result<bool, Self::Error>;
@@ -82,6 +84,8 @@ pub trait PrimFactory {
     /// The callable that looks a global name up (module globals, then builtins) when called with
     /// the name as its one argument.
     fn global_loader(&mut self) -> Self::Prim;
+    /// An identity callable used to make a possibly-unbound local raise at the point of its load.
+    fn bound_check(&mut self) -> Self::Prim;
 }
 
 /// Text form of primitives (printing always; parsing for hosts used by text tests).

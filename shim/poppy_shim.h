@@ -1,0 +1,20 @@
+/* The C side of poppy_jit's PEP 523 hook. Everything that touches CPython 3.11's internal frame
+ * layout is in poppy_shim.c; Rust sees only this interface. */
+#ifndef POPPY_SHIM_H
+#define POPPY_SHIM_H
+#include <Python.h>
+
+/* Called for a frame whose code object carries a poppy mark. `payload` is the mark, `func` the
+ * function object (borrowed), `locals` the frame's localsplus array (borrowed; the arguments are
+ * already bound by CPython). Returns a new reference, NULL with an exception set, or
+ * poppy_shim_decline() to let the frame run normally. */
+typedef PyObject *(*poppy_handler_t)(void *payload, PyObject *func, PyObject *const *locals);
+
+int poppy_shim_init(poppy_handler_t handler, void (*free_payload)(void *));
+int poppy_shim_install(void);
+int poppy_shim_uninstall(void);
+int poppy_shim_is_installed(void);
+int poppy_shim_set_mark(PyObject *code, void *payload);
+void *poppy_shim_get_mark(PyObject *code);
+PyObject *poppy_shim_decline(void);
+#endif

@@ -1,0 +1,205 @@
+"""End-to-end checks of the compiled pipeline that the differential corpus does not make directly:
+fallback reasons, explain, counters, nested runs, M-threaded lowering, error propagation.
+
+Each case runs a small program in a fresh interpreter (the switch is read at import time) and
+compares it with plain CPython.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("poppy_jit._core")
+
+PRELUDE = textwrap.dedent(
+    """
+    import asyncio, json, os, sys
+    import poppy_jit
+    from poppy_jit import poppy, unordered, readonly, sequential
+
+    CALLS = []
+
+    @unordered
+    async def fetch(x):
+        CALLS.append(("fetch", x))
+        await asyncio.sleep(0.02)
+        return f"<{x}>"
+
+    @sequential
+    def log(*xs):
+        CALLS.append(("log",) + xs)
+        print("log", *xs)
+
+    def report(result):
+        print("result", repr(result))
+        if os.environ.get("PYTHONPOPPY") == "1":
+            print(json.dumps(poppy_jit.stats()), file=sys.stderr)
+    """
+)
+
+
+def run(body: str, poppy: bool, extra_env=None, tmp_path=None):
+    src = PRELUDE + textwrap.dedent(body)
+    path = tmp_path / "prog.py"
+    path.write_text(src)
+    env = dict(os.environ)
+    env.pop("PYTHONPOPPY", None)
+    if poppy:
+        env["PYTHONPOPPY"] = "1"
+    env.update(extra_env or {})
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=60)
+    stats = None
+    if poppy:
+        for line in p.stderr.splitlines():
+            if line.startswith("{") and "functions_compiled" in line:
+                stats = json.loads(line)
+    return p, stats
+
+
+def same(body, tmp_path, extra_env=None):
+    plain, _ = run(body, False, tmp_path=tmp_path)
+    popped, stats = run(body, True, extra_env, tmp_path=tmp_path)
+    assert plain.returncode == popped.returncode, (plain.stderr, popped.stderr)
+    assert plain.stdout == popped.stdout, popped.stderr
+    return plain, popped, stats
+
+
+STRAIGHT = """
+@poppy
+def main(n):
+    a = fetch(n)
+    b = fetch(n + 1)
+    log(a, b)
+    total = 0
+    for i in range(n):
+        if i % 2 == 0:
+            total = total + i
+            log("even", i, fetch(i))
+        else:
+            log("odd", i)
+    return f"{a}{b}:{total!r:>6}"
+
+report(main(5))
+"""
+
+
+def test_compiled_run_matches_plain_and_counts_calls(tmp_path):
+    _, _, stats = same(STRAIGHT, tmp_path)
+    assert stats["functions_compiled"] == 1
+    assert stats["fallbacks"] == []
+    assert stats["external_calls"]["unordered"] >= 5  # the fetches, at least
+    assert stats["external_calls"]["sequential"] >= 6  # the logs
+    assert stats["peak_in_flight"] >= 2
+
+
+def test_memory_threaded_lowering_matches_plain(tmp_path):
+    _, _, stats = same(STRAIGHT, tmp_path, {"PYTHONPOPPY_FORCE_MEMORY": "1"})
+    assert stats["functions_compiled"] == 1
+
+
+def test_fallback_reason_is_recorded_and_program_still_correct(tmp_path):
+    body = """
+    @poppy
+    def guarded(x):
+        try:
+            return fetch(x)
+        except ValueError:
+            return None
+
+    report(guarded(3))
+    """
+    _, _, stats = same(body, tmp_path)
+    assert len(stats["fallbacks"]) == 1
+    fb = stats["fallbacks"][0]
+    assert fb["function"] == "guarded"
+    assert "line" in fb["reason"]
+
+
+def test_external_error_propagates_and_later_ordered_calls_do_not_run(tmp_path):
+    body = """
+    @sequential
+    def boom(x):
+        raise ValueError(f"bad {x}")
+
+    @poppy
+    def main():
+        log("before")
+        a = fetch(1)
+        boom(a)
+        log("after")
+
+    try:
+        main()
+    except ValueError as e:
+        print("caught", e)
+    print(sorted(c for c in CALLS if c[0] == "log"))
+    """
+    plain, popped, _ = same(body, tmp_path)
+    assert "caught bad <1>" in plain.stdout
+    assert "after" not in popped.stdout
+
+
+def test_unbound_local_raises_like_cpython(tmp_path):
+    body = """
+    @poppy
+    def main(flag):
+        if flag:
+            x = fetch(1)
+        log("between")
+        return x
+
+    print(main(True))
+    try:
+        main(False)
+    except UnboundLocalError as e:
+        print("caught", type(e).__name__)
+    """
+    plain, popped, _ = same(body, tmp_path)
+    assert "caught UnboundLocalError" in plain.stdout
+
+
+def test_poppy_calls_poppy_inline_and_external_calling_back_runs_plainly(tmp_path):
+    body = """
+    @poppy
+    def inner(x):
+        log("inner", x)
+        return fetch(x)
+
+    def plain_helper(x):
+        return inner(x)  # called as an external from main: runs plainly
+
+    @poppy
+    def main():
+        a = inner(1)
+        b = plain_helper(2)
+        log(a, b)
+        return a + b
+
+    report(main())
+    """
+    _, _, stats = same(body, tmp_path)
+    assert stats["inlined_calls"] >= 1
+    assert stats["nested_plain_runs"] >= 1
+
+
+def test_explain_shows_both_irs_and_fallbacks():
+    import poppy_jit._core as core
+
+    def simple(x):
+        print(x.upper())
+        return x
+
+    def unsupported(x):
+        with open(x) as f:
+            return f.read()
+
+    e = core.explain(simple)
+    assert e["fallback"] is None
+    assert "global print" in e["bezoar"]
+    assert "xcall" in e["lambda_o"]
+    e = core.explain(unsupported)
+    assert e["bezoar"] is None and e["lambda_o"] is None
+    assert "line" in e["fallback"]
