@@ -14,21 +14,29 @@ import openai
 
 from ._decorators import unordered
 
-__all__ = ["llm", "client"]
+__all__ = ["llm", "client", "warm_up"]
 
 _clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI]" = \
     weakref.WeakKeyDictionary()
 
 
-def client() -> openai.AsyncOpenAI:
-    """The AsyncOpenAI client of the running event loop (created on first use)."""
-    loop = asyncio.get_running_loop()
+def client(loop: asyncio.AbstractEventLoop | None = None) -> openai.AsyncOpenAI:
+    """The AsyncOpenAI client of `loop` (default: the running loop), created on first use."""
+    loop = loop or asyncio.get_running_loop()
     c = _clients.get(loop)
     if c is None:
         c = openai.AsyncOpenAI(api_key=os.environ.get("OPENAI_API_KEY", "sk-poppy-sim"),
                                base_url=os.environ.get("OPENAI_BASE_URL"))
         _clients[loop] = c
     return c
+
+
+def warm_up() -> None:
+    """Create this thread's client and import the SDK's lazily loaded modules now, the way a
+    program that builds its client at start-up would, so the first request does not pay for it."""
+    from ._loop import get_loop
+
+    client(get_loop()).chat.completions  # noqa: B018 (attribute access triggers the lazy import)
 
 
 @unordered

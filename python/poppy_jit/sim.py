@@ -172,6 +172,8 @@ APPS: dict = {"city_excursions": city_excursions, "echo": echo}
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, so the SDK's connection pool is reused
+    # Headers and body go out in two writes; without TCP_NODELAY, Nagle + delayed ACK add ~40 ms.
+    disable_nagle_algorithm = True
     server: "_Server"
 
     def log_message(self, format: str, *args: object) -> None:  # silence per-request logging
