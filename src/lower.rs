@@ -365,7 +365,11 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 // The loop may run zero times: nothing it assigns is definitely assigned after it.
             }
             StmtKind::Return(_) => {
-                return Err(format!("return before the end of the function (line {line})"));
+                return Err(format!("return before the end of the function at line {line}"));
+            }
+            StmtKind::Loop { .. } => return Err(format!("while loop at line {line} (not lowered yet)")),
+            StmtKind::Break | StmtKind::Continue => {
+                return Err(format!("break/continue at line {line} (not lowered yet)"));
             }
         }
         Ok(())
@@ -426,9 +430,9 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             }
             Expr::Op(op, args) => {
                 let mut argl = args.iter().map(|a| self.reg(*a)).collect::<Result<Vec<_>, _>>()?;
-                if let Intrinsic::GetAttr(attr) = op {
-                    let n = self.factory.string(attr);
-                    argl.push(self.prim("attr", n, line));
+                for c in op.static_operands() {
+                    let p = self.factory.constant(&c);
+                    argl.push(self.prim("k", p, line));
                 }
                 let p = self.factory.intrinsic(op);
                 let f = self.prim(&intrinsic_var_name(op), p, line);

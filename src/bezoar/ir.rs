@@ -48,8 +48,15 @@ pub enum StmtKind {
     /// `for item in iter: body` — `iter` holds the object being iterated (the lifter inserts
     /// `Op(IterSnapshot)` so `iter` is a materialised sequence); `item` is bound on each iteration.
     For { iter: Reg, item: Reg, body: Block },
-    /// `return r` (the skeleton's fragment only allows it as the last statement of the function).
+    /// `return r` — anywhere (lowering threads an exit status when it is not the last statement).
     Return(Reg),
+    /// `loop: body` — repeats `body` until a `Break` (or `Return`) leaves it. `while c: b` is
+    /// `loop: [compute c]; if not c: break; b`.
+    Loop { body: Block },
+    /// Leave the innermost `For`/`Loop`.
+    Break,
+    /// Start the next iteration of the innermost `For`/`Loop`.
+    Continue,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -96,6 +103,120 @@ pub enum Intrinsic {
     BuildString,
     /// Materialise an iterable for a `for` loop into a tuple of its elements.
     IterSnapshot,
+    /// `obj.name = v`. Operands: [obj, v].
+    SetAttr(String),
+    /// `del obj.name`. Operands: [obj].
+    DelAttr(String),
+    /// `obj[key] = v`. Operands: [obj, key, v].
+    SetItem,
+    /// `del obj[key]`. Operands: [obj, key].
+    DelItem,
+    /// `{k0: v0, k1: v1, ...}`. Operands: [k0, v0, k1, v1, ...].
+    BuildMap,
+    /// `{a, b, ...}`.
+    BuildSet,
+    /// `slice(a, b)` / `slice(a, b, c)`.
+    BuildSlice,
+    /// `list.extend(l, iterable)` (list displays with starred items / constant tails); returns None.
+    ListExtend,
+    /// `dict.update(d, m)` (`{**m}` displays); returns None.
+    DictUpdate,
+    /// `set.update(s, iterable)`; returns None.
+    SetUpdate,
+    /// `tuple(list)` (after a list display was built for a tuple with starred items).
+    ListToTuple,
+    /// `a, b = x`: a tuple of exactly n items (ValueError like CPython otherwise).
+    UnpackSequence(u32),
+    /// `a, *b, c = x`: a tuple of `before` items, a list, then `after` items.
+    UnpackEx { before: u32, after: u32 },
+}
+
+impl Intrinsic {
+    /// The stable name of an intrinsic: the key of its implementation in
+    /// `poppy_jit/_intrinsics.py` (static operands such as attribute names are not part of it).
+    pub fn key(&self) -> String {
+        fn bin(op: BinOp) -> &'static str {
+            match op {
+                BinOp::Add => "add",
+                BinOp::And => "and",
+                BinOp::FloorDiv => "floordiv",
+                BinOp::LShift => "lshift",
+                BinOp::MatMul => "matmul",
+                BinOp::Mul => "mul",
+                BinOp::Mod => "mod",
+                BinOp::Or => "or",
+                BinOp::Pow => "pow",
+                BinOp::RShift => "rshift",
+                BinOp::Sub => "sub",
+                BinOp::TrueDiv => "truediv",
+                BinOp::Xor => "xor",
+            }
+        }
+        match self {
+            Intrinsic::Binary { op, inplace } => {
+                format!("{}_{}", if *inplace { "inplace" } else { "binary" }, bin(*op))
+            }
+            Intrinsic::Unary(u) => match u {
+                UnaryOp::Neg => "neg",
+                UnaryOp::Pos => "pos",
+                UnaryOp::Invert => "invert",
+                UnaryOp::Not => "not",
+            }
+            .into(),
+            Intrinsic::Compare(c) => match c {
+                CmpOp::Lt => "lt",
+                CmpOp::Le => "le",
+                CmpOp::Eq => "eq",
+                CmpOp::Ne => "ne",
+                CmpOp::Gt => "gt",
+                CmpOp::Ge => "ge",
+            }
+            .into(),
+            Intrinsic::Is { negate } => if *negate { "is_not" } else { "is" }.into(),
+            Intrinsic::Contains { negate } => if *negate { "not_in" } else { "in" }.into(),
+            Intrinsic::Truth => "truth".into(),
+            Intrinsic::GetAttr(_) => "getattr".into(),
+            Intrinsic::GetItem => "getitem".into(),
+            Intrinsic::BuildTuple => "tuple".into(),
+            Intrinsic::BuildList => "list".into(),
+            Intrinsic::FormatValue { conv, .. } => match conv {
+                Conversion::None => "format_none",
+                Conversion::Str => "format_str",
+                Conversion::Repr => "format_repr",
+                Conversion::Ascii => "format_ascii",
+            }
+            .into(),
+            Intrinsic::BuildString => "build_string".into(),
+            Intrinsic::IterSnapshot => "iter".into(),
+            Intrinsic::SetAttr(_) => "setattr".into(),
+            Intrinsic::DelAttr(_) => "delattr".into(),
+            Intrinsic::SetItem => "setitem".into(),
+            Intrinsic::DelItem => "delitem".into(),
+            Intrinsic::BuildMap => "build_map".into(),
+            Intrinsic::BuildSet => "build_set".into(),
+            Intrinsic::BuildSlice => "build_slice".into(),
+            Intrinsic::ListExtend => "list_extend".into(),
+            Intrinsic::DictUpdate => "dict_update".into(),
+            Intrinsic::SetUpdate => "set_update".into(),
+            Intrinsic::ListToTuple => "list_to_tuple".into(),
+            Intrinsic::UnpackSequence(_) => "unpack_sequence".into(),
+            Intrinsic::UnpackEx { .. } => "unpack_ex".into(),
+        }
+    }
+
+    /// Static operands passed after the register operands (attribute names, unpack counts).
+    pub fn static_operands(&self) -> Vec<Const> {
+        match self {
+            Intrinsic::GetAttr(n) | Intrinsic::SetAttr(n) | Intrinsic::DelAttr(n) => {
+                vec![Const::Str(n.clone())]
+            }
+            Intrinsic::UnpackSequence(n) => vec![Const::Int(*n as i64)],
+            Intrinsic::UnpackEx { before, after } => {
+                vec![Const::Int(*before as i64), Const::Int(*after as i64)]
+            }
+            _ => vec![],
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -24,7 +24,7 @@ pub fn variables(f: &Function) -> BTreeSet<String> {
                     walk(then_body, out);
                     walk(else_body, out);
                 }
-                StmtKind::For { body, .. } => walk(body, out),
+                StmtKind::For { body, .. } | StmtKind::Loop { body } => walk(body, out),
                 _ => {}
             }
         }
@@ -55,7 +55,7 @@ pub fn assigned(b: &Block) -> BTreeSet<String> {
                     walk(then_body, out);
                     walk(else_body, out);
                 }
-                StmtKind::For { body, .. } => walk(body, out),
+                StmtKind::For { body, .. } | StmtKind::Loop { body } => walk(body, out),
                 _ => {}
             }
         }
@@ -106,6 +106,8 @@ pub fn remove_dead_pure_lets(f: &mut Function) {
                     used[*iter as usize] = true;
                     mark(body, used);
                 }
+                StmtKind::Loop { body } => mark(body, used),
+                StmtKind::Break | StmtKind::Continue => {}
             }
         }
     }
@@ -123,7 +125,7 @@ pub fn remove_dead_pure_lets(f: &mut Function) {
                     sweep(then_body, used);
                     sweep(else_body, used);
                 }
-                StmtKind::For { body, .. } => sweep(body, used),
+                StmtKind::For { body, .. } | StmtKind::Loop { body } => sweep(body, used),
                 _ => {}
             }
         }

@@ -102,6 +102,9 @@ fn print_block(out: &mut String, block: &Block, depth: usize) {
             StmtKind::Return(r) => format!("return r{r}"),
             StmtKind::If { cond, .. } => format!("if r{cond}:"),
             StmtKind::For { iter, item, .. } => format!("for r{item} in r{iter}:"),
+            StmtKind::Loop { .. } => "loop:".to_string(),
+            StmtKind::Break => "break".to_string(),
+            StmtKind::Continue => "continue".to_string(),
         };
         out.push_str(&indent);
         out.push_str(&text);
@@ -117,7 +120,7 @@ fn print_block(out: &mut String, block: &Block, depth: usize) {
                     print_block(out, else_body, depth + 1);
                 }
             }
-            StmtKind::For { body, .. } => print_block(out, body, depth + 1),
+            StmtKind::For { body, .. } | StmtKind::Loop { body } => print_block(out, body, depth + 1),
             _ => {}
         }
     }
@@ -166,6 +169,11 @@ fn intrinsic_name(op: &Intrinsic) -> String {
         }
         Intrinsic::BuildString => "build_string".to_string(),
         Intrinsic::IterSnapshot => "iter_snapshot".to_string(),
+        Intrinsic::SetAttr(a) => format!("setattr.{a}"),
+        Intrinsic::DelAttr(a) => format!("delattr.{a}"),
+        Intrinsic::UnpackSequence(n) => format!("unpack_sequence.{n}"),
+        Intrinsic::UnpackEx { before, after } => format!("unpack_ex.{before}.{after}"),
+        other => other.key(),
     }
 }
 

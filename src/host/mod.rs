@@ -5,7 +5,7 @@
 //! - Sync externals run inline in `dispatch`; `async def` externals become tasks on this thread's
 //!   event loop and `blocking=True` ones run on worker threads, both through `_rt.Executor`, whose
 //!   done-callbacks stop the loop so `wait` returns as soon as something finished (no polling).
-use crate::bezoar::{BinOp, CmpOp, Const, Conversion, Intrinsic, UnaryOp};
+use crate::bezoar::{Const, Intrinsic};
 use crate::lambda_o::{Class, Dispatch, Host, PrimFactory, ProgramRef, TaskId};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyFunction, PyString, PyTuple};
@@ -216,59 +216,6 @@ pub fn const_to_py(py: Python<'_>, consts: &Bound<'_, PyTuple>, c: &Const) -> Ob
     }
 }
 
-pub fn intrinsic_key(i: &Intrinsic) -> String {
-    let bin = |op: &BinOp| match op {
-        BinOp::Add => "add",
-        BinOp::And => "and",
-        BinOp::FloorDiv => "floordiv",
-        BinOp::LShift => "lshift",
-        BinOp::MatMul => "matmul",
-        BinOp::Mul => "mul",
-        BinOp::Mod => "mod",
-        BinOp::Or => "or",
-        BinOp::Pow => "pow",
-        BinOp::RShift => "rshift",
-        BinOp::Sub => "sub",
-        BinOp::TrueDiv => "truediv",
-        BinOp::Xor => "xor",
-    };
-    match i {
-        Intrinsic::Binary { op, inplace } => format!("{}_{}", if *inplace { "inplace" } else { "binary" }, bin(op)),
-        Intrinsic::Unary(u) => match u {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Pos => "pos",
-            UnaryOp::Invert => "invert",
-            UnaryOp::Not => "not",
-        }
-        .into(),
-        Intrinsic::Compare(c) => match c {
-            CmpOp::Lt => "lt",
-            CmpOp::Le => "le",
-            CmpOp::Eq => "eq",
-            CmpOp::Ne => "ne",
-            CmpOp::Gt => "gt",
-            CmpOp::Ge => "ge",
-        }
-        .into(),
-        Intrinsic::Is { negate } => if *negate { "is_not" } else { "is" }.into(),
-        Intrinsic::Contains { negate } => if *negate { "not_in" } else { "in" }.into(),
-        Intrinsic::Truth => "truth".into(),
-        Intrinsic::GetAttr(_) => "getattr".into(),
-        Intrinsic::GetItem => "getitem".into(),
-        Intrinsic::BuildTuple => "tuple".into(),
-        Intrinsic::BuildList => "list".into(),
-        Intrinsic::FormatValue { conv, .. } => match conv {
-            Conversion::None => "format_none",
-            Conversion::Str => "format_str",
-            Conversion::Repr => "format_repr",
-            Conversion::Ascii => "format_ascii",
-        }
-        .into(),
-        Intrinsic::BuildString => "build_string".into(),
-        Intrinsic::IterSnapshot => "iter".into(),
-    }
-}
-
 impl<'py> PrimFactory for PyFactory<'py> {
     type Prim = Obj;
 
@@ -283,7 +230,7 @@ impl<'py> PrimFactory for PyFactory<'py> {
     fn intrinsic(&mut self, i: &Intrinsic) -> Obj {
         self.rt
             .getattr("intrinsic")
-            .and_then(|f| f.call1((intrinsic_key(i),)))
+            .and_then(|f| f.call1((i.key(),)))
             .expect("every Intrinsic has a callable in poppy_jit._rt.INTRINSICS")
             .unbind()
     }

@@ -1,0 +1,166 @@
+"""Intrinsics: the Python callables that Bezoar's desugared operations lower to.
+
+`INTRINSICS[key]` implements `Intrinsic::key()` (src/bezoar/ir.rs); static operands (attribute
+names, unpack counts) come after the register operands. Every intrinsic is an external call whose
+reordering class `_annotations.classify` decides from its arguments.
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+
+def _contains(a, b):
+    return a in b
+
+
+def _not_contains(a, b):
+    return a not in b
+
+
+def _is(a, b):
+    return a is b
+
+
+def _is_not(a, b):
+    return a is not b
+
+
+def _build_tuple(*xs):
+    return xs
+
+
+def _build_list(*xs):
+    return list(xs)
+
+
+def _build_string(*parts):
+    return "".join(parts)
+
+
+def _format_none(x, spec=""):
+    return format(x, spec)
+
+
+def _format_str(x, spec=""):
+    return format(str(x), spec)
+
+
+def _format_repr(x, spec=""):
+    return format(repr(x), spec)
+
+
+def _format_ascii(x, spec=""):
+    return format(ascii(x), spec)
+
+
+def _iter_snapshot(x):
+    """Materialise the elements a `for` loop iterates over."""
+    return tuple(x)
+
+
+def bound_check(x):
+    """Identity; lowering calls it on a possibly-unbound local so the error surfaces in order."""
+    return x
+
+
+_BINARY = ["add", "and", "floordiv", "lshift", "matmul", "mul", "mod", "or", "pow", "rshift",
+           "sub", "truediv", "xor"]
+
+INTRINSICS = {
+    "truth": operator.truth,
+    "not": operator.not_,
+    "neg": operator.neg,
+    "pos": operator.pos,
+    "invert": operator.invert,
+    "lt": operator.lt, "le": operator.le, "eq": operator.eq,
+    "ne": operator.ne, "gt": operator.gt, "ge": operator.ge,
+    "is": _is, "is_not": _is_not,
+    "in": _contains, "not_in": _not_contains,
+    "getattr": builtins.getattr,
+    "getitem": operator.getitem,
+    "tuple": _build_tuple,
+    "list": _build_list,
+    "build_string": _build_string,
+    "format_none": _format_none, "format_str": _format_str,
+    "format_repr": _format_repr, "format_ascii": _format_ascii,
+    "iter": _iter_snapshot,
+}
+for _name in _BINARY:
+    INTRINSICS["binary_" + _name] = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
+    INTRINSICS["inplace_" + _name] = getattr(operator, "i" + _name)
+
+
+
+
+
+def _setattr(obj, value, name):
+    setattr(obj, name, value)
+
+
+def _delattr(obj, name):
+    delattr(obj, name)
+
+
+def _setitem(obj, key, value):
+    obj[key] = value
+
+
+def _delitem(obj, key):
+    del obj[key]
+
+
+def _build_map(*kv):
+    return {kv[i]: kv[i + 1] for i in range(0, len(kv), 2)}
+
+
+def _build_set(*xs):
+    return set(xs)
+
+
+def _build_slice(*xs):
+    return slice(*xs)
+
+
+def _list_extend(lst, it):
+    lst.extend(it)
+
+
+def _dict_update(d, m):
+    d.update(m)
+
+
+def _set_update(s, it):
+    s.update(it)
+
+
+def _list_to_tuple(lst):
+    return tuple(lst)
+
+
+def _unpack_sequence(x, n):
+    items = tuple(x)
+    if len(items) != n:
+        if len(items) > n:
+            raise ValueError(f"too many values to unpack (expected {n})")
+        raise ValueError(f"not enough values to unpack (expected {n}, got {len(items)})")
+    return items
+
+
+def _unpack_ex(x, before, after):
+    items = list(x)
+    if len(items) < before + after:
+        raise ValueError(f"not enough values to unpack (expected at least {before + after}, "
+                         f"got {len(items)})")
+    return (*items[:before], items[before:len(items) - after], *items[len(items) - after:])
+
+
+INTRINSICS.update({
+    "setattr": _setattr, "delattr": _delattr, "setitem": _setitem, "delitem": _delitem,
+    "build_map": _build_map, "build_set": _build_set, "build_slice": _build_slice,
+    "list_extend": _list_extend, "dict_update": _dict_update, "set_update": _set_update,
+    "list_to_tuple": _list_to_tuple, "unpack_sequence": _unpack_sequence, "unpack_ex": _unpack_ex,
+})
+
+
+def intrinsic(key: str):
+    return INTRINSICS[key]
