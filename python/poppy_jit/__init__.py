@@ -12,15 +12,18 @@ from ._decorators import (
     poppy,
     readonly,
     reset_stats,
+    start_trace,
     sequential,
     stats,
     unordered,
+    write_trace,
 )
 from ._decorators import configure_from_env as _configure_from_env
 
 __all__ = [
     "ExternalSpec", "poppy", "unordered", "readonly", "sequential",
     "enable", "disable", "is_enabled", "stats", "reset_stats", "explain",
+    "write_trace", "start_trace",
 ]
 
 _configure_from_env()
