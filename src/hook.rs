@@ -114,10 +114,19 @@ impl CodeEntry {
         if let EntryState::Fallback = &*self.state.borrow() {
             return None;
         }
+        let clock = crate::host::trace_module(py).and_then(|m| Some((m, crate::host::Clock::new(py).ok()?)));
         let start = Instant::now();
         let result = compile_function(py, func);
         let ns = start.elapsed().as_nanos() as u64;
         let name = qualname(func);
+        if let Some((m, clock)) = clock {
+            let args = PyDict::new_bound(py);
+            let _ = args.set_item("fallback", result.as_ref().err());
+            let span = (format!("compile {name}"), clock.at(start), clock.at(Instant::now()), args);
+            if let Err(e) = m.call_method1("record_phase", span) {
+                e.print(py);
+            }
+        }
         let new_state = match result {
             Ok(c) => {
                 with_totals(py, |t| {
@@ -197,7 +206,7 @@ fn run_frame(py: Python<'_>, entry: &CodeEntry, func: &Bound<'_, PyAny>, locals:
     let args: Vec<Obj> = (0..compiled.argcount)
         .map(|i| unsafe { Bound::from_borrowed_ptr(py, *locals.add(i)) }.unbind())
         .collect();
-    let mut host = PyHost::new(py)?;
+    let mut host = PyHost::new(py, &qualname(func))?;
     let mut stats = RunStats::default();
     ACTIVE.with(|a| a.set(true));
     let start = Instant::now();

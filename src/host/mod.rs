@@ -53,13 +53,49 @@ pub struct PyHost<'py> {
     rt: Bound<'py, PyModule>,
     classify: Bound<'py, PyAny>,
     executor: Option<Bound<'py, PyAny>>,
+    /// `poppy_jit._trace` when PYTHONPOPPY_TRACE is on, with the run's function name.
+    trace: Option<(Bound<'py, PyAny>, String)>,
+    /// perf_counter() when the run started (tracing only).
+    run_start: f64,
+}
+
+/// `poppy_jit._trace` if tracing is enabled.
+pub fn trace_module(py: Python<'_>) -> Option<Bound<'_, PyAny>> {
+    let m = py.import_bound("poppy_jit._trace").ok()?;
+    m.getattr("enabled").ok()?.is_truthy().ok()?.then(|| m.into_any())
+}
+
+/// Instants as `time.perf_counter()` seconds (both are CLOCK_MONOTONIC based; anchored on one
+/// simultaneous reading, so the conversion is exact up to the reading's own cost).
+pub struct Clock {
+    py_now: f64,
+    rs_now: std::time::Instant,
+}
+
+impl Clock {
+    pub fn new(py: Python<'_>) -> PyResult<Self> {
+        let py_now = py.import_bound("time")?.call_method0("perf_counter")?.extract()?;
+        Ok(Clock { py_now, rs_now: std::time::Instant::now() })
+    }
+    pub fn at(&self, t: std::time::Instant) -> f64 {
+        if t <= self.rs_now {
+            self.py_now - (self.rs_now - t).as_secs_f64()
+        } else {
+            self.py_now + (t - self.rs_now).as_secs_f64()
+        }
+    }
 }
 
 impl<'py> PyHost<'py> {
-    pub fn new(py: Python<'py>) -> PyResult<Self> {
+    pub fn new(py: Python<'py>, name: &str) -> PyResult<Self> {
         let rt = rt_module(py)?;
         let classify = rt.getattr("classify")?;
-        Ok(PyHost { py, rt, classify, executor: None })
+        let trace = trace_module(py).map(|m| (m, name.to_string()));
+        let run_start = match &trace {
+            Some(_) => py.import_bound("time")?.call_method0("perf_counter")?.extract()?,
+            None => 0.0,
+        };
+        Ok(PyHost { py, rt, classify, executor: None, trace, run_start })
     }
 
     /// End of a run: cancel and reap anything still in flight (only possible when the run was
@@ -165,6 +201,39 @@ impl<'py> Host for PyHost<'py> {
     fn elements(&mut self, v: &Obj) -> Result<Vec<Obj>, PyErrRef> {
         let t = v.bind(self.py).downcast::<PyTuple>().map_err(|e| PyErrRef::new(e.into()))?;
         Ok(t.iter().map(|x| x.unbind()).collect())
+    }
+
+    fn tracing(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    fn record_calls(&mut self, records: Vec<crate::lambda_o::CallRecord<Obj>>) {
+        let py = self.py;
+        let Some((m, name)) = &self.trace else { return };
+        let Ok(clock) = Clock::new(py) else { return };
+        let opt = |t: Option<std::time::Instant>| t.map(|t| clock.at(t));
+        let recs: Vec<PyObject> = records
+            .into_iter()
+            .map(|r| {
+                let args = PyTuple::new_bound(py, r.args.iter().map(|a| a.bind(py)));
+                (
+                    r.position,
+                    r.func,
+                    args,
+                    r.class.name(),
+                    clock.at(r.queued),
+                    clock.at(r.ready),
+                    opt(r.dispatched),
+                    opt(r.done),
+                    r.ok,
+                )
+                    .into_py(py)
+            })
+            .collect();
+        let end = clock.at(std::time::Instant::now());
+        if let Err(e) = m.call_method1("record_run", (name.as_str(), self.run_start, end, recs)) {
+            e.print(py);
+        }
     }
 
     fn internal_error(&mut self, kind: &str, msg: &str) -> PyErrRef {

@@ -13,7 +13,7 @@
 //! evaluator blocks in `Host::wait` until at least one finishes.
 //!
 //! External calls go through `xcall`: a controller per call (see `crate::control`).
-use super::host::{Class, Dispatch, Host, TaskId};
+use super::host::{CallRecord, Class, Dispatch, Host, TaskId};
 use super::term::*;
 use crate::control::{Futures, Phase, Policy, Token};
 use crate::stats::RunStats;
@@ -87,7 +87,10 @@ struct Ctrl<P> {
     phase: Phase,
     class: Class,
     argv: Vec<P>,
+    queued_at: Instant,
     ready_at: Option<Instant>,
+    dispatched_at: Option<Instant>,
+    done_at: Option<Instant>,
 }
 
 struct Eval<'a, H: Host> {
@@ -105,6 +108,10 @@ struct Eval<'a, H: Host> {
     /// External calls that raised (or could not run because an argument was an error), in the
     /// order they failed.
     failures: Vec<(usize, H::Error)>,
+    /// Keep call arguments and timings for `Host::record_calls`.
+    tracing: bool,
+    /// The controller that created each output future F_R' (to recover program order).
+    fut_owner: HashMap<usize, usize>,
 }
 
 /// Run `program` (entry params [S, args...], result (S', value)) to quiescence.
@@ -127,12 +134,20 @@ pub fn run<H: Host>(
         next_task: 0,
         in_flight: 0,
         failures: Vec::new(),
+        tracing: false,
+        fut_owner: HashMap::new(),
     };
+    ev.tracing = ev.host.tracing();
     let token = Token { r: ev.futs.new_resolved(), w: ev.futs.new_resolved() };
     let mut params = vec![ev.new_slot(Value::Seq(token))];
     params.extend(args.into_iter().map(|a| ev.new_slot(Value::Prim(a))));
     let ret = ev.instantiate(&program, program.entry, &[], &params)?;
-    ev.drive()?;
+    let driven = ev.drive();
+    if ev.tracing {
+        let records = ev.call_records();
+        ev.host.record_calls(records);
+    }
+    driven?;
     ev.outcome(ret)
 }
 
@@ -471,8 +486,14 @@ impl<'a, H: Host> Eval<'a, H> {
             phase: Phase::WaitArgs,
             class: Class::Sequential,
             argv: Vec::new(),
+            queued_at: Instant::now(),
             ready_at: None,
+            dispatched_at: None,
+            done_at: None,
         });
+        if self.tracing {
+            self.fut_owner.insert(out.r, cid);
+        }
         self.work.push(Work::Ctrl(cid));
         let w = self.work.len() - 1;
         self.ctrl_work.push(w);
@@ -575,9 +596,11 @@ impl<'a, H: Host> Eval<'a, H> {
     fn dispatch(&mut self, cid: usize) {
         let task = self.next_task;
         self.next_task += 1;
+        let now = Instant::now();
+        self.ctrls[cid].dispatched_at = Some(now);
         let c = &self.ctrls[cid];
         if let Some(t) = c.ready_at {
-            self.stats.queue_wait_ns += t.elapsed().as_nanos() as u64;
+            self.stats.queue_wait_ns += now.duration_since(t).as_nanos() as u64;
         }
         self.stats.count_dispatch(c.class);
         self.in_flight += 1;
@@ -596,7 +619,10 @@ impl<'a, H: Host> Eval<'a, H> {
     }
 
     fn complete(&mut self, cid: usize, r: Result<H::Prim, H::Error>) {
-        self.ctrls[cid].argv.clear();
+        self.ctrls[cid].done_at = Some(Instant::now());
+        if !self.tracing {
+            self.ctrls[cid].argv.clear();
+        }
         match r {
             Ok(v) => {
                 let result = self.ctrls[cid].result;
@@ -617,6 +643,61 @@ impl<'a, H: Host> Eval<'a, H> {
         let result = c.result;
         self.failures.push((cid, e.clone()));
         self.resolve(result, Value::Error(e));
+    }
+
+    /// Records of every call whose arguments became known, with its position in program order:
+    /// 1 + the position of the call that produced its input token (0 for the run's initial token).
+    fn call_records(&mut self) -> Vec<CallRecord<H::Prim>> {
+        let n = self.ctrls.len();
+        let mut pos: Vec<Option<Option<u64>>> = vec![None; n];
+        for start in 0..n {
+            // Walk back along the token chain to a known position, then fill in going forward.
+            let mut chain = Vec::new();
+            let mut cur = Some(start);
+            let mut base: Option<u64> = None;
+            while let Some(c) = cur {
+                if let Some(p) = pos[c] {
+                    base = p;
+                    break;
+                }
+                chain.push(c);
+                cur = match self.value(self.ctrls[c].seq) {
+                    Some(Value::Seq(t)) => match self.fut_owner.get(&t.r) {
+                        Some(&owner) => Some(owner),
+                        None => {
+                            base = Some(0); // the run's initial token
+                            None
+                        }
+                    },
+                    _ => {
+                        base = None; // input order never became known
+                        None
+                    }
+                };
+            }
+            for c in chain.into_iter().rev() {
+                base = base.map(|b| b + 1);
+                pos[c] = Some(base);
+            }
+        }
+        let failed: std::collections::HashSet<usize> = self.failures.iter().map(|(c, _)| *c).collect();
+        let mut out = Vec::new();
+        for (cid, c) in self.ctrls.iter_mut().enumerate() {
+            let Some(ready) = c.ready_at else { continue };
+            out.push(CallRecord {
+                position: pos[cid].flatten(),
+                func: c.func.clone(),
+                args: std::mem::take(&mut c.argv),
+                kwnames: c.kwnames.clone(),
+                class: c.class,
+                queued: c.queued_at,
+                ready,
+                dispatched: c.dispatched_at,
+                done: c.done_at,
+                ok: c.done_at.is_some() && !failed.contains(&cid),
+            });
+        }
+        out
     }
 
     // ---- result ----------------------------------------------------------------------------

@@ -2,6 +2,23 @@
 //! a small simulated world in Rust tests).
 use super::term::ProgramRef;
 use crate::bezoar::{Const, Intrinsic};
+use std::time::Instant;
+
+/// What happened to one external call of a run (collected when `Host::tracing()` is on).
+pub struct CallRecord<P> {
+    /// Index of the call in sequential program order within the run (1-based), if known.
+    pub position: Option<u64>,
+    pub func: P,
+    pub args: Vec<P>,
+    pub kwnames: Vec<String>,
+    pub class: Class,
+    /// Queued (the evaluator reached the call), arguments known, dispatched, finished.
+    pub queued: Instant,
+    pub ready: Instant,
+    pub dispatched: Option<Instant>,
+    pub done: Option<Instant>,
+    pub ok: bool,
+}
 
 /// Reordering class of an external call (PopPy §4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -71,6 +88,14 @@ pub trait Host {
     /// An error raised by λO-level evaluation itself (unbound variable, calling a non-function...).
     /// `kind` is a Python exception name such as "UnboundLocalError" or "TypeError".
     fn internal_error(&mut self, kind: &str, msg: &str) -> Self::Error;
+
+    /// Whether the host wants a `CallRecord` per external call at the end of the run.
+    fn tracing(&self) -> bool {
+        false
+    }
+
+    /// Receives the run's call records (only called when `tracing()` is true).
+    fn record_calls(&mut self, _records: Vec<CallRecord<Self::Prim>>) {}
 }
 
 /// What lowering needs from a host: primitives for constants and intrinsic operations.
