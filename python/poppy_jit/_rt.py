@@ -12,7 +12,16 @@ import types
 
 from ._annotations import classify, register  # noqa: F401 (used by the Rust host)
 from ._intrinsics import bound_check, intrinsic  # noqa: F401 (used by the Rust host)
+from ._decorators import unordered
 from ._loop import get_loop
+
+# Exit-status helpers used by lowering (src/lower.rs): 0 normal, 1 break, 2 continue, 3 return.
+HELPERS = {
+    "loop_next": unordered(lambda s: 0 if s == 2 else s),
+    "loop_exit": unordered(lambda s: 0 if s == 1 else s),
+    "loop_again": unordered(lambda s: s == 0 or s == 2),
+    "select_return": unordered(lambda s, v: v if s == 3 else None),
+}
 
 
 class GlobalLoader:

@@ -311,4 +311,12 @@ impl<'py> PrimFactory for PyFactory<'py> {
     fn bound_check(&mut self) -> Obj {
         self.rt_attr("bound_check")
     }
+
+    fn helper(&mut self, name: &str) -> Obj {
+        self.rt
+            .getattr("HELPERS")
+            .and_then(|h| h.get_item(name))
+            .expect("poppy_jit._rt.HELPERS has every lowering helper")
+            .unbind()
+    }
 }

@@ -86,6 +86,8 @@ struct Ctrl<P> {
     out: Token,
     phase: Phase,
     class: Class,
+    /// The class, when known from the callee alone before the arguments are.
+    early: Option<Class>,
     argv: Vec<P>,
     queued_at: Instant,
     ready_at: Option<Instant>,
@@ -108,6 +110,7 @@ struct Eval<'a, H: Host> {
     /// External calls that raised (or could not run because an argument was an error), in the
     /// order they failed.
     failures: Vec<(usize, H::Error)>,
+    steps_left: u64,
     /// Keep call arguments and timings for `Host::record_calls`.
     tracing: bool,
     /// The controller that created each output future F_R' (to recover program order).
@@ -120,6 +123,17 @@ pub fn run<H: Host>(
     program: ProgramRef<H::Prim>,
     args: Vec<H::Prim>,
     stats: &mut RunStats,
+) -> Result<H::Prim, H::Error> {
+    run_bounded(host, program, args, stats, u64::MAX)
+}
+
+/// `run`, giving up with a RuntimeError after `max_steps` work items (for diverging programs).
+pub fn run_bounded<H: Host>(
+    host: &mut H,
+    program: ProgramRef<H::Prim>,
+    args: Vec<H::Prim>,
+    stats: &mut RunStats,
+    max_steps: u64,
 ) -> Result<H::Prim, H::Error> {
     let mut ev = Eval {
         host,
@@ -134,6 +148,7 @@ pub fn run<H: Host>(
         next_task: 0,
         in_flight: 0,
         failures: Vec::new(),
+        steps_left: max_steps,
         tracing: false,
         fut_owner: HashMap::new(),
     };
@@ -263,6 +278,10 @@ impl<'a, H: Host> Eval<'a, H> {
     fn drive(&mut self) -> Result<(), H::Error> {
         loop {
             while let Some(w) = self.ready.pop_front() {
+                if self.steps_left == 0 {
+                    return Err(self.host.internal_error("RuntimeError", "step budget exhausted"));
+                }
+                self.steps_left -= 1;
                 self.step(w);
             }
             if self.tasks.is_empty() {
@@ -476,6 +495,7 @@ impl<'a, H: Host> Eval<'a, H> {
         let result = self.pending_slot();
         self.resolve(dst, Value::Tuple(Rc::from(vec![s_out, result])));
         let cid = self.ctrls.len();
+        let early = self.host.classify_callee(&func);
         self.ctrls.push(Ctrl {
             seq,
             func,
@@ -485,6 +505,7 @@ impl<'a, H: Host> Eval<'a, H> {
             out,
             phase: Phase::WaitArgs,
             class: Class::Sequential,
+            early,
             argv: Vec::new(),
             queued_at: Instant::now(),
             ready_at: None,
@@ -528,6 +549,18 @@ impl<'a, H: Host> Eval<'a, H> {
     }
 
     fn advance(&mut self, cid: usize, w: WorkId) {
+        // A readonly call passes F_R on as soon as F_R resolves (PopPy §6.2), even while it
+        // still waits for its arguments, when its class is known from the callee alone.
+        if self.ctrls[cid].phase == Phase::WaitArgs && self.ctrls[cid].early == Some(Class::Readonly) {
+            let out = self.ctrls[cid].out.r;
+            if !self.futs.is_done(out) {
+                if let Some(Value::Seq(tok)) = self.need(self.ctrls[cid].seq, w) {
+                    if self.wait_fut(tok.r, w) {
+                        self.resolve_fut(out);
+                    }
+                }
+            }
+        }
         loop {
             match self.ctrls[cid].phase {
                 Phase::WaitArgs => {

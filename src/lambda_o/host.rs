@@ -61,6 +61,12 @@ pub trait Host {
         kwnames: &[String],
     ) -> Option<ProgramRef<Self::Prim>>;
 
+    /// The class of calling `f` if it does not depend on the arguments (a decorated external), so
+    /// that a readonly call can pass the order on before its arguments are known.
+    fn classify_callee(&mut self, _f: &Self::Prim) -> Option<Class> {
+        None
+    }
+
     /// The reordering class of calling `f` with these (resolved) arguments.
     fn classify(&mut self, f: &Self::Prim, args: &[Self::Prim], kwnames: &[String]) -> Class;
 
@@ -111,6 +117,10 @@ pub trait PrimFactory {
     fn global_loader(&mut self) -> Self::Prim;
     /// An identity callable used to make a possibly-unbound local raise at the point of its load.
     fn bound_check(&mut self) -> Self::Prim;
+    /// An unordered runtime helper for exit-status threading: `loop_next(s)` (continue → 0),
+    /// `loop_exit(s)` (break → 0), `loop_again(s)` (s is 0 or continue), `select_return(s, v)`
+    /// (v if s is return, else None).
+    fn helper(&mut self, name: &str) -> Self::Prim;
 }
 
 /// Text form of primitives (printing always; parsing for hosts used by text tests).
