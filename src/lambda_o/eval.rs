@@ -111,6 +111,8 @@ struct Eval<'a, H: Host> {
     /// order they failed.
     failures: Vec<(usize, H::Error)>,
     steps_left: u64,
+    /// xorshift state when stepping in pseudo-random order.
+    shuffle: Option<u64>,
     /// Keep call arguments and timings for `Host::record_calls`.
     tracing: bool,
     /// The controller that created each output future F_R' (to recover program order).
@@ -135,6 +137,25 @@ pub fn run_bounded<H: Host>(
     stats: &mut RunStats,
     max_steps: u64,
 ) -> Result<H::Prim, H::Error> {
+    run_with(host, program, args, stats, &RunOptions { max_steps, shuffle_seed: None })
+}
+
+/// Evaluation knobs (tests): a step budget, and stepping ready work in a pseudo-random order
+/// instead of FIFO (confluence: the result and the external calls must not depend on it).
+#[derive(Clone, Copy, Debug)]
+pub struct RunOptions {
+    pub max_steps: u64,
+    pub shuffle_seed: Option<u64>,
+}
+
+pub fn run_with<H: Host>(
+    host: &mut H,
+    program: ProgramRef<H::Prim>,
+    args: Vec<H::Prim>,
+    stats: &mut RunStats,
+    opts: &RunOptions,
+) -> Result<H::Prim, H::Error> {
+    let max_steps = opts.max_steps;
     let mut ev = Eval {
         host,
         stats,
@@ -149,6 +170,7 @@ pub fn run_bounded<H: Host>(
         in_flight: 0,
         failures: Vec::new(),
         steps_left: max_steps,
+        shuffle: opts.shuffle_seed.map(|s| s | 1),
         tracing: false,
         fut_owner: HashMap::new(),
     };
@@ -277,7 +299,7 @@ impl<'a, H: Host> Eval<'a, H> {
 
     fn drive(&mut self) -> Result<(), H::Error> {
         loop {
-            while let Some(w) = self.ready.pop_front() {
+            while let Some(w) = self.next_ready() {
                 if self.steps_left == 0 {
                     return Err(self.host.internal_error("RuntimeError", "step budget exhausted"));
                 }
@@ -292,6 +314,22 @@ impl<'a, H: Host> Eval<'a, H> {
                     self.in_flight -= 1;
                     self.complete(cid, result);
                 }
+            }
+        }
+    }
+
+    fn next_ready(&mut self) -> Option<WorkId> {
+        match &mut self.shuffle {
+            None => self.ready.pop_front(),
+            Some(x) => {
+                if self.ready.is_empty() {
+                    return None;
+                }
+                *x ^= *x << 13;
+                *x ^= *x >> 7;
+                *x ^= *x << 17;
+                let i = (*x % self.ready.len() as u64) as usize;
+                self.ready.swap_remove_back(i)
             }
         }
     }

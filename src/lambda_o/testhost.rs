@@ -92,23 +92,24 @@ impl TestHost {
         h
     }
 
-    fn next_random(&mut self) -> u64 {
-        // xorshift64*
-        let mut x = self.seed.expect("seeded");
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.seed = Some(x);
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    /// A pseudo-random number that depends on the seed and the call itself (not on the order
+    /// calls are made in, so that every evaluation order sees the same latencies).
+    fn call_random(&self, name: &str, args: &[TPrim]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.seed.hash(&mut h);
+        name.hash(&mut h);
+        format!("{args:?}").hash(&mut h);
+        h.finish()
     }
 
-    fn latency_of(&mut self, name: &str) -> u64 {
+    fn latency_of(&mut self, name: &str, args: &[TPrim]) -> u64 {
         if let Some(l) = self.latency.get(name) {
             return *l;
         }
         let pure = matches!(name, "truth" | "eq" | "lt" | "add" | "global") || name.starts_with("h_");
         if self.seed.is_some() && !pure {
-            return 1 + self.next_random() % 20;
+            return 1 + self.call_random(name, args) % 20;
         }
         0
     }
@@ -210,7 +211,7 @@ impl Host for TestHost {
             return Dispatch::Done(Err(format!("not callable: {f:?}")));
         };
         let name = name.clone();
-        let latency = self.latency_of(&name);
+        let latency = self.latency_of(&name, args);
         let result = self.apply(&name, args);
         let i = self.trace.len();
         self.trace.push(Call {

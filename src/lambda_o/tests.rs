@@ -1,6 +1,6 @@
 //! Evaluator and controller tests on λO text: golden files (tests/golden/lambda_o/*.lo) and
 //! generated programs under random latencies whose exact schedule is predicted independently.
-use super::eval::{run, run_bounded};
+use super::eval::{run, run_bounded, run_with, RunOptions};
 use super::host::{Class, PrimText};
 use super::testhost::{show, TPrim, TestHost};
 use super::text;
@@ -193,4 +193,56 @@ fn sequential_calls_never_overlap_and_unordered_ones_do() {
         }
     }
     assert!(overlapped > 100, "unordered calls should overlap often, saw {overlapped}");
+}
+
+/// Confluence (OPAL §3.3): stepping ready work in any order gives the same result, the same
+/// external calls and — since every internal step takes no virtual time — the same schedule.
+#[test]
+fn random_stepping_orders_give_the_same_calls_and_result() {
+    for seed in 0..400u64 {
+        let g = generate(seed, 2 + (seed % 9) as usize);
+        let reference = {
+            let mut host = TestHost::with_random_latencies(seed);
+            let prog = text::parse::<TPrim>(&g.text).unwrap();
+            let r = run(&mut host, Rc::new(prog), vec![], &mut RunStats::default());
+            (r, host.trace)
+        };
+        for order in 1..4u64 {
+            let mut host = TestHost::with_random_latencies(seed);
+            let prog = text::parse::<TPrim>(&g.text).unwrap();
+            let opts = RunOptions { max_steps: u64::MAX, shuffle_seed: Some(seed * 31 + order) };
+            let r = run_with(&mut host, Rc::new(prog), vec![], &mut RunStats::default(), &opts);
+            assert_eq!(r, reference.0, "seed {seed} order {order}");
+            let mut a = host.trace.clone();
+            let mut b = reference.1.clone();
+            let key = |c: &super::testhost::Call| (c.start, c.end, format!("{:?}", c.args));
+            a.sort_by_key(key);
+            b.sort_by_key(key);
+            assert_eq!(a, b, "seed {seed} order {order}");
+        }
+    }
+}
+
+/// The golden programs give their expected results under random stepping orders too.
+#[test]
+fn golden_programs_are_confluent() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/lambda_o");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let src = std::fs::read_to_string(&path).unwrap();
+        let g = headers(&src);
+        if g.budget != u64::MAX {
+            continue; // divergent programs stop wherever the budget ends
+        }
+        for order in 0..20u64 {
+            let prog = text::parse::<TPrim>(&src).unwrap();
+            let mut host = TestHost::new();
+            host.latency = g.latency.clone();
+            let opts = RunOptions { max_steps: u64::MAX, shuffle_seed: Some(order * 7919 + 1) };
+            let got = run_with(&mut host, Rc::new(prog), g.args.clone(), &mut RunStats::default(), &opts)
+                .map(|p| show(&p));
+            assert_eq!(got, g.expect, "{} order {order}", path.display());
+            assert_eq!(host.output, g.output, "{} order {order}", path.display());
+        }
+    }
 }
