@@ -198,6 +198,10 @@ impl<'py> Host for PyHost<'py> {
         v.bind(self.py).is_truthy().map_err(PyErrRef::new)
     }
 
+    fn make_tuple(&mut self, items: Vec<Obj>) -> Obj {
+        PyTuple::new_bound(self.py, items).into_any().unbind()
+    }
+
     fn elements(&mut self, v: &Obj) -> Result<Vec<Obj>, PyErrRef> {
         let t = v.bind(self.py).downcast::<PyTuple>().map_err(|e| PyErrRef::new(e.into()))?;
         Ok(t.iter().map(|x| x.unbind()).collect())

@@ -605,15 +605,10 @@ impl<'a, H: Host> Eval<'a, H> {
                     let mut argv = Vec::with_capacity(self.ctrls[cid].args.len());
                     for i in 0..self.ctrls[cid].args.len() {
                         let a = self.ctrls[cid].args[i];
-                        match self.need(a, w) {
+                        match self.prim_arg(a, w) {
                             None => return,
-                            Some(Value::Prim(p)) => argv.push(p),
-                            Some(Value::Error(e)) => return self.fail(cid, e),
-                            Some(_) => {
-                                let msg = "poppy_jit: an external call got a λO value that is not a Python object";
-                                let e = self.host.internal_error("TypeError", msg);
-                                return self.fail(cid, e);
-                            }
+                            Some(Ok(p)) => argv.push(p),
+                            Some(Err(e)) => return self.fail(cid, e),
                         }
                     }
                     let c = &self.ctrls[cid];
@@ -661,6 +656,29 @@ impl<'a, H: Host> Eval<'a, H> {
                 }
                 Phase::Running | Phase::Finished => return,
             }
+        }
+    }
+
+    /// An external call's argument: a primitive, or a λO tuple of primitives (built into a host
+    /// tuple once every component is known). None after registering to wait.
+    fn prim_arg(&mut self, s: SlotId, w: WorkId) -> Option<Result<H::Prim, H::Error>> {
+        match self.need(s, w)? {
+            Value::Prim(p) => Some(Ok(p)),
+            Value::Error(e) => Some(Err(e)),
+            Value::Tuple(t) => {
+                let mut items = Vec::with_capacity(t.len());
+                for c in t.iter() {
+                    match self.prim_arg(*c, w)? {
+                        Ok(p) => items.push(p),
+                        Err(e) => return Some(Err(e)),
+                    }
+                }
+                Some(Ok(self.host.make_tuple(items)))
+            }
+            _ => Some(Err(self.host.internal_error(
+                "TypeError",
+                "poppy_jit: an external call got a λO function or memory as an argument",
+            ))),
         }
     }
 

@@ -88,6 +88,10 @@ pub trait Host {
     /// Truth value of an `ite` condition (already a bool produced by an external `truth` call).
     fn truthy(&mut self, v: &Self::Prim) -> Result<bool, Self::Error>;
 
+    /// A primitive tuple built from primitives (an external call's argument that is a λO tuple of
+    /// primitives, OPAL's c̄).
+    fn make_tuple(&mut self, items: Vec<Self::Prim>) -> Self::Prim;
+
     /// Elements of a `fold` sequence (already materialised by an external call).
     fn elements(&mut self, v: &Self::Prim) -> Result<Vec<Self::Prim>, Self::Error>;
 

@@ -241,6 +241,10 @@ impl Host for TestHost {
         Ok(truthy(v))
     }
 
+    fn make_tuple(&mut self, items: Vec<TPrim>) -> TPrim {
+        TPrim::Tuple(items)
+    }
+
     fn elements(&mut self, v: &TPrim) -> Result<Vec<TPrim>, String> {
         match v {
             TPrim::Tuple(items) => Ok(items.clone()),
