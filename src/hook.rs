@@ -65,6 +65,7 @@ struct Totals {
     functions_compiled: u64,
     compile_ns: u64,
     runtime_ns: u64,
+    runtime_cpu_ns: u64,
     fallbacks: Vec<(String, String)>,
     declined_nested: u64,
 }
@@ -208,16 +209,20 @@ fn run_frame(py: Python<'_>, entry: &CodeEntry, func: &Bound<'_, PyAny>, locals:
         .collect();
     let mut host = PyHost::new(py, &qualname(func))?;
     let mut stats = RunStats::default();
+    let time = py.import_bound("time")?;
+    let cpu0: f64 = time.call_method0("thread_time")?.extract()?;
     ACTIVE.with(|a| a.set(true));
     let start = Instant::now();
     let result = eval::run(&mut host, compiled.program.clone(), args, &mut stats);
     let finished = host.finish();
     let ns = start.elapsed().as_nanos() as u64;
     ACTIVE.with(|a| a.set(false));
+    let cpu1: f64 = time.call_method0("thread_time")?.extract()?;
     with_totals(py, |t| {
         t.run.merge(&stats);
         t.runs += 1;
         t.runtime_ns += ns;
+        t.runtime_cpu_ns += ((cpu1 - cpu0).max(0.0) * 1e9) as u64;
     });
     let value = result.map_err(|e| e.to_pyerr(py))?;
     finished?;
@@ -304,6 +309,8 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         d.set_item("fallbacks", fb)?;
         d.set_item("runs", t.runs)?;
         d.set_item("runtime_ms", t.runtime_ns as f64 / 1e6)?;
+        // CPU time of the calling thread during runs (evaluator, controllers, sync externals).
+        d.set_item("runtime_cpu_ms", t.runtime_cpu_ns as f64 / 1e6)?;
         d.set_item("reductions", t.run.reductions)?;
         d.set_item("inlined_calls", t.run.inlined_calls)?;
         let ext = PyDict::new_bound(py);

@@ -17,10 +17,11 @@ from ._decorators import (
     unordered,
 )
 from ._decorators import configure_from_env as _configure_from_env
+from ._run import run
 
 __all__ = [
     "ExternalSpec", "poppy", "unordered", "readonly", "sequential",
-    "enable", "disable", "is_enabled", "stats", "reset_stats", "explain",
+    "enable", "disable", "is_enabled", "stats", "reset_stats", "explain", "run",
 ]
 
 _configure_from_env()
