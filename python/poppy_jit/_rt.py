@@ -1,5 +1,5 @@
 """Runtime support for the Rust λO runtime (src/host/): the executor for asynchronous and blocking
-externals and the global loader. Intrinsics live in `_intrinsics`, classification in
+externals and the exit-status helpers of lowering. Intrinsics live in `_intrinsics`, classification in
 `_annotations`; both are re-exported here because the Rust host looks them up on this module.
 """
 from __future__ import annotations
@@ -22,29 +22,6 @@ HELPERS = {
     "loop_again": unordered(lambda s: s == 0 or s == 2),
     "select_return": unordered(lambda s, v: v if s == 3 else None),
 }
-
-
-class GlobalLoader:
-    """Looks a name up in a function's globals, then builtins (LOAD_GLOBAL)."""
-
-    __slots__ = ("globals", "builtins")
-    # Global loads are single-assignment reads (PopPy §7): classified unordered, never serialised.
-    __poppy_unordered_loader__ = True
-
-    def __init__(self, globals_: dict):
-        self.globals = globals_
-        b = globals_.get("__builtins__", builtins)
-        self.builtins = b.__dict__ if isinstance(b, types.ModuleType) else b
-
-    def __call__(self, name):
-        try:
-            return self.globals[name]
-        except KeyError:
-            pass
-        try:
-            return self.builtins[name]
-        except KeyError:
-            raise NameError(f"name '{name}' is not defined") from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ use crate::bezoar::{Const, Intrinsic};
 use crate::lambda_o::{Class, Dispatch, Host, PrimFactory, ProgramRef, TaskId};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyFunction, PyString, PyTuple};
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 pub type Obj = Py<PyAny>;
@@ -24,6 +26,57 @@ impl PyErrRef {
     pub fn to_pyerr(&self, py: Python<'_>) -> PyErr {
         self.0.clone_ref(py)
     }
+}
+
+/// LOAD_GLOBAL as an external: looks a name up in a function's globals, then its builtins.
+/// Global loads are single-assignment reads (PopPy §7), classified unordered; the host runs
+/// them without calling into Python.
+#[pyclass(module = "poppy_jit._core", frozen)]
+pub struct GlobalLoader {
+    globals: Py<PyDict>,
+    builtins: Py<PyDict>,
+}
+
+impl GlobalLoader {
+    pub fn new(py: Python<'_>, globals: Bound<'_, PyDict>) -> PyResult<Self> {
+        let builtins = match globals.get_item("__builtins__")? {
+            Some(b) => match b.downcast::<PyDict>() {
+                Ok(d) => d.clone(),
+                Err(_) => b.getattr("__dict__")?.downcast_into::<PyDict>()?,
+            },
+            None => py.import_bound("builtins")?.dict(),
+        };
+        Ok(GlobalLoader { globals: globals.unbind(), builtins: builtins.unbind() })
+    }
+
+    pub fn lookup(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Obj> {
+        if let Some(v) = self.globals.bind(py).get_item(name)? {
+            return Ok(v.unbind());
+        }
+        if let Some(v) = self.builtins.bind(py).get_item(name)? {
+            return Ok(v.unbind());
+        }
+        Err(pyo3::exceptions::PyNameError::new_err(format!("name '{name}' is not defined")))
+    }
+}
+
+#[pymethods]
+impl GlobalLoader {
+    #[classattr]
+    #[allow(non_upper_case_globals)]
+    const __poppy_unordered_loader__: bool = true;
+
+    fn __call__(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Obj> {
+        self.lookup(py, name)
+    }
+}
+
+/// What the host knows about a callee, computed once per callee per run.
+enum Callee {
+    Loader,
+    /// Declared with @unordered/@readonly/@sequential.
+    External { class: Class, inner: Obj, is_async: bool, blocking: bool },
+    Plain,
 }
 
 pub fn rt_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
@@ -57,6 +110,9 @@ pub struct PyHost<'py> {
     trace: Option<(Bound<'py, PyAny>, String)>,
     /// perf_counter() when the run started (tracing only).
     run_start: f64,
+    /// Callees seen in this run, by object address (every callee stays alive in the run's
+    /// slots until the run ends, so addresses are not reused meanwhile).
+    callees: HashMap<usize, Rc<Callee>>,
 }
 
 /// `poppy_jit._trace` if tracing is enabled.
@@ -95,7 +151,7 @@ impl<'py> PyHost<'py> {
             Some(_) => py.import_bound("time")?.call_method0("perf_counter")?.extract()?,
             None => 0.0,
         };
-        Ok(PyHost { py, rt, classify, executor: None, trace, run_start })
+        Ok(PyHost { py, rt, classify, executor: None, trace, run_start, callees: HashMap::new() })
     }
 
     /// End of a run: cancel and reap anything still in flight (only possible when the run was
@@ -114,6 +170,16 @@ impl<'py> PyHost<'py> {
         Ok(self.executor.clone().unwrap())
     }
 
+    fn callee(&mut self, f: &Obj) -> Rc<Callee> {
+        let key = f.as_ptr() as usize;
+        if let Some(c) = self.callees.get(&key) {
+            return c.clone();
+        }
+        let c = Rc::new(describe(f.bind(self.py)).unwrap_or(Callee::Plain));
+        self.callees.insert(key, c.clone());
+        c
+    }
+
     fn try_dispatch(
         &mut self,
         task: TaskId,
@@ -122,17 +188,16 @@ impl<'py> PyHost<'py> {
         kwnames: &[String],
     ) -> PyResult<Dispatch<Obj, PyErrRef>> {
         let py = self.py;
-        let f = f.bind(py);
+        let callee = self.callee(f);
+        if let Callee::Loader = &*callee {
+            let loader = f.bind(py).downcast::<GlobalLoader>()?.get();
+            return Ok(Dispatch::Done(loader.lookup(py, args[0].bind(py)).map_err(PyErrRef::new)));
+        }
         let (pos, kw) = call_args(py, args, kwnames)?;
-        // Externals declared with our decorators: call the undecorated function directly.
-        let spec = if f.is_instance_of::<PyFunction>() {
-            f.getattr("__dict__")?.downcast_into::<PyDict>()?.get_item("__poppy_external__")?
-        } else {
-            None
-        };
-        if let Some(spec) = spec {
-            let inner = spec.getattr("fn")?;
-            if spec.getattr("is_async")?.is_truthy()? {
+        if let Callee::External { inner, is_async, blocking, .. } = &*callee {
+            // Call the undecorated function directly (the decorator's wrapper would block).
+            let inner = inner.bind(py);
+            if *is_async {
                 let coro = match inner.call(pos, kw.as_ref()) {
                     Ok(c) => c,
                     Err(e) => return Ok(Dispatch::Done(Err(PyErrRef::new(e)))),
@@ -140,15 +205,38 @@ impl<'py> PyHost<'py> {
                 self.executor()?.call_method1("submit_coro", (task, coro))?;
                 return Ok(Dispatch::Pending);
             }
-            if spec.getattr("blocking")?.is_truthy()? {
+            if *blocking {
                 let kw = kw.unwrap_or_else(|| PyDict::new_bound(py));
                 self.executor()?.call_method1("submit_blocking", (task, inner, pos, kw))?;
                 return Ok(Dispatch::Pending);
             }
             return Ok(Dispatch::Done(inner.call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)));
         }
-        Ok(Dispatch::Done(f.call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)))
+        Ok(Dispatch::Done(f.bind(py).call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)))
     }
+}
+
+fn describe(f: &Bound<'_, PyAny>) -> PyResult<Callee> {
+    if f.is_instance_of::<GlobalLoader>() {
+        return Ok(Callee::Loader);
+    }
+    if !f.is_instance_of::<PyFunction>() {
+        return Ok(Callee::Plain);
+    }
+    let Some(spec) = f.getattr("__dict__")?.downcast_into::<PyDict>()?.get_item("__poppy_external__")? else {
+        return Ok(Callee::Plain);
+    };
+    let class = match spec.getattr("kind")?.extract::<String>()?.as_str() {
+        "unordered" => Class::Unordered,
+        "readonly" => Class::Readonly,
+        _ => Class::Sequential,
+    };
+    Ok(Callee::External {
+        class,
+        inner: spec.getattr("fn")?.unbind(),
+        is_async: spec.getattr("is_async")?.is_truthy()?,
+        blocking: spec.getattr("blocking")?.is_truthy()?,
+    })
 }
 
 impl<'py> Host for PyHost<'py> {
@@ -162,7 +250,18 @@ impl<'py> Host for PyHost<'py> {
         crate::hook::inline_program(self.py, f.bind(self.py), nargs)
     }
 
+    fn classify_callee(&mut self, f: &Obj) -> Option<Class> {
+        match &*self.callee(f) {
+            Callee::Loader => Some(Class::Unordered),
+            Callee::External { class, .. } => Some(*class),
+            Callee::Plain => None,
+        }
+    }
+
     fn classify(&mut self, f: &Obj, args: &[Obj], kwnames: &[String]) -> Class {
+        if let Some(c) = self.classify_callee(f) {
+            return c;
+        }
         let py = self.py;
         let a = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
         let k = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
@@ -265,7 +364,8 @@ impl<'py> PyFactory<'py> {
         let rt = rt_module(py)?;
         let code = func.getattr("__code__")?;
         let consts = code.getattr("co_consts")?.downcast_into::<PyTuple>()?;
-        let loader = rt.getattr("GlobalLoader")?.call1((func.getattr("__globals__")?,))?.unbind();
+        let globals = func.getattr("__globals__")?.downcast_into::<PyDict>()?;
+        let loader = Py::new(py, GlobalLoader::new(py, globals)?)?.into_any();
         Ok(PyFactory { py, rt, consts, loader })
     }
 
