@@ -25,3 +25,7 @@ __all__ = [
 ]
 
 _configure_from_env()
+
+from ._config import configure_from_env as _configure_zero_edit  # noqa: E402
+
+_configure_zero_edit()
