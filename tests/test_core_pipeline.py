@@ -277,3 +277,63 @@ def test_await_run_from_a_running_loop(tmp_path):
     _, _, stats = same(body, tmp_path)
     assert stats["runs"] == 1  # the awaited call ran on the runtime, the sync one plainly
     assert stats["peak_in_flight"] >= 2
+
+
+def test_threads_calling_poppy_functions_at_once(tmp_path):
+    body = """
+    import threading
+
+    @poppy
+    def work(k):
+        a = fetch(k)
+        b = fetch(k + 100)
+        return a + b
+
+    results = {}
+    def worker(k):
+        results[k] = work(k)
+
+    before = threading.active_count()
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(sorted(results.items()))
+    print("threads back to", threading.active_count() == before)
+    report(len(results))
+    """
+    _, popped, stats = same(body, tmp_path)
+    assert "threads back to True" in popped.stdout
+    assert stats["runs"] == 6 and stats["fallbacks"] == []
+
+
+def test_deep_recursion_and_settrace(tmp_path):
+    body = """
+    @poppy
+    def count(n):
+        if n == 0:
+            return 0
+        return count(n - 1) + 1
+
+    print(count(3000))  # far deeper than CPython's recursion limit allows
+    report(0)
+    """
+    plain, _ = run(body, False, tmp_path=tmp_path)
+    assert "RecursionError" in plain.stderr
+    popped, stats = run(body, True, tmp_path=tmp_path)
+    assert popped.stdout.splitlines()[0] == "3000", popped.stderr
+    assert stats["inlined_calls"] == 3000
+    traced = """
+    import sys
+    @poppy
+    def main():
+        a = fetch(1)
+        log(a)
+    sys.settrace(lambda *a: None)
+    main()
+    sys.settrace(None)
+    report(None)
+    """
+    _, _, stats = same(traced, tmp_path)
+    assert stats["runs"] == 0  # under a tracer the frame runs plainly, as documented
