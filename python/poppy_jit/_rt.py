@@ -25,7 +25,7 @@ HELPERS = {
 
 
 # ---------------------------------------------------------------------------------------------
-# Executor: runs async externals on this thread's event loop and blocking ones on worker threads.
+# Support for the Rust executor (src/host/): blocking externals on worker threads, cancellation.
 
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -37,53 +37,14 @@ def _thread_pool():
     return _pool
 
 
-class Executor:
-    """One per λO run. Completions are queued by done-callbacks, which stop the loop so that the
-    Rust runtime regains control: no polling."""
+def submit_blocking(loop, fn, args, kwargs):
+    """Run a blocking external on a worker thread; returns the loop's future for it."""
+    return loop.run_in_executor(_thread_pool(), functools.partial(fn, *args, **kwargs))
 
-    def __init__(self):
-        self.loop = get_loop()
-        if self.loop.is_running():
-            raise RuntimeError("poppy_jit: event loop already running")
-        self.done = []
-        self.running = {}
 
-    def _finished(self, task_id, fut):
-        self.running.pop(task_id, None)
-        self.done.append((task_id, fut))
-        self.loop.stop()
-
-    def submit_coro(self, task_id, coro):
-        task = self.loop.create_task(coro)
-        self.running[task_id] = task
-        task.add_done_callback(functools.partial(self._finished, task_id))
-
-    def submit_blocking(self, task_id, fn, args, kwargs):
-        fut = self.loop.run_in_executor(_thread_pool(), functools.partial(fn, *args, **kwargs))
-        self.running[task_id] = fut
-        fut.add_done_callback(functools.partial(self._finished, task_id))
-
-    def cancel_all(self):
-        """Cancel whatever still runs (the run was aborted) and let the cancellations finish, so
-        no task of this run outlives it."""
-        pending = list(self.running.values())
-        self.running.clear()
-        for fut in pending:
-            fut.cancel()
-        if pending:
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self.done.clear()
-
-    def wait(self):
-        """Block until at least one submitted call finished; return [(task_id, ok, value)]."""
-        if not self.done:
-            self.loop.run_forever()
-        out = []
-        for task_id, fut in self.done:
-            if fut.cancelled():
-                out.append((task_id, False, asyncio.CancelledError()))
-                continue
-            exc = fut.exception()
-            out.append((task_id, True, fut.result()) if exc is None else (task_id, False, exc))
-        self.done.clear()
-        return out
+def cancel_all(loop, pending):
+    """Cancel what an aborted run left in flight and let the cancellations finish, so no task of
+    the run outlives it."""
+    for fut in pending:
+        fut.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))

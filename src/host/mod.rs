@@ -9,6 +9,8 @@ use crate::bezoar::{Const, Intrinsic};
 use crate::lambda_o::{Class, Dispatch, Host, PrimFactory, ProgramRef, TaskId};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyFunction, PyString, PyTuple};
+use pyo3::exceptions::PyRuntimeError;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -71,6 +73,61 @@ impl GlobalLoader {
     }
 }
 
+/// Completions of asynchronous externals, queued by done-callbacks on this thread's loop.
+type DoneQueue = Rc<RefCell<Vec<(TaskId, Obj)>>>;
+
+/// The done-callback of one task: queues its completion and stops the loop so the evaluator
+/// regains control (no polling).
+#[pyclass(unsendable)]
+struct DoneCallback {
+    task: TaskId,
+    queue: DoneQueue,
+    stop: Obj,
+}
+
+#[pymethods]
+impl DoneCallback {
+    fn __call__(&self, py: Python<'_>, fut: Bound<'_, PyAny>) -> PyResult<()> {
+        self.queue.borrow_mut().push((self.task, fut.unbind()));
+        self.stop.call0(py)?;
+        Ok(())
+    }
+}
+
+/// Runs async externals as tasks on this thread's event loop and blocking ones on worker threads.
+struct Executor<'py> {
+    create_task: Bound<'py, PyAny>,
+    run_forever: Bound<'py, PyAny>,
+    stop: Obj,
+    queue: DoneQueue,
+    running: HashMap<TaskId, Obj>,
+    loop_: Bound<'py, PyAny>,
+}
+
+impl<'py> Executor<'py> {
+    fn new(py: Python<'py>) -> PyResult<Self> {
+        let loop_ = py.import_bound("poppy_jit._loop")?.call_method0("get_loop")?;
+        if loop_.call_method0("is_running")?.is_truthy()? {
+            return Err(PyRuntimeError::new_err("poppy_jit: event loop already running"));
+        }
+        Ok(Executor {
+            create_task: loop_.getattr("create_task")?,
+            run_forever: loop_.getattr("run_forever")?,
+            stop: loop_.getattr("stop")?.unbind(),
+            queue: Rc::new(RefCell::new(Vec::new())),
+            running: HashMap::new(),
+            loop_,
+        })
+    }
+
+    fn watch(&mut self, py: Python<'py>, task: TaskId, fut: Bound<'py, PyAny>) -> PyResult<()> {
+        let cb = DoneCallback { task, queue: self.queue.clone(), stop: self.stop.clone_ref(py) };
+        fut.call_method1("add_done_callback", (Py::new(py, cb)?,))?;
+        self.running.insert(task, fut.unbind());
+        Ok(())
+    }
+}
+
 /// What the host knows about a callee, computed once per callee per run.
 enum Callee {
     Loader,
@@ -105,7 +162,7 @@ pub struct PyHost<'py> {
     py: Python<'py>,
     rt: Bound<'py, PyModule>,
     classify: Bound<'py, PyAny>,
-    executor: Option<Bound<'py, PyAny>>,
+    executor: Option<Executor<'py>>,
     /// `poppy_jit._trace` when PYTHONPOPPY_TRACE is on, with the run's function name.
     trace: Option<(Bound<'py, PyAny>, String)>,
     /// perf_counter() when the run started (tracing only).
@@ -157,17 +214,21 @@ impl<'py> PyHost<'py> {
     /// End of a run: cancel and reap anything still in flight (only possible when the run was
     /// aborted by an error), so no task or callback of this run outlives it.
     pub fn finish(&mut self) -> PyResult<()> {
-        if let Some(ex) = &self.executor {
-            ex.call_method0("cancel_all")?;
+        if let Some(ex) = &mut self.executor {
+            if !ex.running.is_empty() {
+                let pending: Vec<Obj> = ex.running.drain().map(|(_, f)| f).collect();
+                self.rt.call_method1("cancel_all", (ex.loop_.clone(), pending))?;
+            }
+            ex.queue.borrow_mut().clear();
         }
         Ok(())
     }
 
-    fn executor(&mut self) -> PyResult<Bound<'py, PyAny>> {
+    fn executor(&mut self) -> PyResult<&mut Executor<'py>> {
         if self.executor.is_none() {
-            self.executor = Some(self.rt.getattr("Executor")?.call0()?);
+            self.executor = Some(Executor::new(self.py)?);
         }
-        Ok(self.executor.clone().unwrap())
+        Ok(self.executor.as_mut().unwrap())
     }
 
     fn callee(&mut self, f: &Obj) -> Rc<Callee> {
@@ -202,12 +263,17 @@ impl<'py> PyHost<'py> {
                     Ok(c) => c,
                     Err(e) => return Ok(Dispatch::Done(Err(PyErrRef::new(e)))),
                 };
-                self.executor()?.call_method1("submit_coro", (task, coro))?;
+                let ex = self.executor()?;
+                let t = ex.create_task.call1((coro,))?;
+                ex.watch(py, task, t)?;
                 return Ok(Dispatch::Pending);
             }
             if *blocking {
                 let kw = kw.unwrap_or_else(|| PyDict::new_bound(py));
-                self.executor()?.call_method1("submit_blocking", (task, inner, pos, kw))?;
+                let rt = self.rt.clone();
+                let ex = self.executor()?;
+                let fut = rt.call_method1("submit_blocking", (ex.loop_.clone(), inner, pos, kw))?;
+                ex.watch(py, task, fut)?;
                 return Ok(Dispatch::Pending);
             }
             return Ok(Dispatch::Done(inner.call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)));
@@ -281,13 +347,27 @@ impl<'py> Host for PyHost<'py> {
     }
 
     fn wait(&mut self) -> Result<Vec<(TaskId, Result<Obj, PyErrRef>)>, PyErrRef> {
-        // An exception out of the loop itself (KeyboardInterrupt while waiting) aborts the run.
-        let done = self.executor().and_then(|ex| ex.call_method0("wait")).map_err(PyErrRef::new)?;
-        let mut out = Vec::new();
-        for item in done.iter().map_err(PyErrRef::new)? {
-            let item = item.map_err(PyErrRef::new)?;
-            let (task, ok, value): (TaskId, bool, Bound<'_, PyAny>) = item.extract().map_err(PyErrRef::new)?;
-            let r = if ok { Ok(value.unbind()) } else { Err(PyErrRef::new(PyErr::from_value_bound(value))) };
+        let py = self.py;
+        let ex = self.executor().map_err(PyErrRef::new)?;
+        if ex.queue.borrow().is_empty() {
+            // An exception out of the loop itself (KeyboardInterrupt while waiting) aborts the run.
+            ex.run_forever.call0().map_err(PyErrRef::new)?;
+        }
+        let done: Vec<(TaskId, Obj)> = std::mem::take(&mut *ex.queue.borrow_mut());
+        let mut out = Vec::with_capacity(done.len());
+        for (task, fut) in done {
+            ex.running.remove(&task);
+            let fut = fut.bind(py);
+            let r = if fut.call_method0("cancelled").and_then(|c| c.is_truthy()).map_err(PyErrRef::new)? {
+                Err(PyErrRef::new(pyo3::exceptions::asyncio::CancelledError::new_err(())))
+            } else {
+                let exc = fut.call_method0("exception").map_err(PyErrRef::new)?;
+                if exc.is_none() {
+                    Ok(fut.call_method0("result").map_err(PyErrRef::new)?.unbind())
+                } else {
+                    Err(PyErrRef::new(PyErr::from_value_bound(exc)))
+                }
+            };
             out.push((task, r));
         }
         Ok(out)
