@@ -19,11 +19,16 @@ from ._decorators import (
     write_trace,
 )
 from ._decorators import configure_from_env as _configure_from_env
+from ._run import run
 
 __all__ = [
     "ExternalSpec", "poppy", "unordered", "readonly", "sequential",
-    "enable", "disable", "is_enabled", "stats", "reset_stats", "explain",
+    "enable", "disable", "is_enabled", "stats", "reset_stats", "explain", "run",
     "write_trace", "start_trace",
 ]
 
 _configure_from_env()
+
+from ._config import configure_from_env as _configure_zero_edit  # noqa: E402
+
+_configure_zero_edit()
