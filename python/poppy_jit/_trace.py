@@ -14,7 +14,8 @@ Layout of the written trace (one process, the Python process):
   is not a thread: the call's `position` arg (its index in sequential program order within the
   run) says where it sits in the program.
 
-Calls of the runtime's own intrinsics (global loads, f-string pieces, ...) are counted on the
+Calls of the runtime's own intrinsics (global loads, f-string pieces, attribute loads on builtin
+data, ...) are counted on the
 run span (`intrinsic_calls`) but not drawn. Call arguments are redacted unless
 PYTHONPOPPY_TRACE_ARGS=1, because prompts and API keys must not end up in a trace by accident.
 """
@@ -70,10 +71,14 @@ def _callee_name(func: Any) -> str:
     return type(func).__qualname__
 
 
-def _is_intrinsic(func: Any) -> bool:
-    """The runtime's own helpers (global loads, intrinsics of `_intrinsics`), not program calls."""
+def _is_intrinsic(func: Any, cls: str) -> bool:
+    """The runtime's own helpers, not calls the program spells out: global loads, the helpers of
+    `_intrinsics`, and attribute loads without side effects (`getattr` classified unordered,
+    i.e. on builtin data; one that may run user code stays visible)."""
     if getattr(type(func), "__poppy_unordered_loader__", False):
         return True
+    if func is getattr:
+        return cls == "unordered"
     return getattr(func, "__module__", None) == __package__ + "._intrinsics"
 
 
@@ -93,7 +98,7 @@ def record_run(qualname: str, t_start: float, t_end: float, records: list) -> No
     calls = []
     intrinsics = 0
     for (position, func, args, cls, t_queued, t_ready, t_dispatch, t_done, ok) in records:
-        if _is_intrinsic(func):
+        if _is_intrinsic(func, cls):
             intrinsics += 1
             continue
         call = {"position": position, "callee": _callee_name(func),

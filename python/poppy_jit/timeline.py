@@ -52,7 +52,8 @@ def load_rows(trace: dict | str | Path, run: int | None = None) -> list:
             continue
         x = executed.get(call)
         q_end = q["ts"] + q["dur"]
-        rows.append(Row(run=a["run"], position=a["position"], callee=a.get("callee", q["name"]),
+        rows.append(Row(run=a["run"], position=a["position"],
+                        callee=x["name"] if x else q["name"].removeprefix("queued "),
                         cls=a["class"], queued_ms=q["ts"] / 1e3,
                         dispatch_ms=x["ts"] / 1e3 if x else None,
                         end_ms=(x["ts"] + x["dur"]) / 1e3 if x else q_end / 1e3,
@@ -110,7 +111,7 @@ def render(trace: dict | str | Path, out: str | Path, run: int | None = None,
                Line2D([], [], color="black", lw=3.5, label="dispatched → resolved")]
     handles += [Line2D([], [], color=c, lw=3.5, label=k) for k, c in CLASS_COLORS.items()
                 if any(r.cls == k for r in rows)]
-    ax.legend(handles=handles, loc="lower right", fontsize=8)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
