@@ -20,7 +20,10 @@ def _resolve(target: str):
         sys.path.insert(0, "")  # like `python -m`: modules of the current directory
     obj = importlib.import_module(module_name)
     for part in qualname.split("."):
-        obj = getattr(obj, part)
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SystemExit(f"explain: {module_name} has no {qualname!r}") from None
     return obj
 
 
