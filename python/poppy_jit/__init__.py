@@ -17,10 +17,12 @@ from ._decorators import (
     unordered,
 )
 from ._decorators import configure_from_env as _configure_from_env
+from ._annotations import register, register_immutable, unregister
 
 __all__ = [
     "ExternalSpec", "poppy", "unordered", "readonly", "sequential",
     "enable", "disable", "is_enabled", "stats", "reset_stats", "explain",
+    "register", "register_immutable", "unregister",
 ]
 
 _configure_from_env()
