@@ -163,7 +163,7 @@ def _classify_type(t) -> int:
     if t in (types.BuiltinFunctionType, types.BuiltinMethodType, types.FunctionType,
              types.MethodType, types.MethodDescriptorType, types.WrapperDescriptorType,
              types.MethodWrapperType, functools.partial, operator.itemgetter,
-             operator.attrgetter, type(re.compile("").search)):
+             operator.attrgetter) or t in _C_METHOD_TYPES:
         return K_CALLABLE
     return K_UNTRUSTED
 
@@ -211,15 +211,15 @@ def _deep_level(root) -> int:
     seen = 0
     while stack:
         x = stack.pop()
+        seen += 1
+        if seen > _BUDGET:
+            return SEQUENTIAL
         t = type(x)
         k = _TYPE_KIND.get(t)
         if k is None:
             k = _type_kind(t)
         if k == K_ATOM:
             continue
-        seen += 1
-        if seen > _BUDGET:
-            return SEQUENTIAL
         if k == K_SEQ_IMM or k == K_NAMEDTUPLE:
             stack.extend(x)
         elif k == K_SEQ_MUT:
@@ -420,6 +420,12 @@ _IMPURE_METHODS = {datetime.datetime: frozenset({"now", "utcnow", "today", "time
                    datetime.date: frozenset({"today", "fromtimestamp"})}
 
 
+# Types of methods implemented in C (re.Pattern.search is a METH_METHOD "builtin_method").
+_C_METHOD_TYPES = frozenset({types.BuiltinMethodType, types.MethodDescriptorType,
+                             types.MethodWrapperType, types.WrapperDescriptorType,
+                             type(re.compile("").search)})
+
+
 def _method_owner(f):
     """(owner value or None, owner type, method name) of a builtin method or descriptor."""
     self = getattr(f, "__self__", None)
@@ -487,8 +493,7 @@ def callable_class(f) -> int:
         return UNORDERED  # applied to values whose own level the callee's arguments carry
     if t is types.MethodType:
         return _python_method_class(f, ())
-    if t in (types.BuiltinMethodType, types.MethodDescriptorType, types.MethodWrapperType,
-             types.WrapperDescriptorType, type(re.compile("").search)):
+    if t in _C_METHOD_TYPES:
         if fid in _SEQUENTIAL_IDS:
             return SEQUENTIAL
         return _builtin_method_class(f, ())
@@ -622,7 +627,7 @@ _PURE_ALWAYS = frozenset(id(f) for f in (_is, _is_not, _build_tuple, _build_list
 _SHALLOW_INTRINSICS = ("iter", "unpack_sequence", "unpack_ex", "list_to_tuple", "truth", "not")
 _BY_ARGS = frozenset(id(f) for k, f in INTRINSICS.items()
                      if not k.startswith("inplace_") and k not in (
-                         "getattr", "getitem", "setattr", "delattr", "setitem", "delitem",
+                         "is", "is_not", "tuple", "list", "getattr", "getitem", "setattr", "delattr", "setitem", "delitem",
                          "list_extend", "dict_update", "set_update") + _SHALLOW_INTRINSICS)
 # Operations that move elements around without calling their methods.
 _SHALLOW = frozenset([id(INTRINSICS[k]) for k in _SHALLOW_INTRINSICS] + [
@@ -737,8 +742,7 @@ def classify(f, args: tuple, kwnames: tuple) -> int:
     t = type(f)
     if t is types.MethodType:
         return _python_method_class(f, args)
-    if t in (types.BuiltinMethodType, types.MethodDescriptorType, types.MethodWrapperType,
-             types.WrapperDescriptorType, type(re.compile("").search)):
+    if t in _C_METHOD_TYPES:
         return _builtin_method_class(f, args)
     if t is functools.partial:
         return max(callable_class(f), args_class(args))
