@@ -8,6 +8,7 @@ from _ext import llm, read, write, log
 @poppy
 def update(keys):
     before = read("limit")
+    print("limit", before)
     for k in keys:
         write(k, llm(f"value of {k}"))
     write("", before)  # raises KeyError
