@@ -20,11 +20,12 @@ from ._decorators import (
 )
 from ._decorators import configure_from_env as _configure_from_env
 from ._run import run
+from ._annotations import register, register_immutable, unregister
 
 __all__ = [
     "ExternalSpec", "poppy", "unordered", "readonly", "sequential",
     "enable", "disable", "is_enabled", "stats", "reset_stats", "explain", "run",
-    "write_trace", "start_trace",
+    "write_trace", "start_trace", "register", "register_immutable", "unregister",
 ]
 
 _configure_from_env()
