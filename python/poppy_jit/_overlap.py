@@ -82,7 +82,7 @@ def _parse(bezoar: str) -> list:
 
 def _classify_global(name: str, globals_: dict) -> str:
     """The class of calling global `name` as far as it does not depend on the arguments."""
-    from ._annotations import _BUILTIN_CLASS, _CLASS_BY_NAME, _registered, SEQUENTIAL
+    from ._annotations import _CLASS_BY_NAME, _lookup_registered, _SEQUENTIAL_IDS
     obj = globals_.get(name, getattr(builtins, name, None))
     if obj is None:
         return "run time"
@@ -91,12 +91,12 @@ def _classify_global(name: str, globals_: dict) -> str:
         return spec.kind
     if getattr(obj, "__poppy__", False):
         return "internal"
-    reg = _registered.get(id(obj))
-    if reg is not None and reg[0] is obj:
-        return {v: k for k, v in _CLASS_BY_NAME.items()}[reg[1]]
-    if isinstance(obj, types.FunctionType) or _BUILTIN_CLASS.get(id(obj)) == SEQUENTIAL:
+    reg = _lookup_registered(obj)
+    if reg is not None:
+        return {v: k for k, v in _CLASS_BY_NAME.items()}[reg]
+    if isinstance(obj, types.FunctionType) or id(obj) in _SEQUENTIAL_IDS:
         return "sequential"  # unannotated Python functions are sequential externals
-    return "run time"
+    return "run time"  # classified at call time from its arguments
 
 
 def analyse(bezoar: str, globals_: dict) -> list:
