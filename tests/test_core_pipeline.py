@@ -337,3 +337,30 @@ def test_deep_recursion_and_settrace(tmp_path):
     """
     _, _, stats = same(traced, tmp_path)
     assert stats["runs"] == 0  # under a tracer the frame runs plainly, as documented
+
+
+def test_unordered_failure_raises_with_a_note_on_calls_that_already_ran(tmp_path):
+    body = """
+    @unordered
+    async def flaky(x):
+        await asyncio.sleep(0.05)
+        raise ValueError(f"flaky {x}")
+
+    @poppy
+    def main():
+        a = flaky(1)     # unordered: later ordered calls need not wait for it
+        log("after")     # CPython never reaches this; the runtime may already have run it
+        return a
+
+    try:
+        main()
+    except ValueError as e:
+        print("caught", e)
+        print("notes", getattr(e, "__notes__", []))
+    """
+    plain, _ = run(body, False, tmp_path=tmp_path)
+    popped, _ = run(body, True, tmp_path=tmp_path)
+    assert "caught flaky 1" in plain.stdout and "caught flaky 1" in popped.stdout
+    assert "notes []" in plain.stdout
+    notes = [l for l in popped.stdout.splitlines() if l.startswith("notes")][0]
+    assert "@unordered" in notes and "log" in notes

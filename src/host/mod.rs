@@ -386,6 +386,29 @@ impl<'py> Host for PyHost<'py> {
         Ok(t.iter().map(|x| x.unbind()).collect())
     }
 
+    fn note_reordered(&mut self, e: PyErrRef, later: Vec<Obj>) -> PyErrRef {
+        let py = self.py;
+        let names: Vec<String> = later
+            .iter()
+            .map(|f| {
+                let f = f.bind(py);
+                f.getattr("__qualname__")
+                    .or_else(|_| f.getattr("__name__"))
+                    .and_then(|n| n.extract::<String>())
+                    .unwrap_or_else(|_| f.get_type().name().map(|n| n.to_string()).unwrap_or_default())
+            })
+            .collect();
+        let note = format!(
+            "poppy_jit: this call is @unordered and ran concurrently with {} later ordered call(s) \
+             that had already run when it failed: {}",
+            names.len(),
+            names.join(", ")
+        );
+        let err = e.to_pyerr(py);
+        let _ = err.value_bound(py).call_method1("add_note", (note,));
+        PyErrRef::new(err)
+    }
+
     fn tracing(&self) -> bool {
         self.trace.is_some()
     }

@@ -86,7 +86,7 @@ struct Ctrl<P> {
     out: Token,
     phase: Phase,
     class: Class,
-    /// The class, when known from the callee alone before the arguments are.
+    /// The class once known: from the callee alone before the arguments are, or classified.
     early: Option<Class>,
     argv: Vec<P>,
     queued_at: Instant,
@@ -550,9 +550,7 @@ impl<'a, H: Host> Eval<'a, H> {
             dispatched_at: None,
             done_at: None,
         });
-        if self.tracing {
-            self.fut_owner.insert(out.r, cid);
-        }
+        self.fut_owner.insert(out.r, cid);
         self.work.push(Work::Ctrl(cid));
         let w = self.work.len() - 1;
         self.ctrl_work.push(w);
@@ -586,19 +584,30 @@ impl<'a, H: Host> Eval<'a, H> {
         }
     }
 
-    fn advance(&mut self, cid: usize, w: WorkId) {
-        // A readonly call passes F_R on as soon as F_R resolves (PopPy §6.2), even while it
-        // still waits for its arguments, when its class is known from the callee alone.
-        if self.ctrls[cid].phase == Phase::WaitArgs && self.ctrls[cid].early == Some(Class::Readonly) {
-            let out = self.ctrls[cid].out.r;
-            if !self.futs.is_done(out) {
-                if let Some(Value::Seq(tok)) = self.need(self.ctrls[cid].seq, w) {
-                    if self.wait_fut(tok.r, w) {
-                        self.resolve_fut(out);
-                    }
-                }
-            }
+    /// Pass the order on without waiting for the call itself, as far as its class allows
+    /// (unordered: F_R and F_W; readonly: F_R) — as soon as the class is known, even before the
+    /// arguments are. Non-blocking: registers to be woken for whatever is still pending.
+    fn forward(&mut self, cid: usize, w: WorkId) {
+        let c = &self.ctrls[cid];
+        let Some(class) = c.early else { return };
+        let policy = Policy::of(class);
+        let out = c.out;
+        let r_pending = !policy.r_out_needs_done && !self.futs.is_done(out.r);
+        let w_pending = !policy.w_out_needs_done && !self.futs.is_done(out.w);
+        if !r_pending && !w_pending {
+            return;
         }
+        let Some(Value::Seq(tok)) = self.need(self.ctrls[cid].seq, w) else { return };
+        if r_pending && self.wait_fut(tok.r, w) {
+            self.resolve_fut(out.r);
+        }
+        if w_pending && self.wait_fut(tok.w, w) {
+            self.resolve_fut(out.w);
+        }
+    }
+
+    fn advance(&mut self, cid: usize, w: WorkId) {
+        self.forward(cid, w);
         loop {
             match self.ctrls[cid].phase {
                 Phase::WaitArgs => {
@@ -615,9 +624,11 @@ impl<'a, H: Host> Eval<'a, H> {
                     let class = self.host.classify(&c.func, &argv, &c.kwnames);
                     let c = &mut self.ctrls[cid];
                     c.class = class;
+                    c.early = Some(class);
                     c.argv = argv;
                     c.ready_at = Some(Instant::now());
                     c.phase = Phase::WaitOrder;
+                    self.forward(cid, w);
                 }
                 Phase::WaitOrder => {
                     let class = self.ctrls[cid].class;
@@ -626,10 +637,6 @@ impl<'a, H: Host> Eval<'a, H> {
                         let Some(tok) = self.token(cid, w) else { return };
                         if !self.wait_fut(tok.r, w) {
                             return;
-                        }
-                        if !policy.r_out_needs_done {
-                            let out = self.ctrls[cid].out.r;
-                            self.resolve_fut(out);
                         }
                         if policy.dispatch_needs_w && !self.wait_fut(tok.w, w) {
                             return;
@@ -642,10 +649,10 @@ impl<'a, H: Host> Eval<'a, H> {
                 }
                 Phase::Completed => {
                     let Some(tok) = self.token(cid, w) else { return };
+                    let out = self.ctrls[cid].out;
                     if !self.wait_fut(tok.r, w) {
                         return;
                     }
-                    let out = self.ctrls[cid].out;
                     self.resolve_fut(out.r);
                     if !self.wait_fut(tok.w, w) {
                         return;
@@ -734,9 +741,9 @@ impl<'a, H: Host> Eval<'a, H> {
         self.resolve(result, Value::Error(e));
     }
 
-    /// Records of every call whose arguments became known, with its position in program order:
-    /// 1 + the position of the call that produced its input token (0 for the run's initial token).
-    fn call_records(&mut self) -> Vec<CallRecord<H::Prim>> {
+    /// Each call's position in program order: 1 + the position of the call that produced its
+    /// input token (0 for the run's initial token); None if its input order never became known.
+    fn positions(&self) -> Vec<Option<u64>> {
         let n = self.ctrls.len();
         let mut pos: Vec<Option<Option<u64>>> = vec![None; n];
         for start in 0..n {
@@ -759,7 +766,7 @@ impl<'a, H: Host> Eval<'a, H> {
                         }
                     },
                     _ => {
-                        base = None; // input order never became known
+                        base = None;
                         None
                     }
                 };
@@ -769,12 +776,18 @@ impl<'a, H: Host> Eval<'a, H> {
                 pos[c] = Some(base);
             }
         }
+        pos.into_iter().map(|p| p.flatten()).collect()
+    }
+
+    /// Records of every call whose arguments became known, with its position in program order.
+    fn call_records(&mut self) -> Vec<CallRecord<H::Prim>> {
+        let pos = self.positions();
         let failed: std::collections::HashSet<usize> = self.failures.iter().map(|(c, _)| *c).collect();
         let mut out = Vec::new();
         for (cid, c) in self.ctrls.iter_mut().enumerate() {
             let Some(ready) = c.ready_at else { continue };
             out.push(CallRecord {
-                position: pos[cid].flatten(),
+                position: pos[cid],
                 func: c.func.clone(),
                 args: std::mem::take(&mut c.argv),
                 kwnames: c.kwnames.clone(),
@@ -792,13 +805,28 @@ impl<'a, H: Host> Eval<'a, H> {
     // ---- result ----------------------------------------------------------------------------
 
     fn outcome(&mut self, ret: SlotId) -> Result<H::Prim, H::Error> {
-        // The failure earliest in program order is the one every earlier ordered call had
-        // finished before (its input F_W resolved): a failure never resolves its own F_W'.
-        for (cid, e) in &self.failures {
-            if let Some(Value::Seq(t)) = self.value(self.ctrls[*cid].seq) {
-                if self.futs.is_done(t.w) {
-                    return Err(e.clone());
-                }
+        // Raise the failure earliest in program order. When it is an unordered call, it had
+        // passed the order on before failing, so later ordered calls may have run: say which.
+        if !self.failures.is_empty() {
+            let pos = self.positions();
+            let earliest = self
+                .failures
+                .iter()
+                .filter_map(|(cid, e)| pos[*cid].map(|p| (p, *cid, e.clone())))
+                .min_by_key(|(p, _, _)| *p);
+            if let Some((p, _, e)) = earliest {
+                let later: Vec<H::Prim> = self
+                    .ctrls
+                    .iter()
+                    .enumerate()
+                    .filter(|(c, ctrl)| {
+                        ctrl.dispatched_at.is_some()
+                            && ctrl.class != Class::Unordered
+                            && pos[*c].is_some_and(|q| q > p)
+                    })
+                    .map(|(_, ctrl)| ctrl.func.clone())
+                    .collect();
+                return Err(if later.is_empty() { e } else { self.host.note_reordered(e, later) });
             }
         }
         let value = match self.value(ret) {

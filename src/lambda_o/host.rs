@@ -99,6 +99,13 @@ pub trait Host {
     /// `kind` is a Python exception name such as "UnboundLocalError" or "TypeError".
     fn internal_error(&mut self, kind: &str, msg: &str) -> Self::Error;
 
+    /// The run raises `e`, from an unordered call that had passed the order on before it failed;
+    /// `later` are the ordered externals, later in program order, that had already run. The host
+    /// may attach that to the error (CPython would not have made those calls).
+    fn note_reordered(&mut self, e: Self::Error, _later: Vec<Self::Prim>) -> Self::Error {
+        e
+    }
+
     /// Whether the host wants a `CallRecord` per external call at the end of the run.
     fn tracing(&self) -> bool {
         false

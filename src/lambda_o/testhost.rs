@@ -150,7 +150,7 @@ impl TestHost {
             "h_loop_exit" => Int(if int(&args[0])? == 1 { 0 } else { int(&args[0])? }),
             "h_loop_again" => Bool(matches!(int(&args[0])?, 0 | 2)),
             "h_select_return" => if int(&args[0])? == 3 { args[1].clone() } else { None },
-            "fail" => return Err(format!("boom {}", args.iter().map(show).collect::<Vec<_>>().join(","))),
+            "fail" | "u_fail" => return Err(format!("boom {}", args.iter().map(show).collect::<Vec<_>>().join(","))),
             // u*/r*/w*/s*: identity-ish externals that return their first argument (or None).
             _ => args.first().cloned().unwrap_or(None),
         })
@@ -250,6 +250,11 @@ impl Host for TestHost {
             TPrim::Tuple(items) => Ok(items.clone()),
             other => Err(format!("TypeError: not iterable: {other:?}")),
         }
+    }
+
+    fn note_reordered(&mut self, e: String, later: Vec<TPrim>) -> String {
+        let names: Vec<String> = later.iter().map(|p| p.fmt_prim()).collect();
+        format!("{e} (already ran: {})", names.join(" "))
     }
 
     fn internal_error(&mut self, kind: &str, msg: &str) -> String {
