@@ -6,6 +6,7 @@ from poppy_jit import poppy
 from poppy_jit.bench.ext import allm, llm, topk
 
 PARAMS = {"task": "reach 24 with 4 7 8 8", "steps": 3, "beam_width": 5}
+N_EVALUATE_SAMPLE = 3
 
 
 @poppy
@@ -47,7 +48,11 @@ def llm_get_proposals(task, state):
 
 @poppy
 def llm_get_value(task, state):
-    return int(llm(f"tot.value: {task} | {state}"))
+    # As in the ToT authors' code: the value is the sum of N_EVALUATE_SAMPLE sampled scores.
+    value = 0
+    for i in range(N_EVALUATE_SAMPLE):
+        value = value + int(llm(f"tot.value: {task} | {state} | sample {i}"))
+    return value
 
 
 def run(task, steps, beam_width):
@@ -61,7 +66,12 @@ async def _proposals(task, state):
 
 
 async def _value(task, state):
-    return int(await allm(f"tot.value: {task} | {state}"))
+    samples = await asyncio.gather(*(allm(f"tot.value: {task} | {state} | sample {i}")
+                                     for i in range(N_EVALUATE_SAMPLE)))
+    value = 0
+    for s in samples:
+        value = value + int(s)
+    return value
 
 
 async def run_manual(task, steps, beam_width):

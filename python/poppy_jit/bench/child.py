@@ -1,9 +1,9 @@
 """One benchmark configuration in a fresh interpreter: `python -m poppy_jit.bench.child SPEC OUT`.
 
 SPEC (JSON): {"mode": "python"|"poppy"|"sequential"|"manual", "apps_dir": ..., "jobs": [{"id",
-"app", "params", "reps"}]}. The mode's environment (PYTHONPOPPY, POPPY_BENCH_ALL_SEQUENTIAL) is
+"app", "overrides", "reps"}]}. The mode's environment (PYTHONPOPPY, POPPY_BENCH_ALL_SEQUENTIAL) is
 set by the parent, because poppy_jit reads it at import. For each job the child imports the
-application module, builds the SDK client (not timed), and times `run(**params)` (or
+application module, builds the SDK client (not timed), and times `run(**params)` (the module's PARAMS with the job's overrides) (or
 `run_manual(**params)` on the persistent event loop) `reps` times, capturing stdout. The output
 compared between configurations is the return value, the captured stdout and the workspace's
 effects. Results go to OUT as JSON.
@@ -26,7 +26,7 @@ def _run_job(job: dict, mode: str) -> dict:
     from poppy_jit.bench import ext
 
     app = importlib.import_module(job["app"])
-    params = job["params"]
+    params = dict(app.PARAMS, **job["overrides"])
     ai.warm_up()  # client and the SDK's lazy modules, before timing (as in poppy_jit.demo)
     times, outputs, stats = [], [], []
     for _ in range(job["reps"]):

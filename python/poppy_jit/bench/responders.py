@@ -64,8 +64,8 @@ def _tot_propose(body: str) -> str:
 
 
 def _tot_value(body: str) -> str:
-    task, state = _fields(body)
-    return str(_h("value", task, state)[0] % 10 + 1)
+    task, state, sample = _fields(body)
+    return str(_h("value", task, state, sample)[0] % 10 + 1)
 
 
 def _sot_skeleton(body: str) -> str:
