@@ -65,11 +65,18 @@ def run(chainer_dir, before="", after="", tail=""):
                           timeout=60)
 
 
+def assert_ran_compiled(stdout):
+    """One compiled run, with the two fetches in flight together."""
+    line = [l for l in stdout.splitlines() if l.startswith("poppy runs")][0]
+    _, _, runs, _, peak = line.split()
+    assert runs == "1" and int(peak) >= 2, line
+
+
 def test_poppy_installed_after_another_evaluator_chains_to_it(chainer):
     p = run(chainer, before="chainer.install()")
     assert p.returncode == 0, p.stderr
     assert "6 45" in p.stdout
-    assert "poppy runs 1 peak 2" in p.stdout
+    assert_ran_compiled(p.stdout)
     assert "chained frames seen True" in p.stdout
 
 
@@ -86,7 +93,7 @@ def test_another_evaluator_on_top_of_poppy_still_reaches_it(chainer):
     p = run(chainer, after="chainer.install()", tail=tail)
     assert p.returncode == 0, p.stderr
     assert "6 45" in p.stdout
-    assert "poppy runs 1 peak 2" in p.stdout
+    assert_ran_compiled(p.stdout)
     assert "disable refused: True" in p.stdout
     assert "disabled True" in p.stdout
 

@@ -113,6 +113,12 @@ impl Futures {
 /// Where a controller is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
+    /// Waiting for the callee itself (it may still turn out to be an internal function).
+    WaitCallee,
+    /// The callee was internal: its body runs; waiting for the body's result tuple.
+    Inlined { ret: usize },
+    /// The callee was internal: passing the body's final order on as this call's F_R'/F_W'.
+    InlinedOrder { seq: usize },
     /// Waiting for the callee's arguments.
     WaitArgs,
     /// Class known; waiting for the order its class requires.

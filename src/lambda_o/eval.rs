@@ -79,7 +79,9 @@ enum Work<P> {
 
 struct Ctrl<P> {
     seq: SlotId,
-    func: P,
+    /// The callee's slot and, once known, its value.
+    callee: SlotId,
+    func: Option<P>,
     args: Vec<SlotId>,
     kwnames: Vec<String>,
     result: SlotId,
@@ -117,6 +119,9 @@ struct Eval<'a, H: Host> {
     tracing: bool,
     /// The controller that created each output future F_R' (to recover program order).
     fut_owner: HashMap<usize, usize>,
+    /// For a call that was inlined after waiting for its callee: its F_R' → the F_R of the
+    /// body's final order (program order continues through the body's calls).
+    bridge: HashMap<usize, usize>,
 }
 
 /// Run `program` (entry params [S, args...], result (S', value)) to quiescence.
@@ -173,6 +178,7 @@ pub fn run_with<H: Host>(
         shuffle: opts.shuffle_seed.map(|s| s | 1),
         tracing: false,
         fut_owner: HashMap::new(),
+        bridge: HashMap::new(),
     };
     ev.tracing = ev.host.tracing();
     let token = Token { r: ev.futs.new_resolved(), w: ev.futs.new_resolved() };
@@ -496,9 +502,15 @@ impl<'a, H: Host> Eval<'a, H> {
                 }
             },
             Op::XCall { seq, func: f, args, kwnames } => {
-                let fv = need!(*f);
                 let seq = env[*seq as usize];
                 let arg_slots: Vec<SlotId> = args.iter().map(|a| env[*a as usize]).collect();
+                let callee = env[*f as usize];
+                let Some(fv) = self.value(callee).cloned() else {
+                    // The callee is not known yet (e.g. a method looked up on a pending result):
+                    // queue the call now so that the order passes on as soon as possible.
+                    self.queue_call(seq, callee, None, arg_slots, kwnames.clone(), dst);
+                    return true;
+                };
                 let mut params = vec![seq];
                 params.extend_from_slice(&arg_slots);
                 match fv {
@@ -512,7 +524,7 @@ impl<'a, H: Host> Eval<'a, H> {
                             self.stats.inlined_calls += 1;
                             self.call_into(&prog, prog.entry, &[], &params, dst);
                         }
-                        None => self.queue_external(seq, p, arg_slots, kwnames.clone(), dst),
+                        None => self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst),
                     },
                     _ => {
                         let e = self.error("TypeError", "poppy_jit: call of a value that is not callable");
@@ -526,22 +538,33 @@ impl<'a, H: Host> Eval<'a, H> {
 
     // ---- controllers -----------------------------------------------------------------------
 
-    /// Queue an external call: the successor's token exists at once, the result later.
-    fn queue_external(&mut self, seq: SlotId, func: H::Prim, args: Vec<SlotId>, kwnames: Vec<String>, dst: SlotId) {
+    /// Queue a call: the successor's token exists at once, the result later. With the callee
+    /// known it is an external call; otherwise the controller first waits for the callee.
+    fn queue_call(
+        &mut self,
+        seq: SlotId,
+        callee: SlotId,
+        func: Option<H::Prim>,
+        args: Vec<SlotId>,
+        kwnames: Vec<String>,
+        dst: SlotId,
+    ) {
         let out = Token { r: self.futs.new_future(), w: self.futs.new_future() };
         let s_out = self.new_slot(Value::Seq(out));
         let result = self.pending_slot();
         self.resolve(dst, Value::Tuple(Rc::from(vec![s_out, result])));
         let cid = self.ctrls.len();
-        let early = self.host.classify_callee(&func);
+        let early = func.as_ref().and_then(|f| self.host.classify_callee(f));
+        let phase = if func.is_some() { Phase::WaitArgs } else { Phase::WaitCallee };
         self.ctrls.push(Ctrl {
             seq,
+            callee,
             func,
             args,
             kwnames,
             result,
             out,
-            phase: Phase::WaitArgs,
+            phase,
             class: Class::Sequential,
             early,
             argv: Vec::new(),
@@ -610,6 +633,77 @@ impl<'a, H: Host> Eval<'a, H> {
         self.forward(cid, w);
         loop {
             match self.ctrls[cid].phase {
+                Phase::WaitCallee => {
+                    let c = &self.ctrls[cid];
+                    let (seq, nargs) = (c.seq, c.args.len());
+                    let Some(fv) = self.need(c.callee, w) else { return };
+                    let mut params = vec![seq];
+                    params.extend_from_slice(&self.ctrls[cid].args);
+                    let target = match fv {
+                        Value::Prim(p) => {
+                            let kwnames = self.ctrls[cid].kwnames.clone();
+                            match self.host.inline_target(&p, nargs, &kwnames) {
+                                Some(prog) => Some((prog.clone(), prog.entry, Vec::new())),
+                                None => {
+                                    let early = self.host.classify_callee(&p);
+                                    let c = &mut self.ctrls[cid];
+                                    c.func = Some(p);
+                                    c.early = early;
+                                    c.phase = Phase::WaitArgs;
+                                    self.forward(cid, w);
+                                    continue;
+                                }
+                            }
+                        }
+                        Value::Closure(c) => Some((c.prog.clone(), c.func, c.env.clone())),
+                        Value::Error(e) => return self.fail(cid, e),
+                        _ => None,
+                    };
+                    let Some((prog, fid, env)) = target else {
+                        let e = self.host.internal_error("TypeError", "poppy_jit: call of a value that is not callable");
+                        return self.fail(cid, e);
+                    };
+                    self.stats.inlined_calls += 1;
+                    match self.instantiate(&prog, fid, &env, &params) {
+                        Ok(ret) => self.ctrls[cid].phase = Phase::Inlined { ret },
+                        Err(e) => return self.fail(cid, e),
+                    }
+                }
+                Phase::Inlined { ret } => {
+                    let result = self.ctrls[cid].result;
+                    match self.need(ret, w) {
+                        None => return,
+                        Some(Value::Tuple(t)) if t.len() == 2 => {
+                            self.follow(t[1], result);
+                            self.ctrls[cid].phase = Phase::InlinedOrder { seq: t[0] };
+                        }
+                        Some(other) => {
+                            let v = match other {
+                                Value::Error(e) => Value::Error(e),
+                                _ => self.error("TypeError", "poppy_jit: an inlined function returned no (S, value)"),
+                            };
+                            self.resolve(result, v);
+                            self.ctrls[cid].phase = Phase::Finished;
+                            return;
+                        }
+                    }
+                }
+                Phase::InlinedOrder { seq } => {
+                    // The body's final order becomes this call's F_R'/F_W'.
+                    let Some(Value::Seq(tok)) = self.need(seq, w) else { return };
+                    let out = self.ctrls[cid].out;
+                    self.bridge.insert(out.r, tok.r);
+                    if !self.wait_fut(tok.r, w) {
+                        return;
+                    }
+                    self.resolve_fut(out.r);
+                    if !self.wait_fut(tok.w, w) {
+                        return;
+                    }
+                    self.resolve_fut(out.w);
+                    self.ctrls[cid].phase = Phase::Finished;
+                    return;
+                }
                 Phase::WaitArgs => {
                     let mut argv = Vec::with_capacity(self.ctrls[cid].args.len());
                     for i in 0..self.ctrls[cid].args.len() {
@@ -621,7 +715,7 @@ impl<'a, H: Host> Eval<'a, H> {
                         }
                     }
                     let c = &self.ctrls[cid];
-                    let class = self.host.classify(&c.func, &argv, &c.kwnames);
+                    let class = self.host.classify(c.func.as_ref().expect("callee known"), &argv, &c.kwnames);
                     let c = &mut self.ctrls[cid];
                     c.class = class;
                     c.early = Some(class);
@@ -702,7 +796,7 @@ impl<'a, H: Host> Eval<'a, H> {
         self.in_flight += 1;
         self.stats.peak_in_flight = self.stats.peak_in_flight.max(self.in_flight);
         let c = &self.ctrls[cid];
-        match self.host.dispatch(task, &c.func, &c.argv, &c.kwnames) {
+        match self.host.dispatch(task, c.func.as_ref().expect("callee known"), &c.argv, &c.kwnames) {
             Dispatch::Done(r) => {
                 self.in_flight -= 1;
                 self.complete(cid, r);
@@ -741,6 +835,13 @@ impl<'a, H: Host> Eval<'a, H> {
         self.resolve(result, Value::Error(e));
     }
 
+    fn through_bridges(&self, mut r: usize) -> usize {
+        while let Some(&b) = self.bridge.get(&r) {
+            r = b;
+        }
+        r
+    }
+
     /// Each call's position in program order: 1 + the position of the call that produced its
     /// input token (0 for the run's initial token); None if its input order never became known.
     fn positions(&self) -> Vec<Option<u64>> {
@@ -758,7 +859,7 @@ impl<'a, H: Host> Eval<'a, H> {
                 }
                 chain.push(c);
                 cur = match self.value(self.ctrls[c].seq) {
-                    Some(Value::Seq(t)) => match self.fut_owner.get(&t.r) {
+                    Some(Value::Seq(t)) => match self.fut_owner.get(&self.through_bridges(t.r)) {
                         Some(&owner) => Some(owner),
                         None => {
                             base = Some(0); // the run's initial token
@@ -785,10 +886,10 @@ impl<'a, H: Host> Eval<'a, H> {
         let failed: std::collections::HashSet<usize> = self.failures.iter().map(|(c, _)| *c).collect();
         let mut out = Vec::new();
         for (cid, c) in self.ctrls.iter_mut().enumerate() {
-            let Some(ready) = c.ready_at else { continue };
+            let (Some(ready), Some(func)) = (c.ready_at, c.func.clone()) else { continue };
             out.push(CallRecord {
                 position: pos[cid],
-                func: c.func.clone(),
+                func,
                 args: std::mem::take(&mut c.argv),
                 kwnames: c.kwnames.clone(),
                 class: c.class,
@@ -824,7 +925,7 @@ impl<'a, H: Host> Eval<'a, H> {
                             && ctrl.class != Class::Unordered
                             && pos[*c].is_some_and(|q| q > p)
                     })
-                    .map(|(_, ctrl)| ctrl.func.clone())
+                    .filter_map(|(_, ctrl)| ctrl.func.clone())
                     .collect();
                 return Err(if later.is_empty() { e } else { self.host.note_reordered(e, later) });
             }
