@@ -58,6 +58,15 @@ struct State {
     exit: Option<Exit>,
 }
 
+/// A lowered branch closure and what it left unchanged.
+struct Branch {
+    f: Loc,
+    defined: DefinedSet,
+    same_s: bool,
+    same_m: bool,
+    same_exit: bool,
+}
+
 #[derive(Clone, Copy)]
 struct Exit {
     status: Loc,
@@ -384,10 +393,10 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 let vars: Vec<String> =
                     assigned(rest).into_iter().filter(|v| self.promoted.contains(v)).collect();
                 let args = self.carried(st, &vars, s.line);
-                let (skip_f, _) = self.lower_branch(st, "skip", &vars, &[], s.line)?;
-                let (rest_f, _) = self.lower_branch(st, "rest", &vars, rest, s.line)?;
+                let skip = self.lower_branch(st, "skip", &vars, &[], s.line)?;
+                let rest = self.lower_branch(st, "rest", &vars, rest, s.line)?;
                 let status = st.exit.unwrap().status;
-                self.ite(st, status, skip_f, rest_f, &args, &vars, s.line);
+                self.ite_branches(st, status, &skip, &rest, &args, &vars, s.line);
                 return Ok(());
             }
         }
@@ -424,10 +433,10 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 vars.extend(assigned(else_body));
                 let vars: Vec<String> = vars.into_iter().filter(|v| self.promoted.contains(v)).collect();
                 let args = self.carried(st, &vars, line);
-                let (tf, then_defined) = self.lower_branch(st, "then", &vars, then_body, line)?;
-                let (ef, else_defined) = self.lower_branch(st, "else", &vars, else_body, line)?;
-                self.ite(st, cond, tf, ef, &args, &vars, line);
-                st.defined = then_defined.meet(&else_defined);
+                let then_b = self.lower_branch(st, "then", &vars, then_body, line)?;
+                let else_b = self.lower_branch(st, "else", &vars, else_body, line)?;
+                self.ite_branches(st, cond, &then_b, &else_b, &args, &vars, line);
+                st.defined = then_b.defined.meet(&else_b.defined);
             }
             StmtKind::For { iter, item, body } => {
                 let seq = self.reg(*iter)?;
@@ -443,10 +452,10 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 if leaves_loop(body) {
                     // Skip the iteration if an earlier one broke or returned (status != 0).
                     let args = self.carried(&inner, &vars, line);
-                    let (skip_f, _) = self.lower_branch(&inner, "skip", &vars, &[], line)?;
-                    let (run_f, _) = self.lower_branch(&inner, "iter", &vars, body, line)?;
+                    let skip = self.lower_branch(&inner, "skip", &vars, &[], line)?;
+                    let run = self.lower_branch(&inner, "iter", &vars, body, line)?;
                     let status = inner.exit.expect("exit threaded").status;
-                    self.ite(&mut inner, status, skip_f, run_f, &args, &vars, line);
+                    self.ite_branches(&mut inner, status, &skip, &run, &args, &vars, line);
                     if contains_jump(body, true) {
                         self.map_status(&mut inner, "loop_next", line); // continue → 0
                     }
@@ -557,7 +566,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         vars: &[String],
         block: &[bz::Stmt],
         line: u32,
-    ) -> Result<(Loc, DefinedSet), String> {
+    ) -> Result<Branch, String> {
         let mut params: Vec<&str> = vec!["S"];
         if outer.m.is_some() {
             params.push("M");
@@ -581,12 +590,37 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             let n = locs.len();
             st.exit = Some(Exit { status: locs[n - 2], retval: locs[n - 1] });
         }
+        let entry = st.clone();
         self.lower_block(&mut st, block)?;
         let out_items = self.carried(&st, vars, line);
         let out = self.tuple("out", &out_items, line);
         let (fid, captures) = self.pop_builder(out);
         let f = self.emit(name, Op::Fun { func: fid, captures }, line);
-        Ok((f, st.defined))
+        Ok(Branch {
+            f,
+            defined: st.defined,
+            same_s: st.s == entry.s,
+            same_m: st.m == entry.m,
+            same_exit: st.exit.map(|e| (e.status, e.retval)) == entry.exit.map(|e| (e.status, e.retval)),
+        })
+    }
+
+    /// `ite(cond, a, b; args)`, then keep S, M and the exit status of `outer` where neither branch
+    /// changed them: those values do not depend on the branch taken, so nothing after the `if`
+    /// has to wait for its condition to get them.
+    #[allow(clippy::too_many_arguments)]
+    fn ite_branches(&mut self, st: &mut State, cond: Loc, a: &Branch, b: &Branch, args: &[Loc], vars: &[String], line: u32) {
+        let outer = st.clone();
+        self.ite(st, cond, a.f, b.f, args, vars, line);
+        if a.same_s && b.same_s {
+            st.s = outer.s;
+        }
+        if a.same_m && b.same_m {
+            st.m = outer.m;
+        }
+        if a.same_exit && b.same_exit {
+            st.exit = outer.exit;
+        }
     }
 
     fn lower_expr(&mut self, st: &mut State, e: &Expr, name: &str, line: u32) -> Result<Loc, String> {
@@ -919,5 +953,44 @@ mod tests {
             assert_eq!(r, Ok("0".into()));
             assert_eq!(out, vec!["<1>", "<3>", "<4>", "<5>", "<6>", "end"]);
         }
+    }
+
+    /// plan = 0; for x in xs: c = r_read(x); if llm(x) == "<2>": plan = c  — the branch makes no
+    /// call, so S bypasses the `if` and the next iteration's read does not wait for this llm.
+    #[test]
+    fn call_free_branches_do_not_hold_back_the_order() {
+        let mut b = B::default();
+        let mut body = vec![];
+        let zero = b.int(&mut body, 0);
+        body.push(st(StmtKind::Store("plan".into(), zero)));
+        let xs = b.load(&mut body, "xs");
+        let (it, s) = b.op(Intrinsic::IterSnapshot, vec![xs]);
+        body.push(s);
+        let item = b.reg();
+        let mut lb = vec![st(StmtKind::Store("x".into(), item))];
+        let x = b.load(&mut lb, "x");
+        let c = b.call(&mut lb, "r_read", vec![x]);
+        lb.push(st(StmtKind::Store("c".into(), c)));
+        let x = b.load(&mut lb, "x");
+        let y = b.call(&mut lb, "llm", vec![x]);
+        let (k, s) = b.konst(Const::Str("<2>".into()));
+        lb.push(s);
+        let t = b.cmp(&mut lb, CmpOp::Eq, y, k);
+        let mut then = vec![];
+        let c = b.load(&mut then, "c");
+        then.push(st(StmtKind::Store("plan".into(), c)));
+        lb.push(st(StmtKind::If { cond: t, then_body: then, else_body: vec![] }));
+        body.push(st(StmtKind::For { iter: it, item, body: lb }));
+        let p = b.load(&mut body, "plan");
+        body.push(st(StmtKind::Return(p)));
+        let f = b.func(&["xs"], body);
+        let xs = TPrim::Tuple((1..=4).map(TPrim::Int).collect());
+        let runs = run_both(&f, vec![xs], &[("llm", 10), ("r_read", 1)]);
+        for (r, _, _) in &runs {
+            assert_eq!(r, &Ok("2".into()));
+        }
+        // Promoted variables: the reads and llm calls of all iterations overlap. (With every
+        // variable in memory M, the store in the branch makes the next iteration wait for it.)
+        assert_eq!(runs[0].2, 10);
     }
 }
