@@ -43,8 +43,7 @@ use crate::bezoar::ir::*;
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
 use crate::py311::{
-    CodeInfo, CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE, CO_VARARGS,
-    CO_VARKEYWORDS,
+    CodeInfo, CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE, CO_VARARGS, CO_VARKEYWORDS,
 };
 use std::collections::HashMap;
 use std::fmt;
@@ -75,20 +74,12 @@ impl fmt::Display for Fallback {
 
 impl Fallback {
     fn new(reason: impl Into<String>, line: u32) -> Self {
-        Fallback {
-            reason: reason.into(),
-            opcode: None,
-            line,
-        }
+        Fallback { reason: reason.into(), opcode: None, line }
     }
 
     fn unsupported(ins: &Instr) -> Self {
         let reason = describe_unsupported(ins.opcode).unwrap_or(UNSUPPORTED_OPCODE);
-        Fallback {
-            reason: reason.into(),
-            opcode: Some(ins.name().into()),
-            line: ins.line,
-        }
+        Fallback { reason: reason.into(), opcode: Some(ins.name().into()), line: ins.line }
     }
 
     /// The bytecode does not have the shape CPython 3.11 gives the supported fragment.
@@ -104,8 +95,9 @@ fn describe_unsupported(op: u8) -> Option<&'static str> {
         CALL_FUNCTION_EX | DICT_MERGE => "call with *args or **kwargs unpacking",
         STORE_GLOBAL | DELETE_GLOBAL => "assignment to a global",
         DELETE_FAST => "del of a local variable",
-        STORE_DEREF | LOAD_DEREF | LOAD_CLOSURE | DELETE_DEREF | MAKE_CELL | COPY_FREE_VARS
-        | LOAD_CLASSDEREF => "closure (nonlocal or captured variable)",
+        STORE_DEREF | LOAD_DEREF | LOAD_CLOSURE | DELETE_DEREF | MAKE_CELL | COPY_FREE_VARS | LOAD_CLASSDEREF => {
+            "closure (nonlocal or captured variable)"
+        }
         LOAD_NAME | STORE_NAME | DELETE_NAME => "module or class body",
         RAISE_VARARGS | RERAISE => "raise statement",
         LOAD_ASSERTION_ERROR => "assert statement",
@@ -183,16 +175,10 @@ fn check_code_object(ci: &CodeInfo) -> Result<()> {
         return at_def("**kwargs parameter");
     }
     if !ci.cellvars.is_empty() {
-        return at_def(&format!(
-            "closure: locals captured by an inner function ({})",
-            ci.cellvars.join(", ")
-        ));
+        return at_def(&format!("closure: locals captured by an inner function ({})", ci.cellvars.join(", ")));
     }
     if !ci.freevars.is_empty() {
-        return at_def(&format!(
-            "closure: free variables ({})",
-            ci.freevars.join(", ")
-        ));
+        return at_def(&format!("closure: free variables ({})", ci.freevars.join(", ")));
     }
     if !ci.exceptiontable.is_empty() {
         // Report the line of the first protected instruction (the start of the first entry,
@@ -204,11 +190,7 @@ fn check_code_object(ci: &CodeInfo) -> Result<()> {
             b = *bytes.next().unwrap_or(&0);
             start = (start << 6) | (b & 63) as u32;
         }
-        let line = ci
-            .lines
-            .iter()
-            .find(|l| l.0 <= 2 * start && 2 * start < l.1)
-            .map_or(0, |l| l.2);
+        let line = ci.lines.iter().find(|l| l.0 <= 2 * start && 2 * start < l.1).map_or(0, |l| l.2);
         return Err(Fallback::new("exception handling (try/with)", line));
     }
     Ok(())
@@ -293,10 +275,7 @@ fn pop_jump_sense(op: u8) -> Option<(bool, bool)> {
 }
 
 fn is_unconditional_jump(op: u8) -> bool {
-    matches!(
-        op,
-        JUMP_FORWARD | JUMP_BACKWARD | JUMP_BACKWARD_NO_INTERRUPT
-    )
+    matches!(op, JUMP_FORWARD | JUMP_BACKWARD | JUMP_BACKWARD_NO_INTERRUPT)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -342,10 +321,7 @@ fn loop_inversions(instrs: &[Instr]) -> Vec<(usize, usize, usize)> {
         }
         let gj = l - 1;
         let top = &instrs[gj];
-        if is_backward_jump(top.opcode)
-            || pop_jump_sense(top.opcode).is_none()
-            || top.line != bottom.line
-        {
+        if is_backward_jump(top.opcode) || pop_jump_sense(top.opcode).is_none() || top.line != bottom.line {
             continue;
         }
         let Some(xg) = top.jump_target().and_then(index_of) else {
@@ -376,35 +352,27 @@ fn loop_inversions(instrs: &[Instr]) -> Vec<(usize, usize, usize)> {
             }
         };
         // (when the test holds, when it does not) places of a conditional jump.
-        let cond_places =
-            |ins: &Instr, at: usize, place: &dyn Fn(usize, usize) -> Option<Place>| {
-                let (none, jump_if) = pop_jump_sense(ins.opcode)?;
-                let target = place(at, ins.jump_target().and_then(index_of)?)?;
-                let next = place(at, at + 1)?;
-                Some(if jump_if {
-                    (none, target, next)
-                } else {
-                    (none, next, target)
-                })
-            };
+        let cond_places = |ins: &Instr, at: usize, place: &dyn Fn(usize, usize) -> Option<Place>| {
+            let (none, jump_if) = pop_jump_sense(ins.opcode)?;
+            let target = place(at, ins.jump_target().and_then(index_of)?)?;
+            let next = place(at, at + 1)?;
+            Some(if jump_if { (none, target, next) } else { (none, next, target) })
+        };
         let same = |g: usize, b: usize| -> bool {
             let (gi, bi) = (&instrs[g], &instrs[b]);
             if gi.line != line || bi.line != line {
                 return false;
             }
             if pop_jump_sense(gi.opcode).is_some() || pop_jump_sense(bi.opcode).is_some() {
-                return match (
-                    cond_places(gi, g, &place_top),
-                    cond_places(bi, b, &place_bottom),
-                ) {
+                return match (cond_places(gi, g, &place_top), cond_places(bi, b, &place_bottom)) {
                     (Some(a), Some(c)) => a == c,
                     _ => false,
                 };
             }
             let (gj, bj) = (gi.jump_target(), bi.jump_target());
             if gj.is_some() || bj.is_some() {
-                let same_kind = gi.opcode == bi.opcode
-                    || (is_unconditional_jump(gi.opcode) && is_unconditional_jump(bi.opcode));
+                let same_kind =
+                    gi.opcode == bi.opcode || (is_unconditional_jump(gi.opcode) && is_unconditional_jump(bi.opcode));
                 return same_kind
                     && matches!(
                         (gj.and_then(index_of).and_then(|t| place_top(g, t)), bj.and_then(index_of).and_then(|t| place_bottom(b, t))),
@@ -514,15 +482,11 @@ impl Cfg {
         // last copy. The bottom copy of an inverted loop test maps to the top copy.
         let trivial_return = |b: usize| -> Option<(u8, u32)> {
             let (s, e) = (starts[b], end_of(b));
-            (e == s + 2 && instrs[s + 1].opcode == RETURN_VALUE)
-                .then(|| (instrs[s].opcode, instrs[s].arg))
+            (e == s + 2 && instrs[s + 1].opcode == RETURN_VALUE).then(|| (instrs[s].opcode, instrs[s].arg))
         };
         let mut canon: Vec<Node> = (0..starts.len())
             .map(|b| match trivial_return(b) {
-                Some(key) => (b..starts.len())
-                    .rev()
-                    .find(|&c| trivial_return(c) == Some(key))
-                    .unwrap(),
+                Some(key) => (b..starts.len()).rev().find(|&c| trivial_return(c) == Some(key)).unwrap(),
                 None => b,
             })
             .collect();
@@ -541,20 +505,12 @@ impl Cfg {
                     Err(Fallback::shape("code runs off the end", last.line))
                 }
             };
-            let target = || -> Result<Node> {
-                Ok(canon[block_of(index_of(last.jump_target().unwrap(), last)?)])
-            };
+            let target = || -> Result<Node> { Ok(canon[block_of(index_of(last.jump_target().unwrap(), last)?)]) };
             let term = match last.opcode {
                 RETURN_VALUE => Term::Return,
                 op if is_unconditional_jump(op) => Term::Jump(target()?),
-                FOR_ITER => Term::ForIter {
-                    body: next()?,
-                    exit: target()?,
-                },
-                op if is_jump(op) => Term::Branch {
-                    jump: target()?,
-                    next: next()?,
-                },
+                FOR_ITER => Term::ForIter { body: next()?, exit: target()? },
+                op if is_jump(op) => Term::Branch { jump: target()?, next: next()? },
                 _ => Term::Next(next()?),
             };
             let straight = !matches!(term, Term::Next(_));
@@ -571,11 +527,7 @@ impl Cfg {
         let empty_target = |b: Node| -> Option<Node> {
             let blk = &blocks[b];
             match blk.term {
-                Term::Next(t) | Term::Jump(t)
-                    if instrs[blk.body.clone()].iter().all(|i| i.opcode == NOP) =>
-                {
-                    Some(t)
-                }
+                Term::Next(t) | Term::Jump(t) if instrs[blk.body.clone()].iter().all(|i| i.opcode == NOP) => Some(t),
                 _ => None,
             }
         };
@@ -596,24 +548,13 @@ impl Cfg {
             blk.term = match blk.term {
                 Term::Next(x) => Term::Next(t(x)),
                 Term::Jump(x) => Term::Jump(t(x)),
-                Term::Branch { jump, next } => Term::Branch {
-                    jump: t(jump),
-                    next: t(next),
-                },
-                Term::ForIter { body, exit } => Term::ForIter {
-                    body: t(body),
-                    exit: t(exit),
-                },
+                Term::Branch { jump, next } => Term::Branch { jump: t(jump), next: t(next) },
+                Term::ForIter { body, exit } => Term::ForIter { body: t(body), exit: t(exit) },
                 Term::Return => Term::Return,
             };
         }
 
-        let mut cfg = Cfg {
-            blocks,
-            reachable: vec![false; n],
-            preds: vec![Vec::new(); n],
-            inversions,
-        };
+        let mut cfg = Cfg { blocks, reachable: vec![false; n], preds: vec![Vec::new(); n], inversions };
         let mut work = vec![0];
         while let Some(b) = work.pop() {
             if b < n && !cfg.reachable[b] {
@@ -642,10 +583,7 @@ impl Cfg {
 
     fn term_line(&self, b: Node, instrs: &[Instr]) -> u32 {
         let blk = &self.blocks[b];
-        instrs[blk
-            .term_instr
-            .unwrap_or(blk.body.end.max(blk.body.start + 1) - 1)]
-        .line
+        instrs[blk.term_instr.unwrap_or(blk.body.end.max(blk.body.start + 1) - 1)].line
     }
 
     /// Whether block `b` only pops the stack (`POP_TOP`/`NOP`) on its way to one successor: how a
@@ -654,9 +592,7 @@ impl Cfg {
         let blk = &self.blocks[b];
         match blk.term {
             Term::Next(t) | Term::Jump(t)
-                if instrs[blk.body.clone()]
-                    .iter()
-                    .all(|i| matches!(i.opcode, POP_TOP | NOP)) =>
+                if instrs[blk.body.clone()].iter().all(|i| matches!(i.opcode, POP_TOP | NOP)) =>
             {
                 Some(t)
             }
@@ -695,19 +631,12 @@ impl Cfg {
                 if s < n && dom[u][s] {
                     back.entry(s).or_default().push(u);
                 } else if s <= u {
-                    return Err(Fallback::new(
-                        "irreducible control flow",
-                        self.term_line(u, instrs),
-                    ));
+                    return Err(Fallback::new("irreducible control flow", self.term_line(u, instrs)));
                 }
             }
         }
         let mut headers: Vec<Node> = back.keys().copied().collect();
-        headers.extend(
-            live.iter()
-                .copied()
-                .filter(|&b| matches!(self.blocks[b].term, Term::ForIter { .. })),
-        );
+        headers.extend(live.iter().copied().filter(|&b| matches!(self.blocks[b].term, Term::ForIter { .. })));
         headers.sort_unstable();
         headers.dedup();
 
@@ -721,52 +650,30 @@ impl Cfg {
             // jump back (or the bottom copy of its test).
             let first = self.blocks[h].body.start;
             let end = match self.blocks[h].term_instr {
-                Some(i) if is_for => instrs[i]
-                    .jump_target()
-                    .and_then(|t| instrs.iter().position(|x| x.offset == t)),
+                Some(i) if is_for => instrs[i].jump_target().and_then(|t| instrs.iter().position(|x| x.offset == t)),
                 _ => instrs
                     .iter()
                     .enumerate()
-                    .filter(|(_, x)| {
-                        is_backward_jump(x.opcode) && x.jump_target() == Some(instrs[first].offset)
-                    })
+                    .filter(|(_, x)| is_backward_jump(x.opcode) && x.jump_target() == Some(instrs[first].offset))
                     .map(|(i, _)| i + 1)
-                    .chain(
-                        self.inversions
-                            .iter()
-                            .filter(|inv| inv.0 == first)
-                            .map(|inv| inv.2 + 1),
-                    )
+                    .chain(self.inversions.iter().filter(|inv| inv.0 == first).map(|inv| inv.2 + 1))
                     .max(),
             }
             .unwrap_or(instrs.len());
-            let body: Vec<bool> = (0..n)
-                .map(|b| self.reachable[b] && (first..end).contains(&self.blocks[b].body.start))
-                .collect();
+            let body: Vec<bool> =
+                (0..n).map(|b| self.reachable[b] && (first..end).contains(&self.blocks[b].body.start)).collect();
             // Every block that jumps back to the head must be inside.
             if sources.iter().any(|&u| !body[u]) {
                 return Err(Fallback::shape("loop layout", line));
             }
-            let mut exits: Vec<Node> = (0..n)
-                .filter(|&u| body[u])
-                .flat_map(|u| self.successors(u))
-                .filter(|&s| s < n && !body[s])
-                .collect();
+            let mut exits: Vec<Node> =
+                (0..n).filter(|&u| body[u]).flat_map(|u| self.successors(u)).filter(|&s| s < n && !body[s]).collect();
             exits.sort_unstable();
             exits.dedup();
             // Exits to a trivial return become that return where they occur (`break; return x`
             // is `return x`); the others need the loop's follow (and else) node.
-            let mut normal: Vec<Node> = exits
-                .iter()
-                .copied()
-                .filter(|&t| !self.blocks[t].trivial_return)
-                .collect();
-            let too_many = || {
-                Err(Fallback::new(
-                    "loop with more than two exits (besides returns)",
-                    line,
-                ))
-            };
+            let mut normal: Vec<Node> = exits.iter().copied().filter(|&t| !self.blocks[t].trivial_return).collect();
+            let too_many = || Err(Fallback::new("loop with more than two exits (besides returns)", line));
             let (follow, alt) = match self.blocks[h].term {
                 Term::ForIter { exit, .. } => {
                     normal.retain(|&t| t != exit);
@@ -777,14 +684,7 @@ impl Cfg {
                     }
                 }
                 _ => match normal.as_slice() {
-                    [] => (
-                        if exits.len() == 1 {
-                            Some(exits[0])
-                        } else {
-                            None
-                        },
-                        None,
-                    ),
+                    [] => (if exits.len() == 1 { Some(exits[0]) } else { None }, None),
                     [x] => (Some(*x), None),
                     // `while ... else`: the else clause comes first in the code.
                     [a, x] => (Some(*x), Some(*a)),
@@ -885,14 +785,7 @@ impl Translator<'_> {
         self.bind(Expr::Const(k), line, out)
     }
 
-    fn push_op(
-        &mut self,
-        op: Intrinsic,
-        args: Vec<Reg>,
-        ins: &Instr,
-        stack: &mut Stack,
-        out: &mut Block,
-    ) {
+    fn push_op(&mut self, op: Intrinsic, args: Vec<Reg>, ins: &Instr, stack: &mut Stack, out: &mut Block) {
         let r = self.bind(Expr::Op(op, args), ins.line, out);
         stack.push(Val::Reg(r));
     }
@@ -913,19 +806,15 @@ impl Translator<'_> {
     }
 
     fn spend(&mut self, n: usize) -> Result<()> {
-        self.budget = self.budget.checked_sub(n).ok_or_else(|| {
-            Fallback::new(
-                "control flow too irregular (blocks shared by too many paths)",
-                self.line,
-            )
-        })?;
+        self.budget = self
+            .budget
+            .checked_sub(n)
+            .ok_or_else(|| Fallback::new("control flow too irregular (blocks shared by too many paths)", self.line))?;
         Ok(())
     }
 
     fn pop(stack: &mut Stack, line: u32) -> Result<Val> {
-        stack
-            .pop()
-            .ok_or_else(|| Fallback::shape("stack underflow", line))
+        stack.pop().ok_or_else(|| Fallback::shape("stack underflow", line))
     }
 
     fn pop_reg(stack: &mut Stack, line: u32) -> Result<Reg> {
@@ -936,18 +825,13 @@ impl Translator<'_> {
     }
 
     fn pop_regs(stack: &mut Stack, n: usize, line: u32) -> Result<Vec<Reg>> {
-        let mut rs = (0..n)
-            .map(|_| Self::pop_reg(stack, line))
-            .collect::<Result<Vec<_>>>()?;
+        let mut rs = (0..n).map(|_| Self::pop_reg(stack, line)).collect::<Result<Vec<_>>>()?;
         rs.reverse();
         Ok(rs)
     }
 
     fn name(names: &[String], i: u32, line: u32) -> Result<String> {
-        names
-            .get(i as usize)
-            .cloned()
-            .ok_or_else(|| Fallback::shape("name index out of range", line))
+        names.get(i as usize).cloned().ok_or_else(|| Fallback::shape("name index out of range", line))
     }
 
     // -- Joins -----------------------------------------------------------------------------
@@ -1031,9 +915,7 @@ impl Translator<'_> {
             return None;
         }
         let reach = self.live_reach(self.scope_succ(b), follow);
-        (0..self.cfg.exit())
-            .filter(|&c| c != b && set[c] && reach[c])
-            .min()
+        (0..self.cfg.exit()).filter(|&c| c != b && set[c] && reach[c]).min()
     }
 
     // -- Regions ---------------------------------------------------------------------------
@@ -1042,13 +924,7 @@ impl Translator<'_> {
     /// the stack on reaching `follow`, or `None` for the stack when every path left (returned,
     /// broke out of or continued the innermost loop). `first`: `entry` is the head of the loop
     /// whose body this is (translate it even though it is also the follow).
-    fn region(
-        &mut self,
-        entry: Node,
-        follow: Node,
-        mut stack: Stack,
-        first: bool,
-    ) -> Result<(Block, Option<Stack>)> {
+    fn region(&mut self, entry: Node, follow: Node, mut stack: Stack, first: bool) -> Result<(Block, Option<Stack>)> {
         let cfg = self.cfg;
         let instrs = self.instrs;
         let mut out = Vec::new();
@@ -1074,10 +950,7 @@ impl Translator<'_> {
                 }
             }
             if cur == cfg.exit() {
-                return Err(Fallback::shape(
-                    "control reaches the end without a return",
-                    self.line,
-                ));
+                return Err(Fallback::shape("control reaches the end without a return", self.line));
             }
             let blk = &cfg.blocks[cur];
             self.spend(blk.body.len() + 1)?;
@@ -1094,10 +967,7 @@ impl Translator<'_> {
                 (Term::Return, Some(ins)) => {
                     let v = Self::pop_reg(&mut stack, ins.line)?;
                     if !stack.is_empty() {
-                        return Err(Fallback::shape(
-                            "values left on the stack at return",
-                            ins.line,
-                        ));
+                        return Err(Fallback::shape("values left on the stack at return", ins.line));
                     }
                     out.push(stmt(StmtKind::Return(v), ins.line));
                     return Ok((out, None));
@@ -1108,9 +978,7 @@ impl Translator<'_> {
                         None => return Ok((out, None)),
                     }
                 }
-                (Term::ForIter { .. }, Some(ins)) => {
-                    return Err(Fallback::shape("FOR_ITER outside a loop", ins.line))
-                }
+                (Term::ForIter { .. }, Some(ins)) => return Err(Fallback::shape("FOR_ITER outside a loop", ins.line)),
                 _ => unreachable!("jump terminators always have their instruction"),
             }
         }
@@ -1144,20 +1012,12 @@ impl Translator<'_> {
     }
 
     /// Translates the loop headed by `h` (and its else clause); returns where control continues.
-    fn translate_loop(
-        &mut self,
-        h: Node,
-        stack: &mut Stack,
-        out: &mut Block,
-    ) -> Result<Option<Node>> {
+    fn translate_loop(&mut self, h: Node, stack: &mut Stack, out: &mut Block) -> Result<Option<Node>> {
         let loops = self.loops;
         let info = &loops[&h];
         let blk = &self.cfg.blocks[h];
-        let line = self.instrs[if blk.body.is_empty() {
-            blk.term_instr.unwrap_or(blk.body.start)
-        } else {
-            blk.body.start
-        }]
+        let line = self.instrs
+            [if blk.body.is_empty() { blk.term_instr.unwrap_or(blk.body.start) } else { blk.body.start }]
         .line;
         self.line = line;
         let flag = info.alt.map(|_| {
@@ -1210,21 +1070,8 @@ impl Translator<'_> {
             let follow = info.follow.expect("an else clause comes with a follow");
             let (mut else_body, else_end) = self.region(alt, follow, stack.clone(), false)?;
             let mut then_body = Vec::new();
-            let (merged, after) = self.merge(
-                &mut then_body,
-                Some(stack.clone()),
-                &mut else_body,
-                else_end,
-                line,
-            )?;
-            out.push(stmt(
-                StmtKind::If {
-                    cond: broke,
-                    then_body,
-                    else_body,
-                },
-                line,
-            ));
+            let (merged, after) = self.merge(&mut then_body, Some(stack.clone()), &mut else_body, else_end, line)?;
+            out.push(stmt(StmtKind::If { cond: broke, then_body, else_body }, line));
             out.extend(after);
             *stack = merged.expect("the break side reaches the follow");
         }
@@ -1236,21 +1083,11 @@ impl Translator<'_> {
     fn test(&mut self, ins: &Instr, x: Reg, out: &mut Block) -> (Reg, bool) {
         let (none_test, jump_if) = pop_jump_sense(ins.opcode).expect("a POP_JUMP instruction");
         if !none_test {
-            (
-                self.bind(Expr::Op(Intrinsic::Truth, vec![x]), ins.line, out),
-                jump_if,
-            )
+            (self.bind(Expr::Op(Intrinsic::Truth, vec![x]), ins.line, out), jump_if)
         } else {
             // Phrase the condition so the fall-through path is `then`.
             let none = self.bind_const(Const::None, ins.line, out);
-            (
-                self.bind(
-                    Expr::Op(Intrinsic::Is { negate: jump_if }, vec![x, none]),
-                    ins.line,
-                    out,
-                ),
-                false,
-            )
+            (self.bind(Expr::Op(Intrinsic::Is { negate: jump_if }, vec![x, none]), ins.line, out), false)
         }
     }
 
@@ -1272,10 +1109,7 @@ impl Translator<'_> {
         // `JUMP_IF_*_OR_POP` (`a or b`, `a and b` as values) keeps the operand when it jumps.
         let keeps = matches!(ins.opcode, JUMP_IF_FALSE_OR_POP | JUMP_IF_TRUE_OR_POP);
         let (cond, cond_jumps) = if keeps {
-            (
-                self.bind(Expr::Op(Intrinsic::Truth, vec![x]), line, out),
-                ins.opcode == JUMP_IF_TRUE_OR_POP,
-            )
+            (self.bind(Expr::Op(Intrinsic::Truth, vec![x]), line, out), ins.opcode == JUMP_IF_TRUE_OR_POP)
         } else {
             self.test(ins, x, out)
         };
@@ -1283,9 +1117,7 @@ impl Translator<'_> {
         if !keeps {
             if let Some((members, t1, t2)) = self.condition(b, next, jump, end) {
                 let taken = (cond, cond_jumps, next, jump);
-                if let Some(cont) =
-                    self.short_circuit(taken, &members, (t1, t2), end, stack, out, line)?
-                {
+                if let Some(cont) = self.short_circuit(taken, &members, (t1, t2), end, stack, out, line)? {
                     return Ok(cont);
                 }
             }
@@ -1296,21 +1128,10 @@ impl Translator<'_> {
         }
         let next_side = self.region(next, end, stack.clone(), false)?;
         let jump_side = self.region(jump, end, jump_stack, false)?;
-        let ((mut then_body, then_end), (mut else_body, else_end)) = if cond_jumps {
-            (jump_side, next_side)
-        } else {
-            (next_side, jump_side)
-        };
-        let (merged, after) =
-            self.merge(&mut then_body, then_end, &mut else_body, else_end, line)?;
-        out.push(stmt(
-            StmtKind::If {
-                cond,
-                then_body,
-                else_body,
-            },
-            line,
-        ));
+        let ((mut then_body, then_end), (mut else_body, else_end)) =
+            if cond_jumps { (jump_side, next_side) } else { (next_side, jump_side) };
+        let (merged, after) = self.merge(&mut then_body, then_end, &mut else_body, else_end, line)?;
+        out.push(stmt(StmtKind::If { cond, then_body, else_body }, line));
         out.extend(after);
         Ok(merged.map(|s| {
             *stack = s;
@@ -1360,20 +1181,12 @@ impl Translator<'_> {
     /// reaches Y from both tests), the condition's blocks: the tests reached only from the
     /// condition (and iterator-free `POP_TOP` cleanups of chained comparisons), with exactly two
     /// blocks reached from them (then, else in code order).
-    fn condition(
-        &self,
-        b: Node,
-        next: Node,
-        jump: Node,
-        end: Node,
-    ) -> Option<(Vec<bool>, Node, Node)> {
+    fn condition(&self, b: Node, next: Node, jump: Node, end: Node) -> Option<(Vec<bool>, Node, Node)> {
         let n = self.cfg.exit();
         let live = self.scope_succ(b);
-        let side =
-            |s: Node| self.live_reach(live.iter().copied().filter(|&l| l == s).collect(), end);
+        let side = |s: Node| self.live_reach(live.iter().copied().filter(|&l| l == s).collect(), end);
         let (r1, r2) = (side(next), side(jump));
-        let shared =
-            (0..n).any(|c| r1[c] && r2[c] && c != end && !self.cfg.blocks[c].trivial_return);
+        let shared = (0..n).any(|c| r1[c] && r2[c] && c != end && !self.cfg.blocks[c].trivial_return);
         if !shared {
             return None;
         }
@@ -1404,9 +1217,7 @@ impl Translator<'_> {
         targets.dedup();
         match targets.as_slice() {
             // (A lone test gains nothing: its branches share blocks anyway.)
-            &[t1, t2] if t2 < n && members.iter().filter(|&&m| m).count() > 1 => {
-                Some((members, t1, t2))
-            }
+            &[t1, t2] if t2 < n && members.iter().filter(|&&m| m).count() > 1 => Some((members, t1, t2)),
             _ => None,
         }
     }
@@ -1461,32 +1272,13 @@ impl Translator<'_> {
             self.ntemps -= 1;
             return Ok(None);
         };
-        let (then_body, else_body) = if cond_jumps {
-            (jump_side, next_side)
-        } else {
-            (next_side, jump_side)
-        };
-        out.push(stmt(
-            StmtKind::If {
-                cond,
-                then_body,
-                else_body,
-            },
-            line,
-        ));
+        let (then_body, else_body) = if cond_jumps { (jump_side, next_side) } else { (next_side, jump_side) };
+        out.push(stmt(StmtKind::If { cond, then_body, else_body }, line));
         let holds = self.bind(Expr::Load(t), line, out);
         let (mut then_body, then_end) = self.region(targets.0, end, leaf.clone(), false)?;
         let (mut else_body, else_end) = self.region(targets.1, end, leaf, false)?;
-        let (merged, after) =
-            self.merge(&mut then_body, then_end, &mut else_body, else_end, line)?;
-        out.push(stmt(
-            StmtKind::If {
-                cond: holds,
-                then_body,
-                else_body,
-            },
-            line,
-        ));
+        let (merged, after) = self.merge(&mut then_body, then_end, &mut else_body, else_end, line)?;
+        out.push(stmt(StmtKind::If { cond: holds, then_body, else_body }, line));
         out.extend(after);
         Ok(Some(merged.map(|s| {
             *stack = s;
@@ -1523,28 +1315,15 @@ impl Translator<'_> {
             self.instr(ins, &mut stack, &mut out)?;
         }
         match (blk.term, blk.term_instr.map(|i| &self.instrs[i])) {
-            (Term::Next(n) | Term::Jump(n), _) => {
-                out.extend(self.cond_side(n, stack, members, targets, t, leaf)?)
-            }
+            (Term::Next(n) | Term::Jump(n), _) => out.extend(self.cond_side(n, stack, members, targets, t, leaf)?),
             (Term::Branch { jump, next }, Some(ins)) => {
                 self.line = ins.line;
                 let x = Self::pop_reg(&mut stack, ins.line)?;
                 let (cond, cond_jumps) = self.test(ins, x, &mut out);
                 let next_side = self.cond_side(next, stack.clone(), members, targets, t, leaf)?;
                 let jump_side = self.cond_side(jump, stack, members, targets, t, leaf)?;
-                let (then_body, else_body) = if cond_jumps {
-                    (jump_side, next_side)
-                } else {
-                    (next_side, jump_side)
-                };
-                out.push(stmt(
-                    StmtKind::If {
-                        cond,
-                        then_body,
-                        else_body,
-                    },
-                    ins.line,
-                ));
+                let (then_body, else_body) = if cond_jumps { (jump_side, next_side) } else { (next_side, jump_side) };
+                out.push(stmt(StmtKind::If { cond, then_body, else_body }, ins.line));
             }
             _ => return Err(Fallback::shape("condition block", self.line)),
         }
@@ -1579,10 +1358,7 @@ impl Translator<'_> {
             }
             STORE_FAST => {
                 let v = Self::pop_reg(stack, line)?;
-                out.push(Stmt {
-                    kind: StmtKind::Store(Self::name(&ci.varnames, arg, line)?, v),
-                    line,
-                });
+                out.push(Stmt { kind: StmtKind::Store(Self::name(&ci.varnames, arg, line)?, v), line });
             }
             LOAD_CONST => {
                 let r = self.bind(Expr::Const(arg), line, out);
@@ -1592,11 +1368,7 @@ impl Translator<'_> {
                 if arg & 1 == 1 {
                     stack.push(Val::Null);
                 }
-                let r = self.bind(
-                    Expr::Global(Self::name(&ci.names, arg >> 1, line)?),
-                    line,
-                    out,
-                );
+                let r = self.bind(Expr::Global(Self::name(&ci.names, arg >> 1, line)?), line, out);
                 stack.push(Val::Reg(r));
             }
             LOAD_ATTR | LOAD_METHOD => {
@@ -1605,13 +1377,7 @@ impl Translator<'_> {
                     // Pushed as NULL + bound method: the call is then a plain call of it.
                     stack.push(Val::Null);
                 }
-                self.push_op(
-                    Intrinsic::GetAttr(Self::name(&ci.names, arg, line)?),
-                    vec![obj],
-                    ins,
-                    stack,
-                    out,
-                );
+                self.push_op(Intrinsic::GetAttr(Self::name(&ci.names, arg, line)?), vec![obj], ins, stack, out);
             }
             KW_NAMES => {
                 let names = match ci.consts.get(arg as usize) {
@@ -1624,8 +1390,7 @@ impl Translator<'_> {
                         .collect::<Option<Vec<_>>>(),
                     _ => None,
                 };
-                self.kwnames =
-                    Some(names.ok_or_else(|| Fallback::shape("KW_NAMES constant", line))?);
+                self.kwnames = Some(names.ok_or_else(|| Fallback::shape("KW_NAMES constant", line))?);
             }
             CALL => {
                 let mut args = Self::pop_regs(stack, arg as usize, line)?;
@@ -1644,15 +1409,7 @@ impl Translator<'_> {
                 if kwnames.len() > args.len() {
                     return Err(Fallback::shape("more keyword names than arguments", line));
                 }
-                let r = self.bind(
-                    Expr::Call {
-                        func,
-                        args,
-                        kwnames,
-                    },
-                    line,
-                    out,
-                );
+                let r = self.bind(Expr::Call { func, args, kwnames }, line, out);
                 stack.push(Val::Reg(r));
             }
             BINARY_SUBSCR => {
@@ -1675,44 +1432,19 @@ impl Translator<'_> {
                     BinOp::TrueDiv,
                     BinOp::Xor,
                 ];
-                let op = *OPS
-                    .get(arg as usize % 13)
-                    .filter(|_| arg < 26)
-                    .ok_or_else(|| Fallback::unsupported(ins))?;
+                let op = *OPS.get(arg as usize % 13).filter(|_| arg < 26).ok_or_else(|| Fallback::unsupported(ins))?;
                 let args = Self::pop_regs(stack, 2, line)?;
-                self.push_op(
-                    Intrinsic::Binary {
-                        op,
-                        inplace: arg >= 13,
-                    },
-                    args,
-                    ins,
-                    stack,
-                    out,
-                );
+                self.push_op(Intrinsic::Binary { op, inplace: arg >= 13 }, args, ins, stack, out);
             }
             COMPARE_OP => {
-                const CMPS: [CmpOp; 6] = [
-                    CmpOp::Lt,
-                    CmpOp::Le,
-                    CmpOp::Eq,
-                    CmpOp::Ne,
-                    CmpOp::Gt,
-                    CmpOp::Ge,
-                ];
-                let op = *CMPS
-                    .get(arg as usize)
-                    .ok_or_else(|| Fallback::unsupported(ins))?;
+                const CMPS: [CmpOp; 6] = [CmpOp::Lt, CmpOp::Le, CmpOp::Eq, CmpOp::Ne, CmpOp::Gt, CmpOp::Ge];
+                let op = *CMPS.get(arg as usize).ok_or_else(|| Fallback::unsupported(ins))?;
                 let args = Self::pop_regs(stack, 2, line)?;
                 self.push_op(Intrinsic::Compare(op), args, ins, stack, out);
             }
             IS_OP | CONTAINS_OP => {
                 let negate = arg == 1;
-                let op = if ins.opcode == IS_OP {
-                    Intrinsic::Is { negate }
-                } else {
-                    Intrinsic::Contains { negate }
-                };
+                let op = if ins.opcode == IS_OP { Intrinsic::Is { negate } } else { Intrinsic::Contains { negate } };
                 let args = Self::pop_regs(stack, 2, line)?;
                 self.push_op(op, args, ins, stack, out);
             }
@@ -1736,21 +1468,10 @@ impl Translator<'_> {
                 self.push_op(op, args, ins, stack, out);
             }
             FORMAT_VALUE => {
-                let conv = [
-                    Conversion::None,
-                    Conversion::Str,
-                    Conversion::Repr,
-                    Conversion::Ascii,
-                ][(arg & 3) as usize];
+                let conv = [Conversion::None, Conversion::Str, Conversion::Repr, Conversion::Ascii][(arg & 3) as usize];
                 let has_spec = arg & 4 != 0;
                 let args = Self::pop_regs(stack, 1 + has_spec as usize, line)?;
-                self.push_op(
-                    Intrinsic::FormatValue { conv, has_spec },
-                    args,
-                    ins,
-                    stack,
-                    out,
-                );
+                self.push_op(Intrinsic::FormatValue { conv, has_spec }, args, ins, stack, out);
             }
             GET_ITER => {
                 let x = Self::pop_reg(stack, line)?;
@@ -1761,10 +1482,7 @@ impl Translator<'_> {
                 let name = Self::name(&ci.names, arg, line)?;
                 let obj = Self::pop_reg(stack, line)?;
                 let (op, args) = if ins.opcode == STORE_ATTR {
-                    (
-                        Intrinsic::SetAttr(name),
-                        vec![obj, Self::pop_reg(stack, line)?],
-                    )
+                    (Intrinsic::SetAttr(name), vec![obj, Self::pop_reg(stack, line)?])
                 } else {
                     (Intrinsic::DelAttr(name), vec![obj])
                 };
@@ -1772,9 +1490,7 @@ impl Translator<'_> {
             }
             STORE_SUBSCR => {
                 // Stack: value, obj, key.
-                let [v, obj, key]: [Reg; 3] = Self::pop_regs(stack, 3, line)?
-                    .try_into()
-                    .expect("three registers");
+                let [v, obj, key]: [Reg; 3] = Self::pop_regs(stack, 3, line)?.try_into().expect("three registers");
                 self.bind(Expr::Op(Intrinsic::SetItem, vec![obj, key, v]), line, out);
             }
             DELETE_SUBSCR => {
@@ -1794,11 +1510,7 @@ impl Translator<'_> {
                 // Stack: the values, then a constant tuple of the keys.
                 let keys = Self::pop_reg(stack, line)?;
                 let values = Self::pop_regs(stack, arg as usize, line)?;
-                let known = match self
-                    .const_regs
-                    .get(&keys)
-                    .and_then(|&k| self.consts.get(k as usize))
-                {
+                let known = match self.const_regs.get(&keys).and_then(|&k| self.consts.get(k as usize)) {
                     Some(Const::Tuple(items)) if items.len() == values.len() => Some(items.clone()),
                     _ => None,
                 };
@@ -1837,11 +1549,7 @@ impl Translator<'_> {
                     _ => return Err(Fallback::shape("container operand", line)),
                 };
                 let one = self.bind(Expr::Op(Intrinsic::BuildTuple, vec![item]), line, out);
-                let op = if ins.opcode == LIST_APPEND {
-                    Intrinsic::ListExtend
-                } else {
-                    Intrinsic::SetUpdate
-                };
+                let op = if ins.opcode == LIST_APPEND { Intrinsic::ListExtend } else { Intrinsic::SetUpdate };
                 self.bind(Expr::Op(op, vec![target, one]), line, out);
             }
             LIST_TO_TUPLE => {
@@ -1886,25 +1594,14 @@ enum Leaf {
 fn tidy(body: &mut Block, nregs: &mut u32) {
     nest_after_exits(body);
     drop_tail_continues(body, false);
-    if !returns_in_loops(body, false)
-        && matches!(
-            body.last(),
-            Some(Stmt {
-                kind: StmtKind::If { .. },
-                ..
-            })
-        )
-    {
+    if !returns_in_loops(body, false) && matches!(body.last(), Some(Stmt { kind: StmtKind::If { .. }, .. })) {
         // Every return is at the tail of the trailing `if` (the nesting above put the rest of a
         // block after an `if` that returns into its other branch): store `$ret` there instead.
         let mut line = 0;
         if tail_returns_to_local(body, &mut line) {
             let r = *nregs;
             *nregs += 1;
-            body.push(stmt(
-                StmtKind::Let(r, Expr::Load(RETURN_LOCAL.into())),
-                line,
-            ));
+            body.push(stmt(StmtKind::Let(r, Expr::Load(RETURN_LOCAL.into())), line));
             body.push(stmt(StmtKind::Return(r), line));
         }
     }
@@ -1914,11 +1611,7 @@ fn tidy(body: &mut Block, nregs: &mut u32) {
 fn always_leaves(block: &Block) -> bool {
     match block.last().map(|s| &s.kind) {
         Some(StmtKind::Return(_) | StmtKind::Break | StmtKind::Continue) => true,
-        Some(StmtKind::If {
-            then_body,
-            else_body,
-            ..
-        }) => always_leaves(then_body) && always_leaves(else_body),
+        Some(StmtKind::If { then_body, else_body, .. }) => always_leaves(then_body) && always_leaves(else_body),
         _ => false,
     }
 }
@@ -1929,12 +1622,7 @@ fn nest_after_exits(block: &mut Block) {
     let mut i = 0;
     while i < block.len() {
         if i + 1 < block.len() {
-            if let StmtKind::If {
-                then_body,
-                else_body,
-                ..
-            } = &block[i].kind
-            {
+            if let StmtKind::If { then_body, else_body, .. } = &block[i].kind {
                 let target = match (always_leaves(then_body), always_leaves(else_body)) {
                     (true, false) => Some(false),
                     (false, true) => Some(true),
@@ -1942,23 +1630,14 @@ fn nest_after_exits(block: &mut Block) {
                 };
                 if let Some(into_then) = target {
                     let rest = block.split_off(i + 1);
-                    if let StmtKind::If {
-                        then_body,
-                        else_body,
-                        ..
-                    } = &mut block[i].kind
-                    {
+                    if let StmtKind::If { then_body, else_body, .. } = &mut block[i].kind {
                         if into_then { then_body } else { else_body }.extend(rest);
                     }
                 }
             }
         }
         match &mut block[i].kind {
-            StmtKind::If {
-                then_body,
-                else_body,
-                ..
-            } => {
+            StmtKind::If { then_body, else_body, .. } => {
                 nest_after_exits(then_body);
                 nest_after_exits(else_body);
             }
@@ -1971,25 +1650,13 @@ fn nest_after_exits(block: &mut Block) {
 
 /// Drops `continue`s at the tail of loop bodies (`tail`: `block` ends an iteration).
 fn drop_tail_continues(block: &mut Block, tail: bool) {
-    if tail
-        && matches!(
-            block.last(),
-            Some(Stmt {
-                kind: StmtKind::Continue,
-                ..
-            })
-        )
-    {
+    if tail && matches!(block.last(), Some(Stmt { kind: StmtKind::Continue, .. })) {
         block.pop();
     }
     let n = block.len();
     for (i, s) in block.iter_mut().enumerate() {
         match &mut s.kind {
-            StmtKind::If {
-                then_body,
-                else_body,
-                ..
-            } => {
+            StmtKind::If { then_body, else_body, .. } => {
                 drop_tail_continues(then_body, tail && i + 1 == n);
                 drop_tail_continues(else_body, tail && i + 1 == n);
             }
@@ -2002,11 +1669,9 @@ fn drop_tail_continues(block: &mut Block, tail: bool) {
 fn returns_in_loops(block: &Block, in_loop: bool) -> bool {
     block.iter().any(|s| match &s.kind {
         StmtKind::Return(_) => in_loop,
-        StmtKind::If {
-            then_body,
-            else_body,
-            ..
-        } => returns_in_loops(then_body, in_loop) || returns_in_loops(else_body, in_loop),
+        StmtKind::If { then_body, else_body, .. } => {
+            returns_in_loops(then_body, in_loop) || returns_in_loops(else_body, in_loop)
+        }
         StmtKind::For { body, .. } | StmtKind::Loop { body } => returns_in_loops(body, true),
         _ => false,
     })
@@ -2018,11 +1683,7 @@ fn tail_returns_to_local(block: &mut Block, line: &mut u32) -> bool {
     fn all_at_tail(block: &Block) -> bool {
         block.iter().enumerate().all(|(i, s)| match &s.kind {
             StmtKind::Return(_) => i + 1 == block.len(),
-            StmtKind::If {
-                then_body,
-                else_body,
-                ..
-            } => {
+            StmtKind::If { then_body, else_body, .. } => {
                 if i + 1 == block.len() {
                     all_at_tail(then_body) && all_at_tail(else_body)
                 } else {
@@ -2039,11 +1700,7 @@ fn tail_returns_to_local(block: &mut Block, line: &mut u32) -> bool {
                     *line = s.line;
                     s.kind = StmtKind::Store(RETURN_LOCAL.into(), *r);
                 }
-                StmtKind::If {
-                    then_body,
-                    else_body,
-                    ..
-                } => {
+                StmtKind::If { then_body, else_body, .. } => {
                     convert(then_body, line);
                     convert(else_body, line);
                 }
@@ -2071,10 +1728,7 @@ mod tests {
         Python::with_gil(|py| {
             let ns = PyDict::new_bound(py);
             py.run_bound(src, Some(&ns), None).unwrap();
-            names
-                .iter()
-                .map(|n| code_info(&ns.get_item(n).unwrap().unwrap()).unwrap())
-                .collect()
+            names.iter().map(|n| code_info(&ns.get_item(n).unwrap().unwrap()).unwrap()).collect()
         })
     }
 
@@ -2083,11 +1737,7 @@ mod tests {
             .iter()
             .map(|s| {
                 1 + match &s.kind {
-                    StmtKind::If {
-                        then_body,
-                        else_body,
-                        ..
-                    } => count_stmts(then_body) + count_stmts(else_body),
+                    StmtKind::If { then_body, else_body, .. } => count_stmts(then_body) + count_stmts(else_body),
                     StmtKind::For { body, .. } | StmtKind::Loop { body } => count_stmts(body),
                     _ => 0,
                 }
@@ -2126,12 +1776,8 @@ assert "POP_JUMP_BACKWARD_IF_FALSE" in [i.opname for i in dis.get_instructions(p
         assert_ne!(cis[0].code, cis[1].code);
         let (plain, patched) = (lift(&cis[0]).unwrap(), lift(&cis[1]).unwrap());
         assert_eq!(plain, patched);
-        let StmtKind::For { body, .. } = &plain.body[4].kind else {
-            panic!("{:?}", plain.body)
-        };
-        assert!(
-            matches!(body.last().unwrap().kind, StmtKind::If { ref else_body, .. } if else_body.is_empty())
-        );
+        let StmtKind::For { body, .. } = &plain.body[4].kind else { panic!("{:?}", plain.body) };
+        assert!(matches!(body.last().unwrap().kind, StmtKind::If { ref else_body, .. } if else_body.is_empty()));
     }
 
     /// Jumps over more than 255 code units need EXTENDED_ARG; the jump then targets the prefix.
@@ -2145,14 +1791,7 @@ assert "POP_JUMP_BACKWARD_IF_FALSE" in [i.opname for i in dis.get_instructions(p
         let ci = &code_infos(&src, &["c"])[0];
         assert!(ci.code.contains(&EXTENDED_ARG));
         let f = lift(ci).unwrap();
-        let StmtKind::If {
-            then_body,
-            else_body,
-            ..
-        } = &f.body[2].kind
-        else {
-            panic!("{:?}", f.body)
-        };
+        let StmtKind::If { then_body, else_body, .. } = &f.body[2].kind else { panic!("{:?}", f.body) };
         assert_eq!(then_body.len(), 120 * 5);
         assert_eq!(else_body.len(), 2);
         assert_eq!(count_stmts(&f.body), 3 + 120 * 5 + 2 + 2);
@@ -2161,40 +1800,18 @@ assert "POP_JUMP_BACKWARD_IF_FALSE" in [i.opname for i in dis.get_instructions(p
 
     #[test]
     fn params_and_registers() {
-        let ci = &code_infos(
-            "def f(a, /, b, c=1):\n    d = a\n    return d\nc = f.__code__\n",
-            &["c"],
-        )[0];
+        let ci = &code_infos("def f(a, /, b, c=1):\n    d = a\n    return d\nc = f.__code__\n", &["c"])[0];
         let f = lift(ci).unwrap();
         assert_eq!(f.params, ["a", "b", "c"]);
         assert_eq!(f.nregs, 2);
-        assert_eq!(
-            f.body[0],
-            Stmt {
-                kind: StmtKind::Let(0, Expr::Load("a".into())),
-                line: 2
-            }
-        );
-        assert_eq!(
-            f.body[1],
-            Stmt {
-                kind: StmtKind::Store("d".into(), 0),
-                line: 2
-            }
-        );
+        assert_eq!(f.body[0], Stmt { kind: StmtKind::Let(0, Expr::Load("a".into())), line: 2 });
+        assert_eq!(f.body[1], Stmt { kind: StmtKind::Store("d".into(), 0), line: 2 });
     }
 
     #[test]
     fn fallback_display() {
-        let op = Fallback {
-            reason: "unsupported opcode".into(),
-            opcode: Some("SETUP_WITH".into()),
-            line: 12,
-        };
+        let op = Fallback { reason: "unsupported opcode".into(), opcode: Some("SETUP_WITH".into()), line: 12 };
         assert_eq!(op.to_string(), "unsupported opcode SETUP_WITH at line 12");
-        assert_eq!(
-            Fallback::new("while loop", 3).to_string(),
-            "while loop at line 3"
-        );
+        assert_eq!(Fallback::new("while loop", 3).to_string(), "while loop at line 3");
     }
 }

@@ -56,32 +56,15 @@ const BINOPS: [(BinOp, &str); 13] = [
     (BinOp::TrueDiv, "truediv"),
     (BinOp::Xor, "xor"),
 ];
-const UNOPS: [(UnaryOp, &str); 4] = [
-    (UnaryOp::Neg, "neg"),
-    (UnaryOp::Pos, "pos"),
-    (UnaryOp::Invert, "invert"),
-    (UnaryOp::Not, "not"),
-];
-const CMPOPS: [(CmpOp, &str); 6] = [
-    (CmpOp::Lt, "lt"),
-    (CmpOp::Le, "le"),
-    (CmpOp::Eq, "eq"),
-    (CmpOp::Ne, "ne"),
-    (CmpOp::Gt, "gt"),
-    (CmpOp::Ge, "ge"),
-];
-const CONVERSIONS: [(Conversion, &str); 3] = [
-    (Conversion::Str, ".str"),
-    (Conversion::Repr, ".repr"),
-    (Conversion::Ascii, ".ascii"),
-];
+const UNOPS: [(UnaryOp, &str); 4] =
+    [(UnaryOp::Neg, "neg"), (UnaryOp::Pos, "pos"), (UnaryOp::Invert, "invert"), (UnaryOp::Not, "not")];
+const CMPOPS: [(CmpOp, &str); 6] =
+    [(CmpOp::Lt, "lt"), (CmpOp::Le, "le"), (CmpOp::Eq, "eq"), (CmpOp::Ne, "ne"), (CmpOp::Gt, "gt"), (CmpOp::Ge, "ge")];
+const CONVERSIONS: [(Conversion, &str); 3] =
+    [(Conversion::Str, ".str"), (Conversion::Repr, ".repr"), (Conversion::Ascii, ".ascii")];
 
 fn lookup<T: PartialEq + Copy>(table: &[(T, &'static str)], key: T) -> &'static str {
-    table
-        .iter()
-        .find(|e| e.0 == key)
-        .map(|e| e.1)
-        .expect("table covers every variant")
+    table.iter().find(|e| e.0 == key).map(|e| e.1).expect("table covers every variant")
 }
 
 fn rlookup<T: Copy>(table: &[(T, &'static str)], name: &str) -> Option<T> {
@@ -134,30 +117,21 @@ fn print_block(out: &mut String, block: &Block, depth: usize) {
         }
         out.push('\n');
         match &stmt.kind {
-            StmtKind::If {
-                then_body,
-                else_body,
-                ..
-            } => {
+            StmtKind::If { then_body, else_body, .. } => {
                 print_block(out, then_body, depth + 1);
                 if !else_body.is_empty() {
                     writeln!(out, "{indent}else:").unwrap();
                     print_block(out, else_body, depth + 1);
                 }
             }
-            StmtKind::For { body, .. } | StmtKind::Loop { body } => {
-                print_block(out, body, depth + 1)
-            }
+            StmtKind::For { body, .. } | StmtKind::Loop { body } => print_block(out, body, depth + 1),
             _ => {}
         }
     }
 }
 
 fn regs(rs: &[Reg]) -> String {
-    rs.iter()
-        .map(|r| format!("r{r}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    rs.iter().map(|r| format!("r{r}")).collect::<Vec<_>>().join(", ")
 }
 
 fn print_expr(e: &Expr) -> String {
@@ -165,19 +139,11 @@ fn print_expr(e: &Expr) -> String {
         Expr::Const(k) => format!("const {k}"),
         Expr::Load(x) => format!("load {x}"),
         Expr::Global(x) => format!("global {x}"),
-        Expr::Call {
-            func,
-            args,
-            kwnames,
-        } => {
+        Expr::Call { func, args, kwnames } => {
             let npos = args.len() - kwnames.len();
             let mut s = format!("r{func}({}", regs(&args[..npos]));
             if !kwnames.is_empty() {
-                let kw: Vec<String> = kwnames
-                    .iter()
-                    .zip(&args[npos..])
-                    .map(|(k, r)| format!("{k}=r{r}"))
-                    .collect();
+                let kw: Vec<String> = kwnames.iter().zip(&args[npos..]).map(|(k, r)| format!("{k}=r{r}")).collect();
                 write!(s, "; {}", kw.join(", ")).unwrap();
             }
             s.push(')');
@@ -190,11 +156,7 @@ fn print_expr(e: &Expr) -> String {
 fn intrinsic_name(op: &Intrinsic) -> String {
     match op {
         Intrinsic::Binary { op, inplace } => {
-            format!(
-                "{}.{}",
-                if *inplace { "inplace" } else { "binary" },
-                lookup(&BINOPS, *op)
-            )
+            format!("{}.{}", if *inplace { "inplace" } else { "binary" }, lookup(&BINOPS, *op))
         }
         Intrinsic::Unary(u) => format!("unary.{}", lookup(&UNOPS, *u)),
         Intrinsic::Compare(c) => format!("compare.{}", lookup(&CMPOPS, *c)),
@@ -206,11 +168,7 @@ fn intrinsic_name(op: &Intrinsic) -> String {
         Intrinsic::BuildTuple => "tuple".to_string(),
         Intrinsic::BuildList => "list".to_string(),
         Intrinsic::FormatValue { conv, has_spec } => {
-            let conv = if *conv == Conversion::None {
-                ""
-            } else {
-                lookup(&CONVERSIONS, *conv)
-            };
+            let conv = if *conv == Conversion::None { "" } else { lookup(&CONVERSIONS, *conv) };
             format!("format{conv}{}", if *has_spec { ".spec" } else { "" })
         }
         Intrinsic::BuildString => "build_string".to_string(),
@@ -232,10 +190,7 @@ fn print_const(c: &Const) -> String {
         Const::Str(s) => quote(s),
         Const::Tuple(items) => match items.as_slice() {
             [one] => format!("({},)", print_const(one)),
-            _ => format!(
-                "({})",
-                items.iter().map(print_const).collect::<Vec<_>>().join(", ")
-            ),
+            _ => format!("({})", items.iter().map(print_const).collect::<Vec<_>>().join(", ")),
         },
         Const::Opaque { co_index, repr } => format!("opaque {co_index} {}", quote(repr)),
     }
@@ -271,29 +226,15 @@ pub fn parse(src: &str) -> Result<Function, String> {
             let text = l.trim_start_matches(' ');
             let spaces = l.len() - text.len();
             if spaces % 2 != 0 {
-                return Err(format!(
-                    "line {}: indentation must be a multiple of two spaces",
-                    i + 1
-                ));
+                return Err(format!("line {}: indentation must be a multiple of two spaces", i + 1));
             }
-            Ok(Line {
-                no: i + 1,
-                depth: spaces / 2,
-                text,
-            })
+            Ok(Line { no: i + 1, depth: spaces / 2, text })
         })
         .collect::<Result<_, _>>()?;
     let (header, rest) = lines.split_first().ok_or("empty input")?;
     let mut f = parse_header(header)?;
-    let mut p = Parser {
-        lines: rest,
-        pos: 0,
-        max_reg: None,
-    };
-    while let Some(line) = p
-        .peek()
-        .filter(|l| l.depth == 1 && l.text.starts_with("const "))
-    {
+    let mut p = Parser { lines: rest, pos: 0, max_reg: None };
+    while let Some(line) = p.peek().filter(|l| l.depth == 1 && l.text.starts_with("const ")) {
         let mut c = Cursor::new(line, line.text);
         c.keyword("const")?;
         let index = c.number::<usize>()?;
@@ -350,16 +291,7 @@ fn parse_header(line: &Line) -> Result<Function, String> {
     c.keyword("nregs")?;
     let nregs = c.number()?;
     c.end()?;
-    Ok(Function {
-        name,
-        qualname,
-        filename,
-        firstlineno,
-        params,
-        consts: vec![],
-        body: vec![],
-        nregs,
-    })
+    Ok(Function { name, qualname, filename, firstlineno, params, consts: vec![], body: vec![], nregs })
 }
 
 struct Parser<'a> {
@@ -383,17 +315,8 @@ impl<'a> Parser<'a> {
                 return Ok(block);
             }
             Some(l) if l.depth == depth => {}
-            Some(l) => {
-                return Err(format!(
-                    "line {}: expected a block indented to level {depth}",
-                    l.no
-                ))
-            }
-            None => {
-                return Err(format!(
-                    "expected a block indented to level {depth}, found the end"
-                ))
-            }
+            Some(l) => return Err(format!("line {}: expected a block indented to level {depth}", l.no)),
+            None => return Err(format!("expected a block indented to level {depth}, found the end")),
         }
         while let Some(line) = self.peek().filter(|l| l.depth == depth) {
             if line.text == "else:" {
@@ -419,22 +342,12 @@ impl<'a> Parser<'a> {
                     }
                     _ => vec![],
                 };
-                block.push(Stmt {
-                    kind: StmtKind::If {
-                        cond,
-                        then_body,
-                        else_body,
-                    },
-                    line: src_line,
-                });
+                block.push(Stmt { kind: StmtKind::If { cond, then_body, else_body }, line: src_line });
                 continue;
             } else if c.eat_keyword("loop:") {
                 c.end()?;
                 let body = self.block(depth + 1)?;
-                block.push(Stmt {
-                    kind: StmtKind::Loop { body },
-                    line: src_line,
-                });
+                block.push(Stmt { kind: StmtKind::Loop { body }, line: src_line });
                 continue;
             } else if c.eat_keyword("break") {
                 StmtKind::Break
@@ -447,10 +360,7 @@ impl<'a> Parser<'a> {
                 c.punct(":")?;
                 c.end()?;
                 let body = self.block(depth + 1)?;
-                block.push(Stmt {
-                    kind: StmtKind::For { iter, item, body },
-                    line: src_line,
-                });
+                block.push(Stmt { kind: StmtKind::For { iter, item, body }, line: src_line });
                 continue;
             } else {
                 let r = self.reg(&mut c)?;
@@ -458,10 +368,7 @@ impl<'a> Parser<'a> {
                 StmtKind::Let(r, self.expr(&mut c)?)
             };
             c.end()?;
-            block.push(Stmt {
-                kind,
-                line: src_line,
-            });
+            block.push(Stmt { kind, line: src_line });
         }
         Ok(block)
     }
@@ -493,8 +400,7 @@ impl<'a> Parser<'a> {
             Ok(Expr::Global(c.name()?))
         } else if c.eat_keyword("op") {
             let name = c.take_while(|ch| ch != '(' && !ch.is_whitespace());
-            let op = parse_intrinsic(name)
-                .ok_or_else(|| c.error(&format!("unknown operation `{name}`")))?;
+            let op = parse_intrinsic(name).ok_or_else(|| c.error(&format!("unknown operation `{name}`")))?;
             c.punct("(")?;
             let args = self.reg_list(c)?;
             c.punct(")")?;
@@ -516,11 +422,7 @@ impl<'a> Parser<'a> {
                 }
             }
             c.punct(")")?;
-            Ok(Expr::Call {
-                func,
-                args,
-                kwnames,
-            })
+            Ok(Expr::Call { func, args, kwnames })
         }
     }
 }
@@ -528,10 +430,7 @@ impl<'a> Parser<'a> {
 fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
     let (head, tail) = name.split_once('.').unwrap_or((name, ""));
     Some(match (head, tail) {
-        ("binary" | "inplace", op) => Intrinsic::Binary {
-            op: rlookup(&BINOPS, op)?,
-            inplace: head == "inplace",
-        },
+        ("binary" | "inplace", op) => Intrinsic::Binary { op: rlookup(&BINOPS, op)?, inplace: head == "inplace" },
         ("unary", op) => Intrinsic::Unary(rlookup(&UNOPS, op)?),
         ("compare", op) => Intrinsic::Compare(rlookup(&CMPOPS, op)?),
         ("getattr", attr) if !attr.is_empty() => Intrinsic::GetAttr(attr.to_string()),
@@ -540,10 +439,7 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
         ("unpack_sequence", n) => Intrinsic::UnpackSequence(n.parse().ok()?),
         ("unpack_ex", counts) => {
             let (before, after) = counts.split_once('.')?;
-            Intrinsic::UnpackEx {
-                before: before.parse().ok()?,
-                after: after.parse().ok()?,
-            }
+            Intrinsic::UnpackEx { before: before.parse().ok()?, after: after.parse().ok()? }
         }
         ("format", rest) => {
             let rest = format!(".{rest}");
@@ -607,10 +503,7 @@ fn is_name_char(c: char) -> bool {
 
 impl<'a> Cursor<'a> {
     fn new(line: &Line, text: &'a str) -> Self {
-        Cursor {
-            line_no: line.no,
-            rest: text,
-        }
+        Cursor { line_no: line.no, rest: text }
     }
 
     fn error(&self, msg: &str) -> String {
@@ -653,11 +546,8 @@ impl<'a> Cursor<'a> {
     /// Consumes `word` if it is the next whole word.
     fn eat_keyword(&mut self, word: &str) -> bool {
         self.skip_ws();
-        let matches = self.rest.starts_with(word)
-            && self.rest[word.len()..]
-                .chars()
-                .next()
-                .is_none_or(|c| c.is_whitespace());
+        let matches =
+            self.rest.starts_with(word) && self.rest[word.len()..].chars().next().is_none_or(|c| c.is_whitespace());
         if matches {
             self.rest = &self.rest[word.len()..];
         }
@@ -690,8 +580,7 @@ impl<'a> Cursor<'a> {
             return Err(self.error("expected a register"));
         }
         let tok = self.take_while(|c| c.is_ascii_digit());
-        tok.parse()
-            .map_err(|_| self.error("expected a register number"))
+        tok.parse().map_err(|_| self.error("expected a register number"))
     }
 
     fn end(&mut self) -> Result<(), String> {
@@ -720,11 +609,7 @@ impl<'a> Cursor<'a> {
                     Some('r') => out.push('\r'),
                     Some('t') => out.push('\t'),
                     Some('u') => {
-                        let hex: String = chars
-                            .by_ref()
-                            .map(|(_, c)| c)
-                            .take_while(|&c| c != '}')
-                            .collect();
+                        let hex: String = chars.by_ref().map(|(_, c)| c).take_while(|&c| c != '}').collect();
                         let ch = hex
                             .strip_prefix('{')
                             .and_then(|h| u32::from_str_radix(h, 16).ok())
@@ -757,24 +642,17 @@ impl<'a> Cursor<'a> {
         }
         if self.eat_keyword("opaque") {
             let co_index = self.number()?;
-            return Ok(Const::Opaque {
-                co_index,
-                repr: self.string()?,
-            });
+            return Ok(Const::Opaque { co_index, repr: self.string()? });
         }
         let tok = self.take_while(|c| c.is_alphanumeric() || "+-._".contains(c));
         Ok(match tok {
             "None" => Const::None,
             "True" => Const::Bool(true),
             "False" => Const::Bool(false),
-            t if t.chars().all(|c| c.is_ascii_digit() || c == '-') => Const::Int(
-                t.parse()
-                    .map_err(|_| self.error(&format!("bad integer `{t}`")))?,
-            ),
-            t => Const::Float(
-                t.parse()
-                    .map_err(|_| self.error(&format!("bad constant `{t}`")))?,
-            ),
+            t if t.chars().all(|c| c.is_ascii_digit() || c == '-') => {
+                Const::Int(t.parse().map_err(|_| self.error(&format!("bad integer `{t}`")))?)
+            }
+            t => Const::Float(t.parse().map_err(|_| self.error(&format!("bad constant `{t}`")))?),
         })
     }
 }
@@ -797,50 +675,10 @@ mod tests {
             stmt(StmtKind::Let(0, Expr::Const(1)), 3),
             stmt(StmtKind::Let(1, Expr::Load("a".into())), 0),
             stmt(StmtKind::Let(2, Expr::Global("llm".into())), 4),
-            stmt(
-                StmtKind::Let(
-                    3,
-                    Expr::Call {
-                        func: 2,
-                        args: vec![],
-                        kwnames: vec![],
-                    },
-                ),
-                4,
-            ),
-            stmt(
-                StmtKind::Let(
-                    3,
-                    Expr::Call {
-                        func: 2,
-                        args: vec![0, 1],
-                        kwnames: vec![],
-                    },
-                ),
-                4,
-            ),
-            stmt(
-                StmtKind::Let(
-                    3,
-                    Expr::Call {
-                        func: 2,
-                        args: vec![0, 1],
-                        kwnames: vec!["k".into()],
-                    },
-                ),
-                4,
-            ),
-            stmt(
-                StmtKind::Let(
-                    3,
-                    Expr::Call {
-                        func: 2,
-                        args: vec![1],
-                        kwnames: vec!["k".into()],
-                    },
-                ),
-                4,
-            ),
+            stmt(StmtKind::Let(3, Expr::Call { func: 2, args: vec![], kwnames: vec![] }), 4),
+            stmt(StmtKind::Let(3, Expr::Call { func: 2, args: vec![0, 1], kwnames: vec![] }), 4),
+            stmt(StmtKind::Let(3, Expr::Call { func: 2, args: vec![0, 1], kwnames: vec!["k".into()] }), 4),
+            stmt(StmtKind::Let(3, Expr::Call { func: 2, args: vec![1], kwnames: vec!["k".into()] }), 4),
         ];
         let mut intrinsics = vec![
             Intrinsic::Truth,
@@ -862,33 +700,19 @@ mod tests {
             Intrinsic::SetUpdate,
             Intrinsic::ListToTuple,
             Intrinsic::UnpackSequence(3),
-            Intrinsic::UnpackEx {
-                before: 1,
-                after: 12,
-            },
+            Intrinsic::UnpackEx { before: 1, after: 12 },
         ];
         for negate in [false, true] {
             intrinsics.push(Intrinsic::Is { negate });
             intrinsics.push(Intrinsic::Contains { negate });
         }
         for (b, _) in BINOPS {
-            intrinsics.push(Intrinsic::Binary {
-                op: b,
-                inplace: false,
-            });
-            intrinsics.push(Intrinsic::Binary {
-                op: b,
-                inplace: true,
-            });
+            intrinsics.push(Intrinsic::Binary { op: b, inplace: false });
+            intrinsics.push(Intrinsic::Binary { op: b, inplace: true });
         }
         intrinsics.extend(UNOPS.iter().map(|u| Intrinsic::Unary(u.0)));
         intrinsics.extend(CMPOPS.iter().map(|c| Intrinsic::Compare(c.0)));
-        for conv in [
-            Conversion::None,
-            Conversion::Str,
-            Conversion::Repr,
-            Conversion::Ascii,
-        ] {
+        for conv in [Conversion::None, Conversion::Str, Conversion::Repr, Conversion::Ascii] {
             for has_spec in [false, true] {
                 intrinsics.push(Intrinsic::FormatValue { conv, has_spec });
             }
@@ -902,14 +726,7 @@ mod tests {
                 item: 5,
                 body: vec![
                     stmt(StmtKind::Store("x".into(), 5), 9),
-                    stmt(
-                        StmtKind::If {
-                            cond: 5,
-                            then_body: vec![],
-                            else_body: vec![],
-                        },
-                        10,
-                    ),
+                    stmt(StmtKind::If { cond: 5, then_body: vec![], else_body: vec![] }, 10),
                     stmt(
                         StmtKind::If {
                             cond: 5,
@@ -933,22 +750,8 @@ mod tests {
         body.push(stmt(
             StmtKind::Loop {
                 body: vec![
-                    stmt(
-                        StmtKind::If {
-                            cond: 5,
-                            then_body: vec![stmt(StmtKind::Break, 15)],
-                            else_body: vec![],
-                        },
-                        15,
-                    ),
-                    stmt(
-                        StmtKind::If {
-                            cond: 4,
-                            then_body: vec![stmt(StmtKind::Continue, 0)],
-                            else_body: vec![],
-                        },
-                        16,
-                    ),
+                    stmt(StmtKind::If { cond: 5, then_body: vec![stmt(StmtKind::Break, 15)], else_body: vec![] }, 15),
+                    stmt(StmtKind::If { cond: 4, then_body: vec![stmt(StmtKind::Continue, 0)], else_body: vec![] }, 16),
                     stmt(StmtKind::Loop { body: vec![] }, 17),
                     stmt(StmtKind::Return(4), 18),
                 ],
@@ -975,14 +778,8 @@ mod tests {
                 Const::Str(String::new()),
                 Const::Tuple(vec![]),
                 Const::Tuple(vec![Const::Int(1)]),
-                Const::Tuple(vec![
-                    Const::Str("a,b)".into()),
-                    Const::Tuple(vec![Const::None, Const::Float(0.1)]),
-                ]),
-                Const::Opaque {
-                    co_index: 13,
-                    repr: "frozenset({1, 2})".into(),
-                },
+                Const::Tuple(vec![Const::Str("a,b)".into()), Const::Tuple(vec![Const::None, Const::Float(0.1)])]),
+                Const::Opaque { co_index: 13, repr: "frozenset({1, 2})".into() },
             ],
             body,
             nregs: 6,
@@ -1032,10 +829,7 @@ mod tests {
             ("  break r0\n", "unexpected text"),
             ("  loop:\n  break\n", "expected a block indented to level 2"),
             ("  r0 := load\n", "expected a name"),
-            (
-                "  if r0:\n  store x r0\n",
-                "expected a block indented to level 2",
-            ),
+            ("  if r0:\n  store x r0\n", "expected a block indented to level 2"),
             ("  const 1 = None\n", "expected const 0"),
             ("  r5 := const 0\n", "not below nregs"),
             ("  return r0 extra\n", "unexpected text"),
