@@ -65,6 +65,7 @@ struct Totals {
     functions_compiled: u64,
     compile_ns: u64,
     runtime_ns: u64,
+    runtime_cpu_ns: u64,
     fallbacks: Vec<(String, String)>,
     declined_nested: u64,
 }
@@ -114,10 +115,19 @@ impl CodeEntry {
         if let EntryState::Fallback = &*self.state.borrow() {
             return None;
         }
+        let clock = crate::host::trace_module(py).and_then(|m| Some((m, crate::host::Clock::new(py).ok()?)));
         let start = Instant::now();
         let result = compile_function(py, func);
         let ns = start.elapsed().as_nanos() as u64;
         let name = qualname(func);
+        if let Some((m, clock)) = clock {
+            let args = PyDict::new_bound(py);
+            let _ = args.set_item("fallback", result.as_ref().err());
+            let span = (format!("compile {name}"), clock.at(start), clock.at(Instant::now()), args);
+            if let Err(e) = m.call_method1("record_phase", span) {
+                e.print(py);
+            }
+        }
         let new_state = match result {
             Ok(c) => {
                 with_totals(py, |t| {
@@ -197,18 +207,22 @@ fn run_frame(py: Python<'_>, entry: &CodeEntry, func: &Bound<'_, PyAny>, locals:
     let args: Vec<Obj> = (0..compiled.argcount)
         .map(|i| unsafe { Bound::from_borrowed_ptr(py, *locals.add(i)) }.unbind())
         .collect();
-    let mut host = PyHost::new(py)?;
+    let mut host = PyHost::new(py, &qualname(func))?;
     let mut stats = RunStats::default();
+    let time = py.import_bound("time")?;
+    let cpu0: f64 = time.call_method0("thread_time")?.extract()?;
     ACTIVE.with(|a| a.set(true));
     let start = Instant::now();
     let result = eval::run(&mut host, compiled.program.clone(), args, &mut stats);
     let finished = host.finish();
     let ns = start.elapsed().as_nanos() as u64;
     ACTIVE.with(|a| a.set(false));
+    let cpu1: f64 = time.call_method0("thread_time")?.extract()?;
     with_totals(py, |t| {
         t.run.merge(&stats);
         t.runs += 1;
         t.runtime_ns += ns;
+        t.runtime_cpu_ns += ((cpu1 - cpu0).max(0.0) * 1e9) as u64;
     });
     let value = result.map_err(|e| e.to_pyerr(py))?;
     finished?;
@@ -295,6 +309,8 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         d.set_item("fallbacks", fb)?;
         d.set_item("runs", t.runs)?;
         d.set_item("runtime_ms", t.runtime_ns as f64 / 1e6)?;
+        // CPU time of the calling thread during runs (evaluator, controllers, sync externals).
+        d.set_item("runtime_cpu_ms", t.runtime_cpu_ns as f64 / 1e6)?;
         d.set_item("reductions", t.run.reductions)?;
         d.set_item("inlined_calls", t.run.inlined_calls)?;
         let ext = PyDict::new_bound(py);
@@ -345,6 +361,7 @@ fn program_text(py: Python<'_>, p: &Program<Obj>) -> String {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<crate::host::GlobalLoader>()?;
     m.add_function(wrap_pyfunction!(enable, m)?)?;
     m.add_function(wrap_pyfunction!(disable, m)?)?;
     m.add_function(wrap_pyfunction!(is_enabled, m)?)?;

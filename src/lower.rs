@@ -53,7 +53,21 @@ struct State {
     m: Option<Loc>,
     env: BTreeMap<String, Loc>,
     defined: DefinedSet,
+    /// In functions with break/continue/early return: the exit status (a Python int: 0 normal,
+    /// 1 break, 2 continue, 3 return) and the return value so far.
+    exit: Option<Exit>,
 }
+
+#[derive(Clone, Copy)]
+struct Exit {
+    status: Loc,
+    retval: Loc,
+}
+
+const NORMAL: i64 = 0;
+const BREAK: i64 = 1;
+const CONTINUE: i64 = 2;
+const RETURN: i64 = 3;
 
 struct Lowerer<'a, F: PrimFactory> {
     factory: &'a mut F,
@@ -177,6 +191,20 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         Loc { level, var }
     }
 
+    /// A variable of the current function whose defining statement comes later (`define`), so
+    /// that a closure can capture itself (recursion for loops).
+    fn reserve(&mut self, name: &str) -> Loc {
+        let level = self.level();
+        let b = &mut self.stack[level];
+        b.var_names.push(name.to_string());
+        Loc { level, var: (b.var_names.len() - 1) as Var }
+    }
+
+    fn define(&mut self, loc: Loc, op: Op<F::Prim>, line: u32) {
+        assert_eq!(loc.level, self.level());
+        self.stack[loc.level].body.push(Stmt { dst: loc.var, op, line });
+    }
+
     fn prim(&mut self, name: &str, p: F::Prim, line: u32) -> Loc {
         self.emit(name, Op::Prim(p), line)
     }
@@ -219,7 +247,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         let mut params: Vec<&str> = vec!["S"];
         params.extend(src.params.iter().map(|s| s.as_str()));
         let locs = self.push_builder(src.name.clone(), &params);
-        let mut st = State { s: locs[0], m: None, env: BTreeMap::new(), defined: DefinedSet::default() };
+        let mut st = State { s: locs[0], m: None, env: BTreeMap::new(), defined: DefinedSet::default(), exit: None };
         if self.use_memory {
             st.m = Some(self.emit("M", Op::MemEmpty, src.firstlineno));
         }
@@ -227,21 +255,51 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             st.defined.insert(p);
             self.store(&mut st, p, *loc, src.firstlineno);
         }
-        let (body, ret) = match src.body.split_last() {
-            Some((last, init)) if matches!(last.kind, StmtKind::Return(_)) => (init, Some(last)),
-            _ => (&src.body[..], None),
-        };
-        self.lower_block(&mut st, body)?;
-        let value = match ret {
-            Some(bz::Stmt { kind: StmtKind::Return(r), .. }) => self.reg(*r)?,
-            _ => {
-                let none = self.factory.constant(&bz::Const::None);
-                self.prim("None", none, 0)
+        let value = if needs_exits(&src.body) {
+            // Exits are threaded as a status; the function's value is chosen at the end.
+            let status = self.int(NORMAL, 0);
+            let none = self.factory.constant(&bz::Const::None);
+            let retval = self.prim("None", none, 0);
+            st.exit = Some(Exit { status, retval });
+            self.lower_block(&mut st, &src.body)?;
+            let exit = st.exit.expect("exit threaded");
+            let f = self.helper("select_return", 0);
+            self.xcall(&mut st, f, &[exit.status, exit.retval], &[], "value", 0)
+        } else {
+            let (body, ret) = match src.body.split_last() {
+                Some((last, init)) if matches!(last.kind, StmtKind::Return(_)) => (init, Some(last)),
+                _ => (&src.body[..], None),
+            };
+            self.lower_block(&mut st, body)?;
+            match ret {
+                Some(bz::Stmt { kind: StmtKind::Return(r), .. }) => self.reg(*r)?,
+                _ => {
+                    let none = self.factory.constant(&bz::Const::None);
+                    self.prim("None", none, 0)
+                }
             }
         };
         let out = self.tuple("out", &[st.s, value], 0);
         self.pop_builder(out);
         Ok(())
+    }
+
+    fn int(&mut self, v: i64, line: u32) -> Loc {
+        let p = self.factory.constant(&bz::Const::Int(v));
+        self.prim("status", p, line)
+    }
+
+    fn helper(&mut self, name: &str, line: u32) -> Loc {
+        let p = self.factory.helper(name);
+        self.prim(name, p, line)
+    }
+
+    /// `st.exit.status := helper(st.exit.status)`.
+    fn map_status(&mut self, st: &mut State, helper: &str, line: u32) {
+        let exit = st.exit.expect("exit threaded");
+        let f = self.helper(helper, line);
+        let status = self.xcall(st, f, &[exit.status], &[], "status", line);
+        st.exit = Some(Exit { status, ..exit });
     }
 
     fn store(&mut self, st: &mut State, name: &str, value: Loc, line: u32) {
@@ -275,7 +333,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         }
     }
 
-    /// The loop-carried / branch-carried tuple layout: S, [M,] then `vars`.
+    /// The loop-carried / branch-carried tuple layout: S, [M,] `vars`, [status, retval].
     fn carried(&mut self, st: &State, vars: &[String], line: u32) -> Vec<Loc> {
         let mut out = vec![st.s];
         out.extend(st.m);
@@ -286,10 +344,14 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             };
             out.push(l);
         }
+        if let Some(e) = st.exit {
+            out.push(e.status);
+            out.push(e.retval);
+        }
         out
     }
 
-    /// Rebind S, M and `vars` from the components of `t` (or from `locs` when given directly).
+    /// Rebind S, M and `vars` from the components of `t` (layout of `carried`).
     fn uncarry(&mut self, st: &mut State, vars: &[String], t: Loc, line: u32) {
         let mut i = 0;
         st.s = self.proj("S", t, i, line);
@@ -303,13 +365,44 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             st.env.insert(v.clone(), l);
             i += 1;
         }
+        if st.exit.is_some() {
+            let status = self.proj("status", t, i, line);
+            let retval = self.proj("retval", t, i + 1, line);
+            st.exit = Some(Exit { status, retval });
+        }
     }
 
     fn lower_block(&mut self, st: &mut State, block: &[bz::Stmt]) -> Result<(), String> {
-        for s in block {
+        for (i, s) in block.iter().enumerate() {
             self.lower_stmt(st, s)?;
+            let rest = &block[i + 1..];
+            if st.exit.is_some() && !rest.is_empty() && may_exit(s) {
+                if matches!(s.kind, StmtKind::Break | StmtKind::Continue | StmtKind::Return(_)) {
+                    return Ok(()); // the rest of the block is unreachable
+                }
+                // The rest runs only if nothing above left the block: ite(status, skip, rest).
+                let vars: Vec<String> =
+                    assigned(rest).into_iter().filter(|v| self.promoted.contains(v)).collect();
+                let args = self.carried(st, &vars, s.line);
+                let (skip_f, _) = self.lower_branch(st, "skip", &vars, &[], s.line)?;
+                let (rest_f, _) = self.lower_branch(st, "rest", &vars, rest, s.line)?;
+                let status = st.exit.unwrap().status;
+                self.ite(st, status, skip_f, rest_f, &args, &vars, s.line);
+                return Ok(());
+            }
         }
         Ok(())
+    }
+
+    /// `res := ite(cond, then_f, else_f; args)` and rebind the carried state from `res`.
+    #[allow(clippy::too_many_arguments)]
+    fn ite(&mut self, st: &mut State, cond: Loc, then_f: Loc, else_f: Loc, args: &[Loc], vars: &[String], line: u32) {
+        let cond = self.resolve(cond);
+        let args = args.iter().map(|l| self.resolve(*l)).collect();
+        let then_f = self.resolve(then_f);
+        let else_f = self.resolve(else_f);
+        let res = self.emit("ite", Op::Ite { cond, then_f, else_f, args }, line);
+        self.uncarry(st, vars, res, line);
     }
 
     fn lower_stmt(&mut self, st: &mut State, s: &bz::Stmt) -> Result<(), String> {
@@ -333,12 +426,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 let args = self.carried(st, &vars, line);
                 let (tf, then_defined) = self.lower_branch(st, "then", &vars, then_body, line)?;
                 let (ef, else_defined) = self.lower_branch(st, "else", &vars, else_body, line)?;
-                let cond = self.resolve(cond);
-                let args = args.iter().map(|l| self.resolve(*l)).collect();
-                let then_f = self.resolve(tf);
-                let else_f = self.resolve(ef);
-                let res = self.emit("ite", Op::Ite { cond, then_f, else_f, args }, line);
-                self.uncarry(st, &vars, res, line);
+                self.ite(st, cond, tf, ef, &args, &vars, line);
                 st.defined = then_defined.meet(&else_defined);
             }
             StmtKind::For { iter, item, body } => {
@@ -352,30 +440,116 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 let mut inner = st.clone();
                 self.uncarry(&mut inner, &vars, locs[1], line);
                 self.regs[*item as usize] = Some(locs[0]);
-                self.lower_block(&mut inner, body)?;
+                if leaves_loop(body) {
+                    // Skip the iteration if an earlier one broke or returned (status != 0).
+                    let args = self.carried(&inner, &vars, line);
+                    let (skip_f, _) = self.lower_branch(&inner, "skip", &vars, &[], line)?;
+                    let (run_f, _) = self.lower_branch(&inner, "iter", &vars, body, line)?;
+                    let status = inner.exit.expect("exit threaded").status;
+                    self.ite(&mut inner, status, skip_f, run_f, &args, &vars, line);
+                    if contains_jump(body, true) {
+                        self.map_status(&mut inner, "loop_next", line); // continue → 0
+                    }
+                } else {
+                    self.lower_block(&mut inner, body)?;
+                }
                 let out_items = self.carried(&inner, &vars, line);
                 let out = self.tuple("acc", &out_items, line);
                 let (fid, captures) = self.pop_builder(out);
                 let bf = self.emit("body", Op::Fun { func: fid, captures }, line);
                 let seq = self.resolve(seq);
-                let body = self.resolve(bf);
+                let body_v = self.resolve(bf);
                 let acc = self.resolve(acc0);
-                let res = self.emit("fold", Op::Fold { seq, body, acc }, line);
+                let res = self.emit("fold", Op::Fold { seq, body: body_v, acc }, line);
                 self.uncarry(st, &vars, res, line);
+                if contains_jump(body, false) {
+                    self.map_status(st, "loop_exit", line); // break → 0; return stays
+                }
                 // The loop may run zero times: nothing it assigns is definitely assigned after it.
             }
-            StmtKind::Return(_) => {
-                return Err(format!("return before the end of the function at line {line}"));
-            }
-            StmtKind::Loop { .. } => return Err(format!("while loop at line {line} (not lowered yet)")),
-            StmtKind::Break | StmtKind::Continue => {
-                return Err(format!("break/continue at line {line} (not lowered yet)"));
+            StmtKind::Loop { body } => self.lower_loop(st, body, line)?,
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
+                let Some(exit) = st.exit else {
+                    return Err(format!("break/continue/return outside a lowered loop at line {line}"));
+                };
+                let (code, retval) = match &s.kind {
+                    StmtKind::Break => (BREAK, exit.retval),
+                    StmtKind::Continue => (CONTINUE, exit.retval),
+                    StmtKind::Return(r) => (RETURN, self.reg(*r)?),
+                    _ => unreachable!(),
+                };
+                let status = self.int(code, line);
+                st.exit = Some(Exit { status, retval });
             }
         }
         Ok(())
     }
 
-    /// A branch closure `fun then(S, [M,] vars...) -> (S, [M,] vars...)`.
+    /// `loop: body` as a recursive closure over the carried state:
+    /// `fun loop[loop, ..](state) = body; ite(again(status), loop(state with status 0), stop(state))`.
+    fn lower_loop(&mut self, st: &mut State, body: &[bz::Stmt], line: u32) -> Result<(), String> {
+        let vars: Vec<String> = assigned(body).into_iter().filter(|v| self.promoted.contains(v)).collect();
+        let args = self.carried(st, &vars, line);
+        let loop_var = self.reserve("loop");
+        // The loop function: parameters in carried layout.
+        let (loop_f_body, captures) = {
+            let mut inner = st.clone();
+            let mut params: Vec<&str> = vec!["S"];
+            if st.m.is_some() {
+                params.push("M");
+            }
+            params.extend(vars.iter().map(|v| v.as_str()));
+            params.extend(["status", "retval"]);
+            let locs = self.push_builder("loop".into(), &params);
+            let t = self.tuple("state", &locs, line);
+            self.uncarry(&mut inner, &vars, t, line);
+            self.lower_block(&mut inner, body)?;
+            let f = self.helper("loop_again", line);
+            let status = inner.exit.expect("exit threaded").status;
+            let again = self.xcall(&mut inner, f, &[status], &[], "again", line);
+            let state = self.carried(&inner, &vars, line);
+            // again(state): loop(state with status 0)
+            let again_f = {
+                let mut a = inner.clone();
+                let locs = self.push_builder("again".into(), &params);
+                let t = self.tuple("state", &locs, line);
+                self.uncarry(&mut a, &vars, t, line);
+                let zero = self.int(NORMAL, line);
+                a.exit = Some(Exit { status: zero, ..a.exit.unwrap() });
+                let call_args: Vec<Var> = self.carried(&a, &vars, line).iter().map(|l| self.resolve(*l)).collect();
+                let func = self.resolve(loop_var);
+                let r = self.emit("rec", Op::Call { func, args: call_args }, line);
+                let (fid, caps) = self.pop_builder(r);
+                self.emit("again", Op::Fun { func: fid, captures: caps }, line)
+            };
+            // stop(state): leave the loop (break → status 0; return stays)
+            let stop_f = {
+                let mut b = inner.clone();
+                let locs = self.push_builder("stop".into(), &params);
+                let t = self.tuple("state", &locs, line);
+                self.uncarry(&mut b, &vars, t, line);
+                self.map_status(&mut b, "loop_exit", line);
+                let out = self.carried(&b, &vars, line);
+                let out = self.tuple("out", &out, line);
+                let (fid, caps) = self.pop_builder(out);
+                self.emit("stop", Op::Fun { func: fid, captures: caps }, line)
+            };
+            let cond = self.resolve(again);
+            let then_f = self.resolve(again_f);
+            let else_f = self.resolve(stop_f);
+            let state: Vec<Var> = state.iter().map(|l| self.resolve(*l)).collect();
+            let res = self.emit("ite", Op::Ite { cond, then_f, else_f, args: state }, line);
+            self.pop_builder(res)
+        };
+        self.define(loop_var, Op::Fun { func: loop_f_body, captures }, line);
+        let func = self.resolve(loop_var);
+        let args: Vec<Var> = args.iter().map(|l| self.resolve(*l)).collect();
+        let res = self.emit("loop", Op::Call { func, args }, line);
+        self.uncarry(st, &vars, res, line);
+        Ok(())
+    }
+
+    /// A branch closure `fun then(S, [M,] vars..., [status, retval]) -> (same layout)`.
     fn lower_branch(
         &mut self,
         outer: &State,
@@ -389,6 +563,9 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             params.push("M");
         }
         params.extend(vars.iter().map(|v| v.as_str()));
+        if outer.exit.is_some() {
+            params.extend(["status", "retval"]);
+        }
         let locs = self.push_builder(name.to_string(), &params);
         let mut st = outer.clone();
         st.s = locs[0];
@@ -399,6 +576,10 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         }
         for (v, l) in vars.iter().zip(&locs[i..]) {
             st.env.insert(v.clone(), *l);
+        }
+        if outer.exit.is_some() {
+            let n = locs.len();
+            st.exit = Some(Exit { status: locs[n - 2], retval: locs[n - 1] });
         }
         self.lower_block(&mut st, block)?;
         let out_items = self.carried(&st, vars, line);
@@ -442,6 +623,60 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
     }
 }
 
+/// Whether a function needs exit-status threading: any loop jump, `while`, or a return that is not
+/// the function's last statement.
+fn needs_exits(body: &[bz::Stmt]) -> bool {
+    fn any(b: &[bz::Stmt], top: bool) -> bool {
+        b.iter().enumerate().any(|(i, s)| match &s.kind {
+            StmtKind::Break | StmtKind::Continue | StmtKind::Loop { .. } => true,
+            StmtKind::Return(_) => !(top && i + 1 == b.len()),
+            StmtKind::If { then_body, else_body, .. } => any(then_body, false) || any(else_body, false),
+            StmtKind::For { body, .. } => any(body, false),
+            _ => false,
+        })
+    }
+    any(body, true)
+}
+
+/// A jump (break/continue) belonging to this loop level, or a return at any depth; with
+/// `continue_only`, only `continue`s of this level.
+fn contains_jump(b: &[bz::Stmt], continue_only: bool) -> bool {
+    b.iter().any(|s| match &s.kind {
+        StmtKind::Continue => true,
+        StmtKind::Break => !continue_only,
+        StmtKind::If { then_body, else_body, .. } => {
+            contains_jump(then_body, continue_only) || contains_jump(else_body, continue_only)
+        }
+        _ => false,
+    })
+}
+
+fn contains_return(b: &[bz::Stmt]) -> bool {
+    b.iter().any(|s| match &s.kind {
+        StmtKind::Return(_) => true,
+        StmtKind::If { then_body, else_body, .. } => contains_return(then_body) || contains_return(else_body),
+        StmtKind::For { body, .. } | StmtKind::Loop { body } => contains_return(body),
+        _ => false,
+    })
+}
+
+/// Whether a loop body can end an iteration early or stop the loop.
+fn leaves_loop(body: &[bz::Stmt]) -> bool {
+    contains_jump(body, false) || contains_return(body)
+}
+
+/// Whether the status may be non-zero after `s` (so what follows it must be guarded).
+fn may_exit(s: &bz::Stmt) -> bool {
+    match &s.kind {
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => true,
+        StmtKind::If { then_body, else_body, .. } => {
+            then_body.iter().any(may_exit) || else_body.iter().any(may_exit)
+        }
+        StmtKind::For { body, .. } | StmtKind::Loop { body } => contains_return(body),
+        _ => false,
+    }
+}
+
 fn intrinsic_var_name(i: &Intrinsic) -> String {
     match i {
         Intrinsic::Binary { op, inplace } => format!("{}{:?}", if *inplace { "i" } else { "" }, op).to_lowercase(),
@@ -468,5 +703,221 @@ fn map_vars<P>(op: Op<P>, f: &dyn Fn(Var) -> Var) -> Op<P> {
         Op::MemEmpty => Op::MemEmpty,
         Op::MemLoad { mem, name } => Op::MemLoad { mem: f(mem), name },
         Op::MemStore { mem, name, value } => Op::MemStore { mem: f(mem), name, value: f(value) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bezoar::{BinOp, CmpOp, Const, Function, Stmt as BStmt};
+    use crate::lambda_o::eval::run;
+    use crate::lambda_o::testhost::{show, TPrim, TestHost};
+    use crate::stats::RunStats;
+    use std::rc::Rc;
+
+    /// A tiny Bezoar builder: registers are allocated in order; constants are interned.
+    #[derive(Default)]
+    struct B {
+        consts: Vec<Const>,
+        nregs: u32,
+    }
+
+    impl B {
+        fn reg(&mut self) -> u32 {
+            self.nregs += 1;
+            self.nregs - 1
+        }
+        fn let_(&mut self, e: Expr) -> (u32, BStmt) {
+            let r = self.reg();
+            (r, BStmt { kind: StmtKind::Let(r, e), line: 1 })
+        }
+        fn konst(&mut self, c: Const) -> (u32, BStmt) {
+            self.consts.push(c);
+            let k = self.consts.len() as u32 - 1;
+            self.let_(Expr::Const(k))
+        }
+        fn op(&mut self, i: Intrinsic, args: Vec<u32>) -> (u32, BStmt) {
+            self.let_(Expr::Op(i, args))
+        }
+        /// `name(args)` as statements appended to `out`; returns the result register.
+        fn call(&mut self, out: &mut Vec<BStmt>, name: &str, args: Vec<u32>) -> u32 {
+            let (f, s) = self.let_(Expr::Global(name.into()));
+            out.push(s);
+            let (r, s) = self.let_(Expr::Call { func: f, args, kwnames: vec![] });
+            out.push(s);
+            r
+        }
+        fn load(&mut self, out: &mut Vec<BStmt>, x: &str) -> u32 {
+            let (r, s) = self.let_(Expr::Load(x.into()));
+            out.push(s);
+            r
+        }
+        fn int(&mut self, out: &mut Vec<BStmt>, v: i64) -> u32 {
+            let (r, s) = self.konst(Const::Int(v));
+            out.push(s);
+            r
+        }
+        fn cmp(&mut self, out: &mut Vec<BStmt>, op: CmpOp, a: u32, b: u32) -> u32 {
+            let (c, s) = self.op(Intrinsic::Compare(op), vec![a, b]);
+            out.push(s);
+            let (t, s) = self.op(Intrinsic::Truth, vec![c]);
+            out.push(s);
+            t
+        }
+        fn func(self, params: &[&str], body: Vec<BStmt>) -> Function {
+            Function {
+                name: "f".into(),
+                qualname: "f".into(),
+                filename: "t.py".into(),
+                firstlineno: 1,
+                params: params.iter().map(|p| p.to_string()).collect(),
+                consts: self.consts,
+                body,
+                nregs: self.nregs,
+            }
+        }
+    }
+
+    fn st(kind: StmtKind) -> BStmt {
+        BStmt { kind, line: 1 }
+    }
+
+    fn run_both(f: &Function, args: Vec<TPrim>, latency: &[(&str, u64)]) -> Vec<(Result<String, String>, Vec<String>, u64)> {
+        [false, true]
+            .iter()
+            .map(|&force_memory| {
+                let mut host = TestHost::new();
+                host.latency = latency.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+                let prog = lower(f, &mut host, &LowerOptions { force_memory }).unwrap();
+                let text = crate::lambda_o::text::print(&prog);
+                crate::lambda_o::text::parse::<TPrim>(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                let r = run(&mut host, Rc::new(prog), args.clone(), &mut RunStats::default()).map(|p| show(&p));
+                (r, host.output.clone(), host.now)
+            })
+            .collect()
+    }
+
+    /// for x in xs: print(x); e = llm(x); print(e)  — excursions overlap.
+    #[test]
+    fn for_loop_prints_in_order_and_overlaps_unordered_calls() {
+        let mut b = B::default();
+        let mut body0 = vec![];
+        let xs = b.load(&mut body0, "xs");
+        let (it, s) = b.op(Intrinsic::IterSnapshot, vec![xs]);
+        body0.push(s);
+        let item = b.reg();
+        let mut lb = vec![st(StmtKind::Store("x".into(), item))];
+        let x = b.load(&mut lb, "x");
+        b.call(&mut lb, "print", vec![x]);
+        let x = b.load(&mut lb, "x");
+        let e = b.call(&mut lb, "llm", vec![x]);
+        lb.push(st(StmtKind::Store("e".into(), e)));
+        let e = b.load(&mut lb, "e");
+        b.call(&mut lb, "print", vec![e]);
+        body0.push(st(StmtKind::For { iter: it, item, body: lb }));
+        let e = b.load(&mut body0, "e");
+        body0.push(st(StmtKind::Return(e)));
+        let f = b.func(&["xs"], body0);
+        let xs = TPrim::Tuple(vec![TPrim::Str("Ho".into()), TPrim::Str("Ja".into()), TPrim::Str("Su".into())]);
+        for (r, out, now) in run_both(&f, vec![xs], &[("llm", 10)]) {
+            assert_eq!(r, Ok("<Su>".into()));
+            assert_eq!(out, vec!["Ho", "<Ho>", "Ja", "<Ja>", "Su", "<Su>"]);
+            assert_eq!(now, 10, "the three llm calls overlap");
+        }
+        // Zero iterations: `e` is unbound after the loop → UnboundLocalError at the return.
+        for (r, out, _) in run_both(&f, vec![TPrim::Tuple(vec![])], &[]) {
+            assert!(r.unwrap_err().starts_with("UnboundLocalError"));
+            assert!(out.is_empty());
+        }
+    }
+
+    /// i = 0; while i < n: print(i); i = i + 1   (as Loop { if not i < n: break; ... }); return i
+    #[test]
+    fn while_loop_runs_until_its_condition_fails() {
+        let mut b = B::default();
+        let mut body = vec![];
+        let zero = b.int(&mut body, 0);
+        body.push(st(StmtKind::Store("i".into(), zero)));
+        let mut lb = vec![];
+        let i = b.load(&mut lb, "i");
+        let n = b.load(&mut lb, "n");
+        let c = b.cmp(&mut lb, CmpOp::Lt, i, n);
+        lb.push(st(StmtKind::If { cond: c, then_body: vec![], else_body: vec![st(StmtKind::Break)] }));
+        let i = b.load(&mut lb, "i");
+        b.call(&mut lb, "print", vec![i]);
+        let i = b.load(&mut lb, "i");
+        let one = b.int(&mut lb, 1);
+        let (i2, s) = b.op(Intrinsic::Binary { op: BinOp::Add, inplace: false }, vec![i, one]);
+        lb.push(s);
+        lb.push(st(StmtKind::Store("i".into(), i2)));
+        body.push(st(StmtKind::Loop { body: lb }));
+        let i = b.load(&mut body, "i");
+        body.push(st(StmtKind::Return(i)));
+        let f = b.func(&["n"], body);
+        for (r, out, _) in run_both(&f, vec![TPrim::Int(3)], &[]) {
+            assert_eq!(r, Ok("3".into()));
+            assert_eq!(out, vec!["0", "1", "2"]);
+        }
+        for (r, out, _) in run_both(&f, vec![TPrim::Int(0)], &[]) {
+            assert_eq!(r, Ok("0".into()));
+            assert!(out.is_empty());
+        }
+    }
+
+    /// for x in xs: if x == 2: continue; if x == skip: break; print(llm(x)) ; if x == ret: return x
+    /// then print("end"); return 0
+    #[test]
+    fn break_continue_and_return_inside_for() {
+        let build = |stop: i64, ret: i64| {
+            let mut b = B::default();
+            let mut body = vec![];
+            let xs = b.load(&mut body, "xs");
+            let (it, s) = b.op(Intrinsic::IterSnapshot, vec![xs]);
+            body.push(s);
+            let item = b.reg();
+            let mut lb = vec![st(StmtKind::Store("x".into(), item))];
+            let x = b.load(&mut lb, "x");
+            let two = b.int(&mut lb, 2);
+            let c = b.cmp(&mut lb, CmpOp::Eq, x, two);
+            lb.push(st(StmtKind::If { cond: c, then_body: vec![st(StmtKind::Continue)], else_body: vec![] }));
+            let x = b.load(&mut lb, "x");
+            let k = b.int(&mut lb, stop);
+            let c = b.cmp(&mut lb, CmpOp::Eq, x, k);
+            lb.push(st(StmtKind::If { cond: c, then_body: vec![st(StmtKind::Break)], else_body: vec![] }));
+            let x = b.load(&mut lb, "x");
+            let y = b.call(&mut lb, "llm", vec![x]);
+            b.call(&mut lb, "print", vec![y]);
+            let x = b.load(&mut lb, "x");
+            let k = b.int(&mut lb, ret);
+            let c = b.cmp(&mut lb, CmpOp::Eq, x, k);
+            let mut then = vec![];
+            let x = b.load(&mut then, "x");
+            then.push(st(StmtKind::Return(x)));
+            lb.push(st(StmtKind::If { cond: c, then_body: then, else_body: vec![] }));
+            body.push(st(StmtKind::For { iter: it, item, body: lb }));
+            let (s_, s) = b.konst(Const::Str("end".into()));
+            body.push(s);
+            b.call(&mut body, "print", vec![s_]);
+            let z = b.int(&mut body, 0);
+            body.push(st(StmtKind::Return(z)));
+            b.func(&["xs"], body)
+        };
+        let xs = TPrim::Tuple((1..=6).map(TPrim::Int).collect());
+        // break at 4: prints <1>, <3>, end
+        for (r, out, now) in run_both(&build(4, 99), vec![xs.clone()], &[("llm", 10)]) {
+            assert_eq!(r, Ok("0".into()));
+            assert_eq!(out, vec!["<1>", "<3>", "end"]);
+            assert_eq!(now, 10, "llm(1) and llm(3) overlap: the exit conditions do not wait for them");
+        }
+        // return at 3: prints <1>, <3>; nothing after
+        for (r, out, _) in run_both(&build(99, 3), vec![xs.clone()], &[("llm", 10)]) {
+            assert_eq!(r, Ok("3".into()));
+            assert_eq!(out, vec!["<1>", "<3>"]);
+        }
+        // neither: all but 2
+        for (r, out, _) in run_both(&build(99, 99), vec![xs], &[]) {
+            assert_eq!(r, Ok("0".into()));
+            assert_eq!(out, vec!["<1>", "<3>", "<4>", "<5>", "<6>", "end"]);
+        }
     }
 }

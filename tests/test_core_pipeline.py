@@ -203,3 +203,164 @@ def test_explain_shows_both_irs_and_fallbacks():
     e = core.explain(unsupported)
     assert e["bezoar"] is None and e["lambda_o"] is None
     assert "line" in e["fallback"]
+
+
+def test_keyboard_interrupt_cancels_in_flight_externals(tmp_path):
+    import signal
+    import time
+
+    src = PRELUDE + textwrap.dedent(
+        """
+        import threading, time
+        from poppy_jit import _loop
+
+        @unordered
+        async def slow(x):
+            try:
+                await asyncio.sleep(30)
+                return x
+            except asyncio.CancelledError:
+                print("cancelled", x, time.monotonic(), flush=True)
+                raise
+
+        @poppy
+        def main():
+            a = slow(1)
+            b = slow(2)
+            log(a, b)
+
+        print("started", flush=True)
+        try:
+            main()
+        except KeyboardInterrupt:
+            print("interrupted", time.monotonic(), flush=True)
+        print("threads", threading.active_count())
+        print("tasks", len(asyncio.all_tasks(_loop.get_loop())))
+        """
+    )
+    path = tmp_path / "prog.py"
+    path.write_text(src)
+    env = dict(os.environ, PYTHONPOPPY="1")
+    p = subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, text=True, env=env)
+    assert p.stdout.readline().strip() == "started"
+    time.sleep(0.5)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=20)
+    lines = out.splitlines()
+    cancelled = sorted(line.split()[1] for line in lines if line.startswith("cancelled"))
+    assert cancelled == ["1", "2"]
+    assert "threads 1" in lines and "tasks 0" in lines
+    assert not any(line.startswith("log") for line in lines)
+    latest = max(float(line.split()[2]) for line in lines if line.startswith("cancelled"))
+    # Far below the 30 s the calls would take; the measured latency is reported by the test.
+    assert latest - sent < 5, latest - sent
+    print(f"cancellation latency: {(latest - sent) * 1000:.1f} ms")
+
+
+def test_await_run_from_a_running_loop(tmp_path):
+    body = """
+    @poppy
+    def main(n):
+        a = fetch(n)
+        b = fetch(n + 1)
+        log(a, b)
+        return a + b
+
+    async def app():
+        r1 = await poppy_jit.run(main, 1)
+        r2 = main(3)  # a synchronous call inside the running loop: plain CPython, still correct
+        return r1, r2
+
+    report(asyncio.run(app()))
+    """
+    _, _, stats = same(body, tmp_path)
+    assert stats["runs"] == 1  # the awaited call ran on the runtime, the sync one plainly
+    assert stats["peak_in_flight"] >= 2
+
+
+def test_threads_calling_poppy_functions_at_once(tmp_path):
+    body = """
+    import threading
+
+    @poppy
+    def work(k):
+        a = fetch(k)
+        b = fetch(k + 100)
+        return a + b
+
+    results = {}
+    def worker(k):
+        results[k] = work(k)
+
+    before = threading.active_count()
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(sorted(results.items()))
+    print("threads back to", threading.active_count() == before)
+    report(len(results))
+    """
+    _, popped, stats = same(body, tmp_path)
+    assert "threads back to True" in popped.stdout
+    assert stats["runs"] == 6 and stats["fallbacks"] == []
+
+
+def test_deep_recursion_and_settrace(tmp_path):
+    body = """
+    @poppy
+    def count(n):
+        if n == 0:
+            return 0
+        return count(n - 1) + 1
+
+    print(count(3000))  # far deeper than CPython's recursion limit allows
+    report(0)
+    """
+    plain, _ = run(body, False, tmp_path=tmp_path)
+    assert "RecursionError" in plain.stderr
+    popped, stats = run(body, True, tmp_path=tmp_path)
+    assert popped.stdout.splitlines()[0] == "3000", popped.stderr
+    assert stats["inlined_calls"] == 3000
+    traced = """
+    import sys
+    @poppy
+    def main():
+        a = fetch(1)
+        log(a)
+    sys.settrace(lambda *a: None)
+    main()
+    sys.settrace(None)
+    report(None)
+    """
+    _, _, stats = same(traced, tmp_path)
+    assert stats["runs"] == 0  # under a tracer the frame runs plainly, as documented
+
+
+def test_unordered_failure_raises_with_a_note_on_calls_that_already_ran(tmp_path):
+    body = """
+    @unordered
+    async def flaky(x):
+        await asyncio.sleep(0.05)
+        raise ValueError(f"flaky {x}")
+
+    @poppy
+    def main():
+        a = flaky(1)     # unordered: later ordered calls need not wait for it
+        log("after")     # CPython never reaches this; the runtime may already have run it
+        return a
+
+    try:
+        main()
+    except ValueError as e:
+        print("caught", e)
+        print("notes", getattr(e, "__notes__", []))
+    """
+    plain, _ = run(body, False, tmp_path=tmp_path)
+    popped, _ = run(body, True, tmp_path=tmp_path)
+    assert "caught flaky 1" in plain.stdout and "caught flaky 1" in popped.stdout
+    assert "notes []" in plain.stdout
+    notes = [l for l in popped.stdout.splitlines() if l.startswith("notes")][0]
+    assert "@unordered" in notes and "log" in notes

@@ -92,8 +92,8 @@ def test_sync_sdk_and_errors():
         client = openai.OpenAI(base_url=sim.base_url, api_key="dummy", max_retries=0)
         r = client.chat.completions.create(model="x", messages=user("ping"))
         assert r.choices[0].message.content.endswith(": ping")
-        with pytest.raises(openai.BadRequestError, match="stream"):
-            client.chat.completions.create(model="x", messages=user("p"), stream=True)
+        with pytest.raises(openai.NotFoundError, match="no route"):
+            client.completions.create(model="x", prompt="p")  # legacy endpoint: not served
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(urllib.request.Request(
                 sim.base_url + "/chat/completions", data=b"not json", method="POST"))

@@ -12,15 +12,24 @@ from ._decorators import (
     poppy,
     readonly,
     reset_stats,
+    start_trace,
     sequential,
     stats,
     unordered,
+    write_trace,
 )
 from ._decorators import configure_from_env as _configure_from_env
+from ._run import run
+from ._annotations import register, register_immutable, unregister
 
 __all__ = [
     "ExternalSpec", "poppy", "unordered", "readonly", "sequential",
-    "enable", "disable", "is_enabled", "stats", "reset_stats", "explain",
+    "enable", "disable", "is_enabled", "stats", "reset_stats", "explain", "run",
+    "write_trace", "start_trace", "register", "register_immutable", "unregister",
 ]
 
 _configure_from_env()
+
+from ._config import configure_from_env as _configure_zero_edit  # noqa: E402
+
+_configure_zero_edit()

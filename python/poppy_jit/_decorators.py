@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any, Callable
 
-from . import _loop
+from . import _loop, _trace
 
 KINDS = ("unordered", "readonly", "sequential")
 _OPTIONS = ("blocking",)
@@ -181,16 +181,20 @@ def _flag(name: str) -> bool:
 def format_stats(st: dict) -> str:
     """A readable table of a `stats()` dict (used for PYTHONPOPPY_STATS=1)."""
     rows: list[tuple[str, str]] = []
-    ext = st.get("external_calls", {})
+
+    def add(key: str, value: Any) -> None:
+        if isinstance(value, dict):  # nested counters (external_calls, jit): one row per entry
+            order = [k for k in KINDS if k in value] + [k for k in value if k not in KINDS]
+            for k in order:
+                add(f"{key}.{k}", value[k])
+        elif isinstance(value, float):
+            rows.append((key, f"{value:.2f}"))
+        else:
+            rows.append((key, str(value)))
+
     for key, value in st.items():
-        if key in ("fallbacks", "external_calls"):
-            continue
-        if key == "compile_ms" and isinstance(value, float):
-            value = f"{value:.2f}"
-        rows.append((key, str(value)))
-    for kind in KINDS:
-        if kind in ext:
-            rows.append((f"external_calls.{kind}", str(ext[kind])))
+        if key != "fallbacks":
+            add(key, value)
     width = max((len(k) for k, _ in rows), default=0)
     lines = ["poppy_jit stats", "-" * 15]
     lines += [f"{k.ljust(width)}  {v}" for k, v in rows]
@@ -208,10 +212,28 @@ def _print_stats_at_exit() -> None:
     print(format_stats(_core.stats()), file=sys.stderr)
 
 
+def write_trace(path: str | None = None) -> str:
+    """Write the trace recorded so far (Chrome trace-event JSON, opens in Perfetto) to `path`,
+    default PYTHONPOPPY_TRACE's. Recording is on only when PYTHONPOPPY_TRACE was set at import
+    or `start_trace()` was called. Returns the path written."""
+    return _trace.write_trace(path)
+
+
+def start_trace(path: str | None = None, include_args: bool = False) -> None:
+    """Start recording a trace (as PYTHONPOPPY_TRACE does); `path` is written at exit if given."""
+    _trace.start(path, include_args)
+
+
 def configure_from_env() -> None:
-    """Apply PYTHONPOPPY / PYTHONPOPPY_STATS (called once, when poppy_jit is imported)."""
+    """Apply PYTHONPOPPY / PYTHONPOPPY_STATS / PYTHONPOPPY_TRACE(_ARGS) (called once, when
+    poppy_jit is imported)."""
     poppy_on = _flag("PYTHONPOPPY")
     if _flag("PYTHONPOPPY_STATS"):
         atexit.register(_print_stats_at_exit)
+    trace_args = _flag("PYTHONPOPPY_TRACE_ARGS")
+    trace_path = os.environ.get("PYTHONPOPPY_TRACE", "")
+    if trace_path:
+        _trace.start(trace_path, include_args=trace_args)
+        atexit.register(_trace._write_at_exit)
     if poppy_on:
         enable()

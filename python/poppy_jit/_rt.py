@@ -1,5 +1,5 @@
 """Runtime support for the Rust λO runtime (src/host/): the executor for asynchronous and blocking
-externals and the global loader. Intrinsics live in `_intrinsics`, classification in
+externals and the exit-status helpers of lowering. Intrinsics live in `_intrinsics`, classification in
 `_annotations`; both are re-exported here because the Rust host looks them up on this module.
 """
 from __future__ import annotations
@@ -12,34 +12,20 @@ import types
 
 from ._annotations import classify, register  # noqa: F401 (used by the Rust host)
 from ._intrinsics import bound_check, intrinsic  # noqa: F401 (used by the Rust host)
+from ._decorators import unordered
 from ._loop import get_loop
 
-
-class GlobalLoader:
-    """Looks a name up in a function's globals, then builtins (LOAD_GLOBAL)."""
-
-    __slots__ = ("globals", "builtins")
-    # Global loads are single-assignment reads (PopPy §7): classified unordered, never serialised.
-    __poppy_unordered_loader__ = True
-
-    def __init__(self, globals_: dict):
-        self.globals = globals_
-        b = globals_.get("__builtins__", builtins)
-        self.builtins = b.__dict__ if isinstance(b, types.ModuleType) else b
-
-    def __call__(self, name):
-        try:
-            return self.globals[name]
-        except KeyError:
-            pass
-        try:
-            return self.builtins[name]
-        except KeyError:
-            raise NameError(f"name '{name}' is not defined") from None
+# Exit-status helpers used by lowering (src/lower.rs): 0 normal, 1 break, 2 continue, 3 return.
+HELPERS = {
+    "loop_next": unordered(lambda s: 0 if s == 2 else s),
+    "loop_exit": unordered(lambda s: 0 if s == 1 else s),
+    "loop_again": unordered(lambda s: s == 0 or s == 2),
+    "select_return": unordered(lambda s, v: v if s == 3 else None),
+}
 
 
 # ---------------------------------------------------------------------------------------------
-# Executor: runs async externals on this thread's event loop and blocking ones on worker threads.
+# Support for the Rust executor (src/host/): blocking externals on worker threads, cancellation.
 
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -51,53 +37,14 @@ def _thread_pool():
     return _pool
 
 
-class Executor:
-    """One per λO run. Completions are queued by done-callbacks, which stop the loop so that the
-    Rust runtime regains control: no polling."""
+def submit_blocking(loop, fn, args, kwargs):
+    """Run a blocking external on a worker thread; returns the loop's future for it."""
+    return loop.run_in_executor(_thread_pool(), functools.partial(fn, *args, **kwargs))
 
-    def __init__(self):
-        self.loop = get_loop()
-        if self.loop.is_running():
-            raise RuntimeError("poppy_jit: event loop already running")
-        self.done = []
-        self.running = {}
 
-    def _finished(self, task_id, fut):
-        self.running.pop(task_id, None)
-        self.done.append((task_id, fut))
-        self.loop.stop()
-
-    def submit_coro(self, task_id, coro):
-        task = self.loop.create_task(coro)
-        self.running[task_id] = task
-        task.add_done_callback(functools.partial(self._finished, task_id))
-
-    def submit_blocking(self, task_id, fn, args, kwargs):
-        fut = self.loop.run_in_executor(_thread_pool(), functools.partial(fn, *args, **kwargs))
-        self.running[task_id] = fut
-        fut.add_done_callback(functools.partial(self._finished, task_id))
-
-    def cancel_all(self):
-        """Cancel whatever still runs (the run was aborted) and let the cancellations finish, so
-        no task of this run outlives it."""
-        pending = list(self.running.values())
-        self.running.clear()
-        for fut in pending:
-            fut.cancel()
-        if pending:
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self.done.clear()
-
-    def wait(self):
-        """Block until at least one submitted call finished; return [(task_id, ok, value)]."""
-        if not self.done:
-            self.loop.run_forever()
-        out = []
-        for task_id, fut in self.done:
-            if fut.cancelled():
-                out.append((task_id, False, asyncio.CancelledError()))
-                continue
-            exc = fut.exception()
-            out.append((task_id, True, fut.result()) if exc is None else (task_id, False, exc))
-        self.done.clear()
-        return out
+def cancel_all(loop, pending):
+    """Cancel what an aborted run left in flight and let the cancellations finish, so no task of
+    the run outlives it."""
+    for fut in pending:
+        fut.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))

@@ -1,11 +1,14 @@
 """A simulated LLM service speaking the OpenAI chat-completions protocol.
 
-`SimServer(responder, latency)` serves `POST /v1/chat/completions` (and `GET /v1/models`) on
-127.0.0.1 with an OS-chosen port, answering every request concurrently on its own thread.  Answers
-are scripted by a *responder* `(messages, model, params) -> text`, so they are deterministic; the
-delay before answering follows a `LatencyModel` (time to first token + time per output token, an
-optional jitter that is a deterministic function of the request, and a global `time_scale`).
-Every served request is logged (`SimServer.requests`) with its start/end time and latency.
+`SimServer(responder, latency)` serves `POST /v1/chat/completions` (with `n` choices, and
+`stream=True` as server-sent events, one chunk per token), `POST /v1/embeddings` (deterministic
+unit vectors) and `GET /v1/models` on 127.0.0.1 with an OS-chosen port, answering every request
+concurrently on its own thread.  Answers are scripted by a *responder* `(messages, model, params)
+-> text`, so they are deterministic; the delay before answering follows a `LatencyModel` (time to
+first token + time per output token, an optional jitter that is a deterministic function of the
+request, and a global `time_scale`).  Every request is logged (`SimServer.requests`) with its
+start/end time, latency and status; `SimServer.max_concurrent` is the most requests in service
+at once.  `Fault`s inject 429/500 answers or timeouts on a deterministic schedule.
 
     with SimServer(city_excursions, LatencyModel(ttft=0.3, per_token=0.005)) as sim:
         client = openai.AsyncOpenAI(base_url=sim.base_url, api_key="sim")
@@ -15,6 +18,7 @@ Command line: `python -m poppy_jit.sim --port 8000 --app city_excursions`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import re
@@ -27,8 +31,8 @@ from typing import Callable
 
 Responder = Callable[[list, str, dict], str]
 
-__all__ = ["SimServer", "LatencyModel", "RequestRecord", "city_excursions", "echo", "APPS",
-           "count_tokens"]
+__all__ = ["SimServer", "LatencyModel", "RequestRecord", "Fault", "city_excursions", "echo",
+           "APPS", "count_tokens", "embedding"]
 
 
 def _digest(*parts: object) -> bytes:
@@ -72,22 +76,59 @@ class LatencyModel:
 
 @dataclass
 class RequestRecord:
-    """One served chat-completion request (times are `time.perf_counter()` seconds)."""
+    """One request (times are `time.perf_counter()` seconds)."""
 
     id: str
     model: str
-    prompt: str  # the last user message
+    prompt: str  # the last user message (embeddings: the inputs joined by newlines)
     messages: list
     response: str
     planned_latency: float  # what the latency model asked for
     start: float  # request body received
     end: float = 0.0  # response ready to write
     params: dict = field(default_factory=dict)
+    status: int = 200  # HTTP status answered (a timeout fault: 0, no answer before the hang)
+    endpoint: str = "chat"  # "chat", "embeddings"
+    concurrent: int = 1  # requests in service (this one included) when it arrived
 
     @property
     def latency(self) -> float:
         """Latency as served: from receiving the request to finishing the response."""
         return self.end - self.start
+
+
+@dataclass
+class Fault:
+    """Injected failure: answer `status` (429 or 5xx; 0 = hang for `hang` seconds, a timeout for
+    the client) instead of serving.  Applies to requests whose prompt contains `match` (every
+    request if None): the first `first` of them, then (if `every` > 0) every `every`-th one.
+    Counting is per fault and in arrival order, so a sequential client sees a fixed schedule."""
+
+    status: int = 429
+    match: str | None = None
+    first: int = 1
+    every: int = 0
+    retry_after: float | None = None  # seconds, sent as Retry-After with a 429
+    hang: float = 5.0
+    seen: int = field(default=0, compare=False)
+
+    def hits(self, prompt: str) -> bool:
+        """Count this request and say whether it fails (call with the server lock held)."""
+        if self.match is not None and self.match not in prompt:
+            return False
+        self.seen += 1
+        return self.seen <= self.first or (self.every > 0 and
+                                           (self.seen - self.first) % self.every == 0)
+
+
+def embedding(text: str, dim: int = 8) -> list:
+    """A deterministic unit vector for `text` (the simulator's embedding model)."""
+    h = _digest("embed", text, dim)
+    while len(h) < 2 * dim:
+        h += _digest("embed-more", h)
+    raw = [int.from_bytes(h[2 * i:2 * i + 2], "big") / 32768 - 1 for i in range(dim)]
+    norm = sum(x * x for x in raw) ** 0.5 or 1.0
+    return [x / norm for x in raw]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,29 +243,91 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         start = time.perf_counter()
-        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+        route = self.path.rstrip("/")
+        endpoint = {"/v1/chat/completions": "chat", "/chat/completions": "chat",
+                    "/v1/embeddings": "embeddings", "/embeddings": "embeddings"}.get(route)
+        if endpoint is None:
             self._error(404, f"no route for POST {self.path}")
             return
         try:
             body = json.loads(raw or b"{}")
-            messages = body["messages"]
+            if endpoint == "chat":
+                messages = body["messages"]
+                prompt = _last_user_message(messages)
+            else:
+                inputs = body["input"]
+                inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+                messages, prompt = [], "\n".join(map(str, inputs))
             model = body.get("model", "sim-1")
         except (ValueError, KeyError, TypeError) as exc:
             self._error(400, f"bad request body: {exc}")
             return
-        if body.get("stream"):
-            self._error(400, "stream=True is not supported by the simulator")
-            return
-        params = {k: v for k, v in body.items() if k not in ("messages", "model")}
         sim = self.server.sim
-        text = sim.responder(messages, model, params)
-        planned = sim.latency.latency(messages, model, text)
-        rec = RequestRecord(id=f"chatcmpl-{uuid.uuid4().hex[:24]}", model=model,
-                            prompt=_last_user_message(messages), messages=messages,
-                            response=text, planned_latency=planned, start=start, params=params)
-        time.sleep(max(0.0, start + planned - time.perf_counter()))
-        prompt_tokens = sum(count_tokens(str(m.get("content", ""))) for m in messages)
-        completion_tokens = count_tokens(text)
+        with sim.serving(prompt) as (concurrent, fault):
+            params = {k: v for k, v in body.items() if k not in ("messages", "model", "input")}
+            rec = RequestRecord(id=f"chatcmpl-{uuid.uuid4().hex[:24]}", model=model,
+                                prompt=prompt, messages=messages, response="",
+                                planned_latency=0.0, start=start, params=params,
+                                endpoint=endpoint, concurrent=concurrent)
+            if fault is not None:
+                self._inject(sim, rec, fault)
+            elif endpoint == "embeddings":
+                self._embeddings(sim, rec, inputs, body)
+            else:
+                self._chat(sim, rec, body)
+
+    def _inject(self, sim: "SimServer", rec: RequestRecord, fault: Fault) -> None:
+        rec.status = fault.status
+        if fault.status == 0:  # a timeout: hold the request, then drop the connection
+            time.sleep(fault.hang)
+            rec.end = time.perf_counter()
+            sim._log(rec)
+            self.close_connection = True
+            return
+        rec.end = time.perf_counter()
+        sim._log(rec)
+        body = {"error": {"message": f"injected {fault.status}", "type": "sim_fault",
+                          "param": None, "code": None}}
+        data = json.dumps(body).encode()
+        self.send_response(fault.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if fault.retry_after is not None:
+            self.send_header("Retry-After", str(fault.retry_after))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _embeddings(self, sim: "SimServer", rec: RequestRecord, inputs: list, body: dict) -> None:
+        dim = int(body.get("dimensions") or 8)
+        rec.planned_latency = sim.latency.latency([], rec.model, "")
+        time.sleep(max(0.0, rec.start + rec.planned_latency - time.perf_counter()))
+        tokens = sum(count_tokens(str(t)) for t in inputs)
+        rec.end = time.perf_counter()
+        sim._log(rec)
+        self._send_json(200, {
+            "object": "list", "model": rec.model,
+            "data": [{"object": "embedding", "index": i, "embedding": embedding(str(t), dim)}
+                     for i, t in enumerate(inputs)],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        })
+
+    def _chat(self, sim: "SimServer", rec: RequestRecord, body: dict) -> None:
+        n = int(body.get("n") or 1)
+        texts = []
+        for i in range(n):  # choice i > 0 sees its index, so alternatives differ
+            params = rec.params if i == 0 else dict(rec.params, choice_index=i)
+            text = sim.responder(rec.messages, rec.model, params)
+            texts.append(text if i == 0 or text != texts[0] else f"{text} (alt {i})")
+        rec.response = texts[0]
+        rec.planned_latency = sim.latency.latency(rec.messages, rec.model, texts[0])
+        prompt_tokens = sum(count_tokens(str(m.get("content", ""))) for m in rec.messages)
+        completion_tokens = sum(count_tokens(t) for t in texts)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}
+        if body.get("stream"):
+            self._stream(sim, rec, texts[0], usage)
+            return
+        time.sleep(max(0.0, rec.start + rec.planned_latency - time.perf_counter()))
         # Log before writing, so a client that has its answer always finds the record.
         rec.end = time.perf_counter()
         sim._log(rec)
@@ -232,13 +335,49 @@ class _Handler(BaseHTTPRequestHandler):
             "id": rec.id,
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": model,
+            "model": rec.model,
             "system_fingerprint": "poppy-sim",
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "choices": [{"index": i, "finish_reason": "stop", "logprobs": None,
+                         "message": {"role": "assistant", "content": t}}
+                        for i, t in enumerate(texts)],
+            "usage": usage,
         })
+
+    def _stream(self, sim: "SimServer", rec: RequestRecord, text: str, usage: dict) -> None:
+        """Server-sent events: the first token after the time to first token, then one chunk per
+        token at the per-token pace (both scaled like the non-streaming latency)."""
+        lat = sim.latency
+        words = re.findall(r"\S+\s*|\s+", text) or [""]
+        per_token = (rec.planned_latency - lat.ttft * lat.time_scale) / max(1, len(words))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def event(payload: str) -> None:
+            data = f"data: {payload}\n\n".encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def chunk(delta: dict, finish: str | None) -> str:
+            return json.dumps({"id": rec.id, "object": "chat.completion.chunk",
+                               "created": int(time.time()), "model": rec.model,
+                               "system_fingerprint": "poppy-sim",
+                               "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                            "finish_reason": finish}]})
+
+        time.sleep(max(0.0, rec.start + lat.ttft * lat.time_scale - time.perf_counter()))
+        event(chunk({"role": "assistant", "content": ""}, None))
+        for i, w in enumerate(words):
+            time.sleep(max(0.0, rec.start + lat.ttft * lat.time_scale + per_token * (i + 1)
+                           - time.perf_counter()))
+            event(chunk({"content": w}, None))
+        rec.end = time.perf_counter()
+        sim._log(rec)
+        event(chunk({}, "stop"))
+        event("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
 
 class _Server(ThreadingHTTPServer):
@@ -254,14 +393,38 @@ class SimServer:
     """An in-process simulated LLM service (see module docstring)."""
 
     def __init__(self, responder: Responder = echo, latency: LatencyModel | None = None,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+                 host: str = "127.0.0.1", port: int = 0, faults: list | None = None) -> None:
         self.responder = responder
         self.latency = latency or LatencyModel()
+        self.faults: list = list(faults or [])
         self._addr = (host, port)
         self._lock = threading.Lock()
         self._records: list = []
+        self._in_service = 0
+        self._max_concurrent = 0
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def serving(self, prompt: str):
+        """Count a request in service for its duration; yields (requests in service including
+        this one, the Fault it triggers or None)."""
+        with self._lock:
+            self._in_service += 1
+            self._max_concurrent = max(self._max_concurrent, self._in_service)
+            concurrent = self._in_service
+            fault = next((f for f in self.faults if f.hits(prompt)), None)
+        try:
+            yield concurrent, fault
+        finally:
+            with self._lock:
+                self._in_service -= 1
+
+    @property
+    def max_concurrent(self) -> int:
+        """The most requests in service at once since start (or the last clear_log)."""
+        with self._lock:
+            return self._max_concurrent
 
     def _log(self, rec: RequestRecord) -> None:
         with self._lock:
@@ -276,6 +439,7 @@ class SimServer:
     def clear_log(self) -> None:
         with self._lock:
             self._records.clear()
+            self._max_concurrent = self._in_service
 
     @property
     def port(self) -> int:

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 /// Names of mutable variables stored or loaded anywhere in `f` (parameters included).
 pub fn variables(f: &Function) -> BTreeSet<String> {
     let mut out: BTreeSet<String> = f.params.iter().cloned().collect();
-    fn walk(b: &Block, out: &mut BTreeSet<String>) {
+    fn walk(b: &[Stmt], out: &mut BTreeSet<String>) {
         for s in b {
             match &s.kind {
                 StmtKind::Let(_, Expr::Load(x)) | StmtKind::Store(x, _) => {
@@ -43,9 +43,9 @@ pub fn promotable(f: &Function, force_memory: bool) -> BTreeSet<String> {
 }
 
 /// Variables a block may store, in a deterministic order.
-pub fn assigned(b: &Block) -> BTreeSet<String> {
+pub fn assigned(b: &[Stmt]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    fn walk(b: &Block, out: &mut BTreeSet<String>) {
+    fn walk(b: &[Stmt], out: &mut BTreeSet<String>) {
         for s in b {
             match &s.kind {
                 StmtKind::Store(x, _) => {

@@ -9,14 +9,18 @@
 //!
 //! | class      | dispatches when        | F_R' resolves when | F_W' resolves when |
 //! |------------|------------------------|--------------------|--------------------|
-//! | unordered  | arguments ready        | F_R and done (ok)  | F_W and done (ok)  |
-//! | readonly   | arguments ready, F_R   | F_R                | F_W and done (ok)  |
+//! | unordered  | arguments ready        | F_R (forwarded)    | F_W (forwarded)    |
+//! | readonly   | arguments ready, F_R   | F_R (forwarded)    | F_W and done (ok)  |
 //! | sequential | arguments, F_R and F_W | done (ok)          | done (ok)          |
 //!
-//! A call that fails never resolves its outputs, so no later ordered call runs after an exception.
-//! (PopPy forwards an unordered call's futures at once; waiting for its completion is what keeps a
-//! later sequential call from running when CPython would have stopped at the exception. Unordered
-//! calls themselves never wait, so their parallelism is unchanged.)
+//! Forwarding needs the class, which for most callees is known only with the arguments; a
+//! decorated external's class is known from the callee alone (`Host::classify_callee`), so an
+//! unordered or readonly call forwards the order before its arguments are ready.
+//!
+//! A sequential or readonly call that fails never resolves its remaining outputs, so no later
+//! ordered call runs after it. An unordered call has already forwarded the order when it fails
+//! (PopPy §6.2): later ordered calls may have run; the run still raises the failure earliest in
+//! program order, and the host notes which later ordered calls had already run.
 //!
 //! The policy is the function `Policy::of(class)`; the token is a struct of futures, so per-object
 //! ordering chains are a later extension of `Token`, not a rewrite.
@@ -36,16 +40,33 @@ pub struct Token {
 pub struct Policy {
     pub dispatch_needs_r: bool,
     pub dispatch_needs_w: bool,
-    /// F_R' needs the call to have completed successfully (otherwise it only needs F_R).
+    /// F_R' needs the call to have completed successfully (otherwise it is F_R forwarded).
     pub r_out_needs_done: bool,
+    /// F_W' needs the call to have completed successfully (otherwise it is F_W forwarded).
+    pub w_out_needs_done: bool,
 }
 
 impl Policy {
     pub fn of(class: Class) -> Policy {
         match class {
-            Class::Unordered => Policy { dispatch_needs_r: false, dispatch_needs_w: false, r_out_needs_done: true },
-            Class::Readonly => Policy { dispatch_needs_r: true, dispatch_needs_w: false, r_out_needs_done: false },
-            Class::Sequential => Policy { dispatch_needs_r: true, dispatch_needs_w: true, r_out_needs_done: true },
+            Class::Unordered => Policy {
+                dispatch_needs_r: false,
+                dispatch_needs_w: false,
+                r_out_needs_done: false,
+                w_out_needs_done: false,
+            },
+            Class::Readonly => Policy {
+                dispatch_needs_r: true,
+                dispatch_needs_w: false,
+                r_out_needs_done: false,
+                w_out_needs_done: true,
+            },
+            Class::Sequential => Policy {
+                dispatch_needs_r: true,
+                dispatch_needs_w: true,
+                r_out_needs_done: true,
+                w_out_needs_done: true,
+            },
         }
     }
 }
@@ -115,7 +136,7 @@ mod tests {
         let r = Policy::of(Class::Readonly);
         assert!(r.dispatch_needs_r && !r.dispatch_needs_w && !r.r_out_needs_done);
         let u = Policy::of(Class::Unordered);
-        assert!(!u.dispatch_needs_r && !u.dispatch_needs_w);
+        assert!(!u.dispatch_needs_r && !u.dispatch_needs_w && !u.r_out_needs_done && !u.w_out_needs_done);
     }
 
     #[test]

@@ -9,6 +9,10 @@ use crate::bezoar::{Const, Intrinsic};
 use crate::lambda_o::{Class, Dispatch, Host, PrimFactory, ProgramRef, TaskId};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyFunction, PyString, PyTuple};
+use pyo3::exceptions::PyRuntimeError;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 pub type Obj = Py<PyAny>;
@@ -24,6 +28,112 @@ impl PyErrRef {
     pub fn to_pyerr(&self, py: Python<'_>) -> PyErr {
         self.0.clone_ref(py)
     }
+}
+
+/// LOAD_GLOBAL as an external: looks a name up in a function's globals, then its builtins.
+/// Global loads are single-assignment reads (PopPy §7), classified unordered; the host runs
+/// them without calling into Python.
+#[pyclass(module = "poppy_jit._core", frozen)]
+pub struct GlobalLoader {
+    globals: Py<PyDict>,
+    builtins: Py<PyDict>,
+}
+
+impl GlobalLoader {
+    pub fn new(py: Python<'_>, globals: Bound<'_, PyDict>) -> PyResult<Self> {
+        let builtins = match globals.get_item("__builtins__")? {
+            Some(b) => match b.downcast::<PyDict>() {
+                Ok(d) => d.clone(),
+                Err(_) => b.getattr("__dict__")?.downcast_into::<PyDict>()?,
+            },
+            None => py.import_bound("builtins")?.dict(),
+        };
+        Ok(GlobalLoader { globals: globals.unbind(), builtins: builtins.unbind() })
+    }
+
+    pub fn lookup(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Obj> {
+        if let Some(v) = self.globals.bind(py).get_item(name)? {
+            return Ok(v.unbind());
+        }
+        if let Some(v) = self.builtins.bind(py).get_item(name)? {
+            return Ok(v.unbind());
+        }
+        Err(pyo3::exceptions::PyNameError::new_err(format!("name '{name}' is not defined")))
+    }
+}
+
+#[pymethods]
+impl GlobalLoader {
+    #[classattr]
+    #[allow(non_upper_case_globals)]
+    const __poppy_unordered_loader__: bool = true;
+
+    fn __call__(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Obj> {
+        self.lookup(py, name)
+    }
+}
+
+/// Completions of asynchronous externals, queued by done-callbacks on this thread's loop.
+type DoneQueue = Rc<RefCell<Vec<(TaskId, Obj)>>>;
+
+/// The done-callback of one task: queues its completion and stops the loop so the evaluator
+/// regains control (no polling).
+#[pyclass(unsendable)]
+struct DoneCallback {
+    task: TaskId,
+    queue: DoneQueue,
+    stop: Obj,
+}
+
+#[pymethods]
+impl DoneCallback {
+    fn __call__(&self, py: Python<'_>, fut: Bound<'_, PyAny>) -> PyResult<()> {
+        self.queue.borrow_mut().push((self.task, fut.unbind()));
+        self.stop.call0(py)?;
+        Ok(())
+    }
+}
+
+/// Runs async externals as tasks on this thread's event loop and blocking ones on worker threads.
+struct Executor<'py> {
+    create_task: Bound<'py, PyAny>,
+    run_forever: Bound<'py, PyAny>,
+    stop: Obj,
+    queue: DoneQueue,
+    running: HashMap<TaskId, Obj>,
+    loop_: Bound<'py, PyAny>,
+}
+
+impl<'py> Executor<'py> {
+    fn new(py: Python<'py>) -> PyResult<Self> {
+        let loop_ = py.import_bound("poppy_jit._loop")?.call_method0("get_loop")?;
+        if loop_.call_method0("is_running")?.is_truthy()? {
+            return Err(PyRuntimeError::new_err("poppy_jit: event loop already running"));
+        }
+        Ok(Executor {
+            create_task: loop_.getattr("create_task")?,
+            run_forever: loop_.getattr("run_forever")?,
+            stop: loop_.getattr("stop")?.unbind(),
+            queue: Rc::new(RefCell::new(Vec::new())),
+            running: HashMap::new(),
+            loop_,
+        })
+    }
+
+    fn watch(&mut self, py: Python<'py>, task: TaskId, fut: Bound<'py, PyAny>) -> PyResult<()> {
+        let cb = DoneCallback { task, queue: self.queue.clone(), stop: self.stop.clone_ref(py) };
+        fut.call_method1("add_done_callback", (Py::new(py, cb)?,))?;
+        self.running.insert(task, fut.unbind());
+        Ok(())
+    }
+}
+
+/// What the host knows about a callee, computed once per callee per run.
+enum Callee {
+    Loader,
+    /// Declared with @unordered/@readonly/@sequential.
+    External { class: Class, inner: Obj, is_async: bool, blocking: bool },
+    Plain,
 }
 
 pub fn rt_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
@@ -52,30 +162,83 @@ pub struct PyHost<'py> {
     py: Python<'py>,
     rt: Bound<'py, PyModule>,
     classify: Bound<'py, PyAny>,
-    executor: Option<Bound<'py, PyAny>>,
+    executor: Option<Executor<'py>>,
+    /// `poppy_jit._trace` when PYTHONPOPPY_TRACE is on, with the run's function name.
+    trace: Option<(Bound<'py, PyAny>, String)>,
+    /// perf_counter() when the run started (tracing only).
+    run_start: f64,
+    /// Callees seen in this run, by object address (every callee stays alive in the run's
+    /// slots until the run ends, so addresses are not reused meanwhile).
+    callees: HashMap<usize, Rc<Callee>>,
+}
+
+/// `poppy_jit._trace` if tracing is enabled.
+pub fn trace_module(py: Python<'_>) -> Option<Bound<'_, PyAny>> {
+    let m = py.import_bound("poppy_jit._trace").ok()?;
+    m.getattr("enabled").ok()?.is_truthy().ok()?.then(|| m.into_any())
+}
+
+/// Instants as `time.perf_counter()` seconds (both are CLOCK_MONOTONIC based; anchored on one
+/// simultaneous reading, so the conversion is exact up to the reading's own cost).
+pub struct Clock {
+    py_now: f64,
+    rs_now: std::time::Instant,
+}
+
+impl Clock {
+    pub fn new(py: Python<'_>) -> PyResult<Self> {
+        let py_now = py.import_bound("time")?.call_method0("perf_counter")?.extract()?;
+        Ok(Clock { py_now, rs_now: std::time::Instant::now() })
+    }
+    pub fn at(&self, t: std::time::Instant) -> f64 {
+        if t <= self.rs_now {
+            self.py_now - (self.rs_now - t).as_secs_f64()
+        } else {
+            self.py_now + (t - self.rs_now).as_secs_f64()
+        }
+    }
 }
 
 impl<'py> PyHost<'py> {
-    pub fn new(py: Python<'py>) -> PyResult<Self> {
+    pub fn new(py: Python<'py>, name: &str) -> PyResult<Self> {
         let rt = rt_module(py)?;
         let classify = rt.getattr("classify")?;
-        Ok(PyHost { py, rt, classify, executor: None })
+        let trace = trace_module(py).map(|m| (m, name.to_string()));
+        let run_start = match &trace {
+            Some(_) => py.import_bound("time")?.call_method0("perf_counter")?.extract()?,
+            None => 0.0,
+        };
+        Ok(PyHost { py, rt, classify, executor: None, trace, run_start, callees: HashMap::new() })
     }
 
     /// End of a run: cancel and reap anything still in flight (only possible when the run was
     /// aborted by an error), so no task or callback of this run outlives it.
     pub fn finish(&mut self) -> PyResult<()> {
-        if let Some(ex) = &self.executor {
-            ex.call_method0("cancel_all")?;
+        if let Some(ex) = &mut self.executor {
+            if !ex.running.is_empty() {
+                let pending: Vec<Obj> = ex.running.drain().map(|(_, f)| f).collect();
+                self.rt.call_method1("cancel_all", (ex.loop_.clone(), pending))?;
+            }
+            ex.queue.borrow_mut().clear();
         }
         Ok(())
     }
 
-    fn executor(&mut self) -> PyResult<Bound<'py, PyAny>> {
+    fn executor(&mut self) -> PyResult<&mut Executor<'py>> {
         if self.executor.is_none() {
-            self.executor = Some(self.rt.getattr("Executor")?.call0()?);
+            self.executor = Some(Executor::new(self.py)?);
         }
-        Ok(self.executor.clone().unwrap())
+        Ok(self.executor.as_mut().unwrap())
+    }
+
+    fn callee(&mut self, f: &Obj) -> Rc<Callee> {
+        let key = f.as_ptr() as usize;
+        if let Some(c) = self.callees.get(&key) {
+            return c.clone();
+        }
+        let c = Rc::new(describe(f.bind(self.py)).unwrap_or(Callee::Plain));
+        self.callees.insert(key, c.clone());
+        c
     }
 
     fn try_dispatch(
@@ -86,33 +249,60 @@ impl<'py> PyHost<'py> {
         kwnames: &[String],
     ) -> PyResult<Dispatch<Obj, PyErrRef>> {
         let py = self.py;
-        let f = f.bind(py);
+        let callee = self.callee(f);
+        if let Callee::Loader = &*callee {
+            let loader = f.bind(py).downcast::<GlobalLoader>()?.get();
+            return Ok(Dispatch::Done(loader.lookup(py, args[0].bind(py)).map_err(PyErrRef::new)));
+        }
         let (pos, kw) = call_args(py, args, kwnames)?;
-        // Externals declared with our decorators: call the undecorated function directly.
-        let spec = if f.is_instance_of::<PyFunction>() {
-            f.getattr("__dict__")?.downcast_into::<PyDict>()?.get_item("__poppy_external__")?
-        } else {
-            None
-        };
-        if let Some(spec) = spec {
-            let inner = spec.getattr("fn")?;
-            if spec.getattr("is_async")?.is_truthy()? {
+        if let Callee::External { inner, is_async, blocking, .. } = &*callee {
+            // Call the undecorated function directly (the decorator's wrapper would block).
+            let inner = inner.bind(py);
+            if *is_async {
                 let coro = match inner.call(pos, kw.as_ref()) {
                     Ok(c) => c,
                     Err(e) => return Ok(Dispatch::Done(Err(PyErrRef::new(e)))),
                 };
-                self.executor()?.call_method1("submit_coro", (task, coro))?;
+                let ex = self.executor()?;
+                let t = ex.create_task.call1((coro,))?;
+                ex.watch(py, task, t)?;
                 return Ok(Dispatch::Pending);
             }
-            if spec.getattr("blocking")?.is_truthy()? {
+            if *blocking {
                 let kw = kw.unwrap_or_else(|| PyDict::new_bound(py));
-                self.executor()?.call_method1("submit_blocking", (task, inner, pos, kw))?;
+                let rt = self.rt.clone();
+                let ex = self.executor()?;
+                let fut = rt.call_method1("submit_blocking", (ex.loop_.clone(), inner, pos, kw))?;
+                ex.watch(py, task, fut)?;
                 return Ok(Dispatch::Pending);
             }
             return Ok(Dispatch::Done(inner.call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)));
         }
-        Ok(Dispatch::Done(f.call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)))
+        Ok(Dispatch::Done(f.bind(py).call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)))
     }
+}
+
+fn describe(f: &Bound<'_, PyAny>) -> PyResult<Callee> {
+    if f.is_instance_of::<GlobalLoader>() {
+        return Ok(Callee::Loader);
+    }
+    if !f.is_instance_of::<PyFunction>() {
+        return Ok(Callee::Plain);
+    }
+    let Some(spec) = f.getattr("__dict__")?.downcast_into::<PyDict>()?.get_item("__poppy_external__")? else {
+        return Ok(Callee::Plain);
+    };
+    let class = match spec.getattr("kind")?.extract::<String>()?.as_str() {
+        "unordered" => Class::Unordered,
+        "readonly" => Class::Readonly,
+        _ => Class::Sequential,
+    };
+    Ok(Callee::External {
+        class,
+        inner: spec.getattr("fn")?.unbind(),
+        is_async: spec.getattr("is_async")?.is_truthy()?,
+        blocking: spec.getattr("blocking")?.is_truthy()?,
+    })
 }
 
 impl<'py> Host for PyHost<'py> {
@@ -126,7 +316,18 @@ impl<'py> Host for PyHost<'py> {
         crate::hook::inline_program(self.py, f.bind(self.py), nargs)
     }
 
+    fn classify_callee(&mut self, f: &Obj) -> Option<Class> {
+        match &*self.callee(f) {
+            Callee::Loader => Some(Class::Unordered),
+            Callee::External { class, .. } => Some(*class),
+            Callee::Plain => None,
+        }
+    }
+
     fn classify(&mut self, f: &Obj, args: &[Obj], kwnames: &[String]) -> Class {
+        if let Some(c) = self.classify_callee(f) {
+            return c;
+        }
         let py = self.py;
         let a = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
         let k = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
@@ -146,13 +347,27 @@ impl<'py> Host for PyHost<'py> {
     }
 
     fn wait(&mut self) -> Result<Vec<(TaskId, Result<Obj, PyErrRef>)>, PyErrRef> {
-        // An exception out of the loop itself (KeyboardInterrupt while waiting) aborts the run.
-        let done = self.executor().and_then(|ex| ex.call_method0("wait")).map_err(PyErrRef::new)?;
-        let mut out = Vec::new();
-        for item in done.iter().map_err(PyErrRef::new)? {
-            let item = item.map_err(PyErrRef::new)?;
-            let (task, ok, value): (TaskId, bool, Bound<'_, PyAny>) = item.extract().map_err(PyErrRef::new)?;
-            let r = if ok { Ok(value.unbind()) } else { Err(PyErrRef::new(PyErr::from_value_bound(value))) };
+        let py = self.py;
+        let ex = self.executor().map_err(PyErrRef::new)?;
+        if ex.queue.borrow().is_empty() {
+            // An exception out of the loop itself (KeyboardInterrupt while waiting) aborts the run.
+            ex.run_forever.call0().map_err(PyErrRef::new)?;
+        }
+        let done: Vec<(TaskId, Obj)> = std::mem::take(&mut *ex.queue.borrow_mut());
+        let mut out = Vec::with_capacity(done.len());
+        for (task, fut) in done {
+            ex.running.remove(&task);
+            let fut = fut.bind(py);
+            let r = if fut.call_method0("cancelled").and_then(|c| c.is_truthy()).map_err(PyErrRef::new)? {
+                Err(PyErrRef::new(pyo3::exceptions::asyncio::CancelledError::new_err(())))
+            } else {
+                let exc = fut.call_method0("exception").map_err(PyErrRef::new)?;
+                if exc.is_none() {
+                    Ok(fut.call_method0("result").map_err(PyErrRef::new)?.unbind())
+                } else {
+                    Err(PyErrRef::new(PyErr::from_value_bound(exc)))
+                }
+            };
             out.push((task, r));
         }
         Ok(out)
@@ -162,9 +377,69 @@ impl<'py> Host for PyHost<'py> {
         v.bind(self.py).is_truthy().map_err(PyErrRef::new)
     }
 
+    fn make_tuple(&mut self, items: Vec<Obj>) -> Obj {
+        PyTuple::new_bound(self.py, items).into_any().unbind()
+    }
+
     fn elements(&mut self, v: &Obj) -> Result<Vec<Obj>, PyErrRef> {
         let t = v.bind(self.py).downcast::<PyTuple>().map_err(|e| PyErrRef::new(e.into()))?;
         Ok(t.iter().map(|x| x.unbind()).collect())
+    }
+
+    fn note_reordered(&mut self, e: PyErrRef, later: Vec<Obj>) -> PyErrRef {
+        let py = self.py;
+        let names: Vec<String> = later
+            .iter()
+            .map(|f| {
+                let f = f.bind(py);
+                f.getattr("__qualname__")
+                    .or_else(|_| f.getattr("__name__"))
+                    .and_then(|n| n.extract::<String>())
+                    .unwrap_or_else(|_| f.get_type().name().map(|n| n.to_string()).unwrap_or_default())
+            })
+            .collect();
+        let note = format!(
+            "poppy_jit: this call is @unordered and ran concurrently with {} later ordered call(s) \
+             that had already run when it failed: {}",
+            names.len(),
+            names.join(", ")
+        );
+        let err = e.to_pyerr(py);
+        let _ = err.value_bound(py).call_method1("add_note", (note,));
+        PyErrRef::new(err)
+    }
+
+    fn tracing(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    fn record_calls(&mut self, records: Vec<crate::lambda_o::CallRecord<Obj>>) {
+        let py = self.py;
+        let Some((m, name)) = &self.trace else { return };
+        let Ok(clock) = Clock::new(py) else { return };
+        let opt = |t: Option<std::time::Instant>| t.map(|t| clock.at(t));
+        let recs: Vec<PyObject> = records
+            .into_iter()
+            .map(|r| {
+                let args = PyTuple::new_bound(py, r.args.iter().map(|a| a.bind(py)));
+                (
+                    r.position,
+                    r.func,
+                    args,
+                    r.class.name(),
+                    clock.at(r.queued),
+                    clock.at(r.ready),
+                    opt(r.dispatched),
+                    opt(r.done),
+                    r.ok,
+                )
+                    .into_py(py)
+            })
+            .collect();
+        let end = clock.at(std::time::Instant::now());
+        if let Err(e) = m.call_method1("record_run", (name.as_str(), self.run_start, end, recs)) {
+            e.print(py);
+        }
     }
 
     fn internal_error(&mut self, kind: &str, msg: &str) -> PyErrRef {
@@ -192,7 +467,8 @@ impl<'py> PyFactory<'py> {
         let rt = rt_module(py)?;
         let code = func.getattr("__code__")?;
         let consts = code.getattr("co_consts")?.downcast_into::<PyTuple>()?;
-        let loader = rt.getattr("GlobalLoader")?.call1((func.getattr("__globals__")?,))?.unbind();
+        let globals = func.getattr("__globals__")?.downcast_into::<PyDict>()?;
+        let loader = Py::new(py, GlobalLoader::new(py, globals)?)?.into_any();
         Ok(PyFactory { py, rt, consts, loader })
     }
 
@@ -241,5 +517,13 @@ impl<'py> PrimFactory for PyFactory<'py> {
 
     fn bound_check(&mut self) -> Obj {
         self.rt_attr("bound_check")
+    }
+
+    fn helper(&mut self, name: &str) -> Obj {
+        self.rt
+            .getattr("HELPERS")
+            .and_then(|h| h.get_item(name))
+            .expect("poppy_jit._rt.HELPERS has every lowering helper")
+            .unbind()
     }
 }

@@ -13,7 +13,7 @@
 //! evaluator blocks in `Host::wait` until at least one finishes.
 //!
 //! External calls go through `xcall`: a controller per call (see `crate::control`).
-use super::host::{Class, Dispatch, Host, TaskId};
+use super::host::{CallRecord, Class, Dispatch, Host, TaskId};
 use super::term::*;
 use crate::control::{Futures, Phase, Policy, Token};
 use crate::stats::RunStats;
@@ -86,8 +86,13 @@ struct Ctrl<P> {
     out: Token,
     phase: Phase,
     class: Class,
+    /// The class once known: from the callee alone before the arguments are, or classified.
+    early: Option<Class>,
     argv: Vec<P>,
+    queued_at: Instant,
     ready_at: Option<Instant>,
+    dispatched_at: Option<Instant>,
+    done_at: Option<Instant>,
 }
 
 struct Eval<'a, H: Host> {
@@ -105,6 +110,13 @@ struct Eval<'a, H: Host> {
     /// External calls that raised (or could not run because an argument was an error), in the
     /// order they failed.
     failures: Vec<(usize, H::Error)>,
+    steps_left: u64,
+    /// xorshift state when stepping in pseudo-random order.
+    shuffle: Option<u64>,
+    /// Keep call arguments and timings for `Host::record_calls`.
+    tracing: bool,
+    /// The controller that created each output future F_R' (to recover program order).
+    fut_owner: HashMap<usize, usize>,
 }
 
 /// Run `program` (entry params [S, args...], result (S', value)) to quiescence.
@@ -114,6 +126,36 @@ pub fn run<H: Host>(
     args: Vec<H::Prim>,
     stats: &mut RunStats,
 ) -> Result<H::Prim, H::Error> {
+    run_bounded(host, program, args, stats, u64::MAX)
+}
+
+/// `run`, giving up with a RuntimeError after `max_steps` work items (for diverging programs).
+pub fn run_bounded<H: Host>(
+    host: &mut H,
+    program: ProgramRef<H::Prim>,
+    args: Vec<H::Prim>,
+    stats: &mut RunStats,
+    max_steps: u64,
+) -> Result<H::Prim, H::Error> {
+    run_with(host, program, args, stats, &RunOptions { max_steps, shuffle_seed: None })
+}
+
+/// Evaluation knobs (tests): a step budget, and stepping ready work in a pseudo-random order
+/// instead of FIFO (confluence: the result and the external calls must not depend on it).
+#[derive(Clone, Copy, Debug)]
+pub struct RunOptions {
+    pub max_steps: u64,
+    pub shuffle_seed: Option<u64>,
+}
+
+pub fn run_with<H: Host>(
+    host: &mut H,
+    program: ProgramRef<H::Prim>,
+    args: Vec<H::Prim>,
+    stats: &mut RunStats,
+    opts: &RunOptions,
+) -> Result<H::Prim, H::Error> {
+    let max_steps = opts.max_steps;
     let mut ev = Eval {
         host,
         stats,
@@ -127,12 +169,22 @@ pub fn run<H: Host>(
         next_task: 0,
         in_flight: 0,
         failures: Vec::new(),
+        steps_left: max_steps,
+        shuffle: opts.shuffle_seed.map(|s| s | 1),
+        tracing: false,
+        fut_owner: HashMap::new(),
     };
+    ev.tracing = ev.host.tracing();
     let token = Token { r: ev.futs.new_resolved(), w: ev.futs.new_resolved() };
     let mut params = vec![ev.new_slot(Value::Seq(token))];
     params.extend(args.into_iter().map(|a| ev.new_slot(Value::Prim(a))));
     let ret = ev.instantiate(&program, program.entry, &[], &params)?;
-    ev.drive()?;
+    let driven = ev.drive();
+    if ev.tracing {
+        let records = ev.call_records();
+        ev.host.record_calls(records);
+    }
+    driven?;
     ev.outcome(ret)
 }
 
@@ -247,7 +299,11 @@ impl<'a, H: Host> Eval<'a, H> {
 
     fn drive(&mut self) -> Result<(), H::Error> {
         loop {
-            while let Some(w) = self.ready.pop_front() {
+            while let Some(w) = self.next_ready() {
+                if self.steps_left == 0 {
+                    return Err(self.host.internal_error("RuntimeError", "step budget exhausted"));
+                }
+                self.steps_left -= 1;
                 self.step(w);
             }
             if self.tasks.is_empty() {
@@ -258,6 +314,22 @@ impl<'a, H: Host> Eval<'a, H> {
                     self.in_flight -= 1;
                     self.complete(cid, result);
                 }
+            }
+        }
+    }
+
+    fn next_ready(&mut self) -> Option<WorkId> {
+        match &mut self.shuffle {
+            None => self.ready.pop_front(),
+            Some(x) => {
+                if self.ready.is_empty() {
+                    return None;
+                }
+                *x ^= *x << 13;
+                *x ^= *x >> 7;
+                *x ^= *x << 17;
+                let i = (*x % self.ready.len() as u64) as usize;
+                self.ready.swap_remove_back(i)
             }
         }
     }
@@ -461,6 +533,7 @@ impl<'a, H: Host> Eval<'a, H> {
         let result = self.pending_slot();
         self.resolve(dst, Value::Tuple(Rc::from(vec![s_out, result])));
         let cid = self.ctrls.len();
+        let early = self.host.classify_callee(&func);
         self.ctrls.push(Ctrl {
             seq,
             func,
@@ -470,9 +543,14 @@ impl<'a, H: Host> Eval<'a, H> {
             out,
             phase: Phase::WaitArgs,
             class: Class::Sequential,
+            early,
             argv: Vec::new(),
+            queued_at: Instant::now(),
             ready_at: None,
+            dispatched_at: None,
+            done_at: None,
         });
+        self.fut_owner.insert(out.r, cid);
         self.work.push(Work::Ctrl(cid));
         let w = self.work.len() - 1;
         self.ctrl_work.push(w);
@@ -506,31 +584,51 @@ impl<'a, H: Host> Eval<'a, H> {
         }
     }
 
+    /// Pass the order on without waiting for the call itself, as far as its class allows
+    /// (unordered: F_R and F_W; readonly: F_R) — as soon as the class is known, even before the
+    /// arguments are. Non-blocking: registers to be woken for whatever is still pending.
+    fn forward(&mut self, cid: usize, w: WorkId) {
+        let c = &self.ctrls[cid];
+        let Some(class) = c.early else { return };
+        let policy = Policy::of(class);
+        let out = c.out;
+        let r_pending = !policy.r_out_needs_done && !self.futs.is_done(out.r);
+        let w_pending = !policy.w_out_needs_done && !self.futs.is_done(out.w);
+        if !r_pending && !w_pending {
+            return;
+        }
+        let Some(Value::Seq(tok)) = self.need(self.ctrls[cid].seq, w) else { return };
+        if r_pending && self.wait_fut(tok.r, w) {
+            self.resolve_fut(out.r);
+        }
+        if w_pending && self.wait_fut(tok.w, w) {
+            self.resolve_fut(out.w);
+        }
+    }
+
     fn advance(&mut self, cid: usize, w: WorkId) {
+        self.forward(cid, w);
         loop {
             match self.ctrls[cid].phase {
                 Phase::WaitArgs => {
                     let mut argv = Vec::with_capacity(self.ctrls[cid].args.len());
                     for i in 0..self.ctrls[cid].args.len() {
                         let a = self.ctrls[cid].args[i];
-                        match self.need(a, w) {
+                        match self.prim_arg(a, w) {
                             None => return,
-                            Some(Value::Prim(p)) => argv.push(p),
-                            Some(Value::Error(e)) => return self.fail(cid, e),
-                            Some(_) => {
-                                let msg = "poppy_jit: an external call got a λO value that is not a Python object";
-                                let e = self.host.internal_error("TypeError", msg);
-                                return self.fail(cid, e);
-                            }
+                            Some(Ok(p)) => argv.push(p),
+                            Some(Err(e)) => return self.fail(cid, e),
                         }
                     }
                     let c = &self.ctrls[cid];
                     let class = self.host.classify(&c.func, &argv, &c.kwnames);
                     let c = &mut self.ctrls[cid];
                     c.class = class;
+                    c.early = Some(class);
                     c.argv = argv;
                     c.ready_at = Some(Instant::now());
                     c.phase = Phase::WaitOrder;
+                    self.forward(cid, w);
                 }
                 Phase::WaitOrder => {
                     let class = self.ctrls[cid].class;
@@ -539,10 +637,6 @@ impl<'a, H: Host> Eval<'a, H> {
                         let Some(tok) = self.token(cid, w) else { return };
                         if !self.wait_fut(tok.r, w) {
                             return;
-                        }
-                        if !policy.r_out_needs_done {
-                            let out = self.ctrls[cid].out.r;
-                            self.resolve_fut(out);
                         }
                         if policy.dispatch_needs_w && !self.wait_fut(tok.w, w) {
                             return;
@@ -555,10 +649,10 @@ impl<'a, H: Host> Eval<'a, H> {
                 }
                 Phase::Completed => {
                     let Some(tok) = self.token(cid, w) else { return };
+                    let out = self.ctrls[cid].out;
                     if !self.wait_fut(tok.r, w) {
                         return;
                     }
-                    let out = self.ctrls[cid].out;
                     self.resolve_fut(out.r);
                     if !self.wait_fut(tok.w, w) {
                         return;
@@ -572,12 +666,37 @@ impl<'a, H: Host> Eval<'a, H> {
         }
     }
 
+    /// An external call's argument: a primitive, or a λO tuple of primitives (built into a host
+    /// tuple once every component is known). None after registering to wait.
+    fn prim_arg(&mut self, s: SlotId, w: WorkId) -> Option<Result<H::Prim, H::Error>> {
+        match self.need(s, w)? {
+            Value::Prim(p) => Some(Ok(p)),
+            Value::Error(e) => Some(Err(e)),
+            Value::Tuple(t) => {
+                let mut items = Vec::with_capacity(t.len());
+                for c in t.iter() {
+                    match self.prim_arg(*c, w)? {
+                        Ok(p) => items.push(p),
+                        Err(e) => return Some(Err(e)),
+                    }
+                }
+                Some(Ok(self.host.make_tuple(items)))
+            }
+            _ => Some(Err(self.host.internal_error(
+                "TypeError",
+                "poppy_jit: an external call got a λO function or memory as an argument",
+            ))),
+        }
+    }
+
     fn dispatch(&mut self, cid: usize) {
         let task = self.next_task;
         self.next_task += 1;
+        let now = Instant::now();
+        self.ctrls[cid].dispatched_at = Some(now);
         let c = &self.ctrls[cid];
         if let Some(t) = c.ready_at {
-            self.stats.queue_wait_ns += t.elapsed().as_nanos() as u64;
+            self.stats.queue_wait_ns += now.duration_since(t).as_nanos() as u64;
         }
         self.stats.count_dispatch(c.class);
         self.in_flight += 1;
@@ -596,7 +715,10 @@ impl<'a, H: Host> Eval<'a, H> {
     }
 
     fn complete(&mut self, cid: usize, r: Result<H::Prim, H::Error>) {
-        self.ctrls[cid].argv.clear();
+        self.ctrls[cid].done_at = Some(Instant::now());
+        if !self.tracing {
+            self.ctrls[cid].argv.clear();
+        }
         match r {
             Ok(v) => {
                 let result = self.ctrls[cid].result;
@@ -619,16 +741,92 @@ impl<'a, H: Host> Eval<'a, H> {
         self.resolve(result, Value::Error(e));
     }
 
+    /// Each call's position in program order: 1 + the position of the call that produced its
+    /// input token (0 for the run's initial token); None if its input order never became known.
+    fn positions(&self) -> Vec<Option<u64>> {
+        let n = self.ctrls.len();
+        let mut pos: Vec<Option<Option<u64>>> = vec![None; n];
+        for start in 0..n {
+            // Walk back along the token chain to a known position, then fill in going forward.
+            let mut chain = Vec::new();
+            let mut cur = Some(start);
+            let mut base: Option<u64> = None;
+            while let Some(c) = cur {
+                if let Some(p) = pos[c] {
+                    base = p;
+                    break;
+                }
+                chain.push(c);
+                cur = match self.value(self.ctrls[c].seq) {
+                    Some(Value::Seq(t)) => match self.fut_owner.get(&t.r) {
+                        Some(&owner) => Some(owner),
+                        None => {
+                            base = Some(0); // the run's initial token
+                            None
+                        }
+                    },
+                    _ => {
+                        base = None;
+                        None
+                    }
+                };
+            }
+            for c in chain.into_iter().rev() {
+                base = base.map(|b| b + 1);
+                pos[c] = Some(base);
+            }
+        }
+        pos.into_iter().map(|p| p.flatten()).collect()
+    }
+
+    /// Records of every call whose arguments became known, with its position in program order.
+    fn call_records(&mut self) -> Vec<CallRecord<H::Prim>> {
+        let pos = self.positions();
+        let failed: std::collections::HashSet<usize> = self.failures.iter().map(|(c, _)| *c).collect();
+        let mut out = Vec::new();
+        for (cid, c) in self.ctrls.iter_mut().enumerate() {
+            let Some(ready) = c.ready_at else { continue };
+            out.push(CallRecord {
+                position: pos[cid],
+                func: c.func.clone(),
+                args: std::mem::take(&mut c.argv),
+                kwnames: c.kwnames.clone(),
+                class: c.class,
+                queued: c.queued_at,
+                ready,
+                dispatched: c.dispatched_at,
+                done: c.done_at,
+                ok: c.done_at.is_some() && !failed.contains(&cid),
+            });
+        }
+        out
+    }
+
     // ---- result ----------------------------------------------------------------------------
 
     fn outcome(&mut self, ret: SlotId) -> Result<H::Prim, H::Error> {
-        // The failure earliest in program order is the one every earlier ordered call had
-        // finished before (its input F_W resolved): a failure never resolves its own F_W'.
-        for (cid, e) in &self.failures {
-            if let Some(Value::Seq(t)) = self.value(self.ctrls[*cid].seq) {
-                if self.futs.is_done(t.w) {
-                    return Err(e.clone());
-                }
+        // Raise the failure earliest in program order. When it is an unordered call, it had
+        // passed the order on before failing, so later ordered calls may have run: say which.
+        if !self.failures.is_empty() {
+            let pos = self.positions();
+            let earliest = self
+                .failures
+                .iter()
+                .filter_map(|(cid, e)| pos[*cid].map(|p| (p, *cid, e.clone())))
+                .min_by_key(|(p, _, _)| *p);
+            if let Some((p, _, e)) = earliest {
+                let later: Vec<H::Prim> = self
+                    .ctrls
+                    .iter()
+                    .enumerate()
+                    .filter(|(c, ctrl)| {
+                        ctrl.dispatched_at.is_some()
+                            && ctrl.class != Class::Unordered
+                            && pos[*c].is_some_and(|q| q > p)
+                    })
+                    .map(|(_, ctrl)| ctrl.func.clone())
+                    .collect();
+                return Err(if later.is_empty() { e } else { self.host.note_reordered(e, later) });
             }
         }
         let value = match self.value(ret) {

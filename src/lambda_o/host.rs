@@ -2,6 +2,23 @@
 //! a small simulated world in Rust tests).
 use super::term::ProgramRef;
 use crate::bezoar::{Const, Intrinsic};
+use std::time::Instant;
+
+/// What happened to one external call of a run (collected when `Host::tracing()` is on).
+pub struct CallRecord<P> {
+    /// Index of the call in sequential program order within the run (1-based), if known.
+    pub position: Option<u64>,
+    pub func: P,
+    pub args: Vec<P>,
+    pub kwnames: Vec<String>,
+    pub class: Class,
+    /// Queued (the evaluator reached the call), arguments known, dispatched, finished.
+    pub queued: Instant,
+    pub ready: Instant,
+    pub dispatched: Option<Instant>,
+    pub done: Option<Instant>,
+    pub ok: bool,
+}
 
 /// Reordering class of an external call (PopPy §4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,6 +61,12 @@ pub trait Host {
         kwnames: &[String],
     ) -> Option<ProgramRef<Self::Prim>>;
 
+    /// The class of calling `f` if it does not depend on the arguments (a decorated external), so
+    /// that a readonly call can pass the order on before its arguments are known.
+    fn classify_callee(&mut self, _f: &Self::Prim) -> Option<Class> {
+        None
+    }
+
     /// The reordering class of calling `f` with these (resolved) arguments.
     fn classify(&mut self, f: &Self::Prim, args: &[Self::Prim], kwnames: &[String]) -> Class;
 
@@ -65,12 +88,31 @@ pub trait Host {
     /// Truth value of an `ite` condition (already a bool produced by an external `truth` call).
     fn truthy(&mut self, v: &Self::Prim) -> Result<bool, Self::Error>;
 
+    /// A primitive tuple built from primitives (an external call's argument that is a λO tuple of
+    /// primitives, OPAL's c̄).
+    fn make_tuple(&mut self, items: Vec<Self::Prim>) -> Self::Prim;
+
     /// Elements of a `fold` sequence (already materialised by an external call).
     fn elements(&mut self, v: &Self::Prim) -> Result<Vec<Self::Prim>, Self::Error>;
 
     /// An error raised by λO-level evaluation itself (unbound variable, calling a non-function...).
     /// `kind` is a Python exception name such as "UnboundLocalError" or "TypeError".
     fn internal_error(&mut self, kind: &str, msg: &str) -> Self::Error;
+
+    /// The run raises `e`, from an unordered call that had passed the order on before it failed;
+    /// `later` are the ordered externals, later in program order, that had already run. The host
+    /// may attach that to the error (CPython would not have made those calls).
+    fn note_reordered(&mut self, e: Self::Error, _later: Vec<Self::Prim>) -> Self::Error {
+        e
+    }
+
+    /// Whether the host wants a `CallRecord` per external call at the end of the run.
+    fn tracing(&self) -> bool {
+        false
+    }
+
+    /// Receives the run's call records (only called when `tracing()` is true).
+    fn record_calls(&mut self, _records: Vec<CallRecord<Self::Prim>>) {}
 }
 
 /// What lowering needs from a host: primitives for constants and intrinsic operations.
@@ -86,6 +128,10 @@ pub trait PrimFactory {
     fn global_loader(&mut self) -> Self::Prim;
     /// An identity callable used to make a possibly-unbound local raise at the point of its load.
     fn bound_check(&mut self) -> Self::Prim;
+    /// An unordered runtime helper for exit-status threading: `loop_next(s)` (continue → 0),
+    /// `loop_exit(s)` (break → 0), `loop_again(s)` (s is 0 or continue), `select_return(s, v)`
+    /// (v if s is return, else None).
+    fn helper(&mut self, name: &str) -> Self::Prim;
 }
 
 /// Text form of primitives (printing always; parsing for hosts used by text tests).

@@ -4,6 +4,8 @@ pub mod host;
 pub mod term;
 pub mod text;
 #[cfg(test)]
+mod tests;
+#[cfg(test)]
 pub mod testhost;
 
 pub use host::*;

@@ -208,8 +208,14 @@ pub fn parse<P: PrimText>(src: &str) -> Result<Program<P>, String> {
             }
             let (lhs, rhs) = split_once(l, ":=")?;
             let rhs = rhs.trim();
-            let op = parse_op::<P>(&sc, rhs)?;
-            let dst = sc.define(lhs.trim())?;
+            // A closure may capture its own variable (recursion), so it is bound first.
+            let (op, dst) = if rhs.starts_with("fun ") {
+                let dst = sc.define(lhs.trim())?;
+                (parse_op::<P>(&sc, rhs)?, dst)
+            } else {
+                let op = parse_op::<P>(&sc, rhs)?;
+                (op, sc.define(lhs.trim())?)
+            };
             body.push(Stmt { dst, op, line });
         }
         let ret = ret.ok_or_else(|| format!("function {} has no ret", raw.name))?;

@@ -1,0 +1,97 @@
+"""Command-line tools.
+
+    python -m poppy_jit timeline trace.json -o timeline.png [--run N] [--title TEXT]
+    python -m poppy_jit explain module:function [--no-ir]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import sys
+
+
+def _resolve(target: str):
+    """`module:qualname` → the object (the module is imported, so its top level runs)."""
+    module_name, sep, qualname = target.partition(":")
+    if not sep or not module_name or not qualname:
+        raise SystemExit(f"explain: expected module:function, got {target!r}")
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")  # like `python -m`: modules of the current directory
+    obj = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SystemExit(f"explain: {module_name} has no {qualname!r}") from None
+    return obj
+
+
+def explain_text(fn, show_ir: bool = True) -> str:
+    """What `python -m poppy_jit explain` prints for a function."""
+    from . import _overlap
+    from ._decorators import explain
+
+    name = getattr(fn, "__qualname__", repr(fn))
+    spec = getattr(fn, "__poppy_external__", None)
+    if spec is not None:
+        return (f"{name} is an external ({spec.kind}"
+                f"{', blocking' if spec.blocking else ''}"
+                f"{', async' if spec.is_async else ''}): the runtime calls it, it is not compiled")
+    if not inspect.isfunction(fn):
+        raise SystemExit(f"explain: {name} is not a Python function")
+    code = fn.__code__
+    out = [f"== {name}  ({code.co_filename}:{code.co_firstlineno}) =="]
+    if not getattr(fn, "__poppy__", False):
+        out.append("note: not marked @poppy, so it runs as plain CPython (a sequential external "
+                   "of whatever calls it); shown here as it would compile")
+    e = explain(fn)
+    if e["fallback"] is not None:
+        out.append(f"status: FALLS BACK, runs as plain CPython: {e['fallback']}")
+        return "\n".join(out)
+    out.append("status: compiled")
+    if show_ir:
+        out += ["", "-- Bezoar --", e["bezoar"].rstrip(), "", "-- λO --", e["lambda_o"].rstrip()]
+    out += ["", "-- external calls (static analysis of the Bezoar text; see "
+                "docs/observability.md) --", _overlap.report(e["bezoar"], fn.__globals__)]
+    internal = []
+    for site in _overlap.analyse(e["bezoar"], fn.__globals__):
+        callee = fn.__globals__.get(site.callee)
+        if site.kind == "internal" and inspect.isfunction(callee):
+            sub = explain(callee)
+            status = ("compiled, inlined at the call" if sub["fallback"] is None
+                      else f"FALLS BACK ({sub['fallback']}): runs as one sequential external")
+            internal.append(f"  #{site.index} {site.callee}: {status}")
+    if internal:
+        out += ["@poppy functions called:"] + internal
+    return "\n".join(out)
+
+
+def main(argv: list | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m poppy_jit")
+    sub = parser.add_subparsers(dest="command", required=True)
+    tl = sub.add_parser("timeline", help="draw a PYTHONPOPPY_TRACE file (PopPy Fig. 6)")
+    tl.add_argument("trace", help="Chrome trace-event JSON written with PYTHONPOPPY_TRACE")
+    tl.add_argument("-o", "--output", default="timeline.png", help="PNG to write")
+    tl.add_argument("--run", type=int, default=None, help="only this run (the `run` arg)")
+    tl.add_argument("--title", default=None)
+    ex = sub.add_parser("explain", help="Bezoar, λO, fallback reason and overlap analysis")
+    ex.add_argument("target", help="module:function (the module is imported)")
+    ex.add_argument("--no-ir", action="store_true", help="omit the Bezoar and λO texts")
+    args = parser.parse_args(argv)
+
+    if args.command == "timeline":
+        from .timeline import render
+        try:
+            n = render(args.trace, args.output, run=args.run, title=args.title)
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"timeline: {args.trace}: {exc}", file=sys.stderr)
+            return 1
+        print(f"wrote {args.output} ({n} external calls)")
+        return 0
+    print(explain_text(_resolve(args.target), show_ir=not args.no_ir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
