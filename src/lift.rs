@@ -1,22 +1,51 @@
 //! Lifting CPython 3.11 bytecode into Bezoar.
 //!
-//! Three steps:
+//! Steps:
 //! 1. `check_code_object` + opcode check: reject code objects outside the fragment (generators,
-//!    closures, `*args`, try/with, unsupported opcodes).
-//! 2. `Cfg::build`: basic blocks from jump targets, a virtual exit node after every return, identical
-//!    trivial return blocks (`LOAD_CONST k`/`LOAD_FAST x` + `RETURN_VALUE`, which CPython duplicates)
-//!    merged, post-dominators, and checks that every loop is a `for` loop left only through its
-//!    `FOR_ITER` exit.
-//! 3. `Translator`: structure recovery and stack-to-ANF translation in one recursive walk. A region
-//!    is translated from an entry block up to its "follow" block: a conditional jump becomes an `If`
-//!    whose branches run up to the jump's immediate post-dominator (the join); a `FOR_ITER` becomes a
-//!    `For` whose body runs up to the loop head. The value stack holds registers symbolically.
+//!    closures, `*args`, try/with, unsupported opcodes), each with a reason and a line.
+//! 2. `Cfg::build`: basic blocks from jump targets, a virtual exit node after every return.
+//!    Three normalisations are applied to edges: identical trivial return blocks
+//!    (`LOAD_CONST k`/`LOAD_FAST x` + `RETURN_VALUE`, which CPython duplicates) are merged; blocks
+//!    holding only `NOP`s are jumped through; and CPython's *loop inversion* of `while` loops (the
+//!    test is compiled twice, once before the loop and once at its bottom) is undone by sending
+//!    every edge into the bottom copy of the test to the top copy, when the two are instruction for
+//!    instruction the same (same opcodes, arguments and lines; jumps to corresponding places).
+//!    Running either copy does the same thing, so the redirect cannot change behaviour.
+//! 3. `Cfg::find_loops`: every back edge (to a dominator) closes a loop; `FOR_ITER` blocks head
+//!    `for` loops, any other header a `while` loop. A loop's exits are classified once: return
+//!    paths taken from one place (or trivial returns) stay inline; the rest must be one follow
+//!    node (`break` target) and, for `for/else`/`while/else`, one "else" node.
+//! 4. `Translator`: structure recovery and stack-to-ANF translation in one recursive walk. A region
+//!    is translated from an entry block up to a follow block. A conditional jump becomes an `If`
+//!    whose branches run up to the join: the nearest block every path through the branch reaches
+//!    unless it leaves (see `Translator::join`). Inside a loop, reaching the loop header is
+//!    `Continue`, reaching its follow is `Break`; a return is `Return` wherever it occurs. Values
+//!    flowing out of an `if` (`a or b`, `a if c else b`) go through synthetic locals `$tN`;
+//!    short-circuit conditions whose branches share blocks are computed into a `$tN` first.
+//! 5. Post-passes on the Bezoar (`tidy`): statements after an `if` one of whose branches always
+//!    leaves (return/break/continue) move into the other branch; a `continue` at the tail of a loop
+//!    body is dropped; and when no return is inside a loop, the returns of a tail `if` store
+//!    `$ret`, which the function returns at its end (so loop-free functions need no exit status).
+//!
+//! Shapes emitted (for lowering):
+//! - `for x in xs: B` → `r := op iter_snapshot(xs); for ri in r: store x ri; B`.
+//! - `while c: B` → `loop: [c]; if rc: B else: break` (the test first, the body nested in the
+//!   `then` branch by the post-pass); `while True: B` → `loop: B`.
+//! - `break`/`continue` → `Break`/`Continue` of the innermost loop; `return v` → `Return(v)`.
+//! - `for ... else: E` / `while ... else: E` when a `break` skips E:
+//!   `$brokeK := False; <loop, each such break: $brokeK := True; break>; if $brokeK: pass else: E`.
+//!   (When the code after the loop is a trivial return, a `break` becomes that return instead.)
+//! - `a or b` / `a and b` / `a if c else b` in value position: `if rc: ...; store $tN ra else: ...;
+//!   store $tN rb`, then `r := load $tN`.
+//! - `if a and b:` with an else: the condition is computed into `$tN` by nested ifs, then
+//!   `r := load $tN; if r: ... else: ...`.
 use crate::bezoar::ir::*;
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
 use crate::py311::{
     CodeInfo, CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE, CO_VARARGS, CO_VARKEYWORDS,
 };
+use std::collections::HashMap;
 use std::fmt;
 
 /// Why a function cannot be lifted (it then runs in plain CPython).
@@ -29,10 +58,15 @@ pub struct Fallback {
     pub line: u32,
 }
 
+const UNSUPPORTED_OPCODE: &str = "unsupported opcode";
+
 impl fmt::Display for Fallback {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.opcode {
-            Some(op) => write!(f, "{} {} at line {}", self.reason, op, self.line),
+            Some(op) if self.reason == UNSUPPORTED_OPCODE => {
+                write!(f, "{} {} at line {}", self.reason, op, self.line)
+            }
+            Some(op) => write!(f, "{} ({}) at line {}", self.reason, op, self.line),
             None => write!(f, "{} at line {}", self.reason, self.line),
         }
     }
@@ -44,13 +78,36 @@ impl Fallback {
     }
 
     fn unsupported(ins: &Instr) -> Self {
-        Fallback { reason: "unsupported opcode".into(), opcode: Some(ins.name().into()), line: ins.line }
+        let reason = describe_unsupported(ins.opcode).unwrap_or(UNSUPPORTED_OPCODE);
+        Fallback { reason: reason.into(), opcode: Some(ins.name().into()), line: ins.line }
     }
 
     /// The bytecode does not have the shape CPython 3.11 gives the supported fragment.
     fn shape(what: &str, line: u32) -> Self {
         Fallback::new(format!("unexpected bytecode shape ({what})"), line)
     }
+}
+
+/// The Python construct behind an unsupported opcode, when it has one obvious source.
+fn describe_unsupported(op: u8) -> Option<&'static str> {
+    Some(match op {
+        MAKE_FUNCTION => "lambda, comprehension or inner function",
+        CALL_FUNCTION_EX | DICT_MERGE => "call with *args or **kwargs unpacking",
+        STORE_GLOBAL | DELETE_GLOBAL => "assignment to a global",
+        DELETE_FAST => "del of a local variable",
+        STORE_DEREF | LOAD_DEREF | LOAD_CLOSURE | DELETE_DEREF | MAKE_CELL | COPY_FREE_VARS | LOAD_CLASSDEREF => {
+            "closure (nonlocal or captured variable)"
+        }
+        LOAD_NAME | STORE_NAME | DELETE_NAME => "module or class body",
+        RAISE_VARARGS | RERAISE => "raise statement",
+        LOAD_ASSERTION_ERROR => "assert statement",
+        IMPORT_NAME | IMPORT_FROM | IMPORT_STAR => "import inside the function",
+        BEFORE_WITH | BEFORE_ASYNC_WITH => "with statement",
+        MAP_ADD => "comprehension",
+        MATCH_CLASS | MATCH_MAPPING | MATCH_SEQUENCE | MATCH_KEYS | GET_LEN => "match statement",
+        YIELD_VALUE | GET_AWAITABLE | SEND | GET_YIELD_FROM_ITER => "yield or await",
+        _ => return None,
+    })
 }
 
 type Result<T> = std::result::Result<T, Fallback>;
@@ -65,34 +122,36 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
         return Err(Fallback::unsupported(bad));
     }
     let cfg = Cfg::build(&instrs)?;
-    cfg.check_loops(&instrs)?;
+    let loops = cfg.find_loops(&instrs)?;
     let mut t = Translator {
         ci,
         instrs: &instrs,
         cfg: &cfg,
+        loops: &loops,
+        ctx: Vec::new(),
+        pdoms: HashMap::new(),
         consts: ci.consts.clone(),
+        const_regs: HashMap::new(),
         nregs: 0,
-        emitted: vec![false; cfg.blocks.len()],
+        ntemps: 0,
+        nflags: 0,
+        budget: 4 * instrs.len() + 64,
         kwnames: None,
-        last_return_line: 0,
+        line: ci.firstlineno,
     };
     let (mut body, _) = t.region(0, cfg.exit(), Vec::new(), false)?;
-    if !matches!(body.last(), Some(Stmt { kind: StmtKind::Return(_), .. })) {
-        // The function ends in an `if` whose branches all returned into `$ret`.
-        let line = t.last_return_line;
-        let r = t.new_reg();
-        body.push(Stmt { kind: StmtKind::Let(r, Expr::Load(RETURN_LOCAL.into())), line });
-        body.push(Stmt { kind: StmtKind::Return(r), line });
-    }
+    let mut nregs = t.nregs;
+    tidy(&mut body, &mut nregs);
     Ok(Function {
         name: ci.name.clone(),
         qualname: ci.qualname.clone(),
         filename: ci.filename.clone(),
         firstlineno: ci.firstlineno,
-        params: ci.varnames[..ci.argcount as usize].to_vec(),
+        // CPython binds positional and keyword-only parameters into the frame's first locals.
+        params: ci.varnames[..(ci.argcount + ci.kwonlyargcount) as usize].to_vec(),
         consts: t.consts,
         body,
-        nregs: t.nregs,
+        nregs,
     })
 }
 
@@ -114,9 +173,6 @@ fn check_code_object(ci: &CodeInfo) -> Result<()> {
     }
     if flag(CO_VARKEYWORDS) {
         return at_def("**kwargs parameter");
-    }
-    if ci.kwonlyargcount > 0 {
-        return at_def("keyword-only parameters");
     }
     if !ci.cellvars.is_empty() {
         return at_def(&format!("closure: locals captured by an inner function ({})", ci.cellvars.join(", ")));
@@ -155,10 +211,14 @@ fn is_supported(op: u8) -> bool {
             | LOAD_GLOBAL
             | LOAD_ATTR
             | LOAD_METHOD
+            | STORE_ATTR
+            | DELETE_ATTR
             | KW_NAMES
             | PRECALL
             | CALL
             | BINARY_SUBSCR
+            | STORE_SUBSCR
+            | DELETE_SUBSCR
             | BINARY_OP
             | COMPARE_OP
             | IS_OP
@@ -169,6 +229,18 @@ fn is_supported(op: u8) -> bool {
             | UNARY_NOT
             | BUILD_TUPLE
             | BUILD_LIST
+            | BUILD_MAP
+            | BUILD_CONST_KEY_MAP
+            | BUILD_SET
+            | BUILD_SLICE
+            | LIST_EXTEND
+            | LIST_APPEND
+            | SET_UPDATE
+            | SET_ADD
+            | DICT_UPDATE
+            | LIST_TO_TUPLE
+            | UNPACK_SEQUENCE
+            | UNPACK_EX
             | FORMAT_VALUE
             | BUILD_STRING
             | GET_ITER
@@ -176,6 +248,8 @@ fn is_supported(op: u8) -> bool {
             | JUMP_FORWARD
             | JUMP_BACKWARD
             | JUMP_BACKWARD_NO_INTERRUPT
+            | JUMP_IF_FALSE_OR_POP
+            | JUMP_IF_TRUE_OR_POP
             | POP_JUMP_FORWARD_IF_FALSE
             | POP_JUMP_FORWARD_IF_TRUE
             | POP_JUMP_FORWARD_IF_NONE
@@ -186,6 +260,136 @@ fn is_supported(op: u8) -> bool {
             | POP_JUMP_BACKWARD_IF_NOT_NONE
             | RETURN_VALUE
     )
+}
+
+/// `POP_JUMP_*` conditional jumps: `(tests for None, jumps when the test holds)`. The truth tests
+/// "hold" when the value is true; the None tests when the value is None.
+fn pop_jump_sense(op: u8) -> Option<(bool, bool)> {
+    match op {
+        POP_JUMP_FORWARD_IF_TRUE | POP_JUMP_BACKWARD_IF_TRUE => Some((false, true)),
+        POP_JUMP_FORWARD_IF_FALSE | POP_JUMP_BACKWARD_IF_FALSE => Some((false, false)),
+        POP_JUMP_FORWARD_IF_NONE | POP_JUMP_BACKWARD_IF_NONE => Some((true, true)),
+        POP_JUMP_FORWARD_IF_NOT_NONE | POP_JUMP_BACKWARD_IF_NOT_NONE => Some((true, false)),
+        _ => None,
+    }
+}
+
+fn is_unconditional_jump(op: u8) -> bool {
+    matches!(op, JUMP_FORWARD | JUMP_BACKWARD | JUMP_BACKWARD_NO_INTERRUPT)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Undoing while-loop inversion
+
+/// CPython 3.11 compiles `while c: B` as `[c] if false goto X; L: B; [c] if true goto L; X:`.
+/// Finds each bottom copy of a test that matches the top copy instruction for instruction and
+/// returns `(top start, bottom start, bottom jump)` instruction indices: entering the bottom copy
+/// can be replaced by entering the top one. (`continue` already jumps to the top copy.)
+fn loop_inversions(instrs: &[Instr]) -> Vec<(usize, usize, usize)> {
+    let index_of = |offset: u32| instrs.binary_search_by_key(&offset, |i| i.offset).ok();
+    // Where control really goes from instruction index `t`: past NOPs and unconditional forward jumps.
+    let resolve = |mut t: usize| {
+        for _ in 0..8 {
+            match instrs.get(t) {
+                Some(i) if i.opcode == NOP => t += 1,
+                Some(i) if i.opcode == JUMP_FORWARD => match i.jump_target().and_then(index_of) {
+                    Some(n) => t = n,
+                    None => break,
+                },
+                _ => break,
+            }
+        }
+        t
+    };
+    #[derive(PartialEq)]
+    enum Place {
+        Loop,
+        Exit,
+        /// Distance from the end of the test copy.
+        Rel(usize),
+    }
+    let mut out = Vec::new();
+    for (i, bottom) in instrs.iter().enumerate() {
+        if !is_backward_jump(bottom.opcode) || pop_jump_sense(bottom.opcode).is_none() {
+            continue;
+        }
+        let Some(l) = bottom.jump_target().and_then(index_of) else {
+            continue;
+        };
+        if l == 0 || l >= i {
+            continue;
+        }
+        let gj = l - 1;
+        let top = &instrs[gj];
+        if is_backward_jump(top.opcode) || pop_jump_sense(top.opcode).is_none() || top.line != bottom.line {
+            continue;
+        }
+        let Some(xg) = top.jump_target().and_then(index_of) else {
+            continue;
+        };
+        if resolve(xg) != resolve(i + 1) {
+            continue;
+        }
+        let line = bottom.line;
+        // Places of jump targets, seen from the top copy (ending before `l`) and the bottom copy
+        // (ending before `i + 1`).
+        let place_top = |from: usize, t: usize| {
+            if t == l {
+                Some(Place::Loop)
+            } else if resolve(t) == resolve(xg) {
+                Some(Place::Exit)
+            } else {
+                (from < t && t < l).then(|| Place::Rel(l - t))
+            }
+        };
+        let place_bottom = |from: usize, t: usize| {
+            if t == l {
+                Some(Place::Loop)
+            } else if resolve(t) == resolve(i + 1) {
+                Some(Place::Exit)
+            } else {
+                (from < t && t <= i).then(|| Place::Rel(i + 1 - t))
+            }
+        };
+        // (when the test holds, when it does not) places of a conditional jump.
+        let cond_places = |ins: &Instr, at: usize, place: &dyn Fn(usize, usize) -> Option<Place>| {
+            let (none, jump_if) = pop_jump_sense(ins.opcode)?;
+            let target = place(at, ins.jump_target().and_then(index_of)?)?;
+            let next = place(at, at + 1)?;
+            Some(if jump_if { (none, target, next) } else { (none, next, target) })
+        };
+        let same = |g: usize, b: usize| -> bool {
+            let (gi, bi) = (&instrs[g], &instrs[b]);
+            if gi.line != line || bi.line != line {
+                return false;
+            }
+            if pop_jump_sense(gi.opcode).is_some() || pop_jump_sense(bi.opcode).is_some() {
+                return match (cond_places(gi, g, &place_top), cond_places(bi, b, &place_bottom)) {
+                    (Some(a), Some(c)) => a == c,
+                    _ => false,
+                };
+            }
+            let (gj, bj) = (gi.jump_target(), bi.jump_target());
+            if gj.is_some() || bj.is_some() {
+                let same_kind =
+                    gi.opcode == bi.opcode || (is_unconditional_jump(gi.opcode) && is_unconditional_jump(bi.opcode));
+                return same_kind
+                    && matches!(
+                        (gj.and_then(index_of).and_then(|t| place_top(g, t)), bj.and_then(index_of).and_then(|t| place_bottom(b, t))),
+                        (Some(a), Some(c)) if a == c
+                    );
+            }
+            gi.opcode == bi.opcode && gi.arg == bi.arg
+        };
+        let mut m = 0;
+        while m <= gj && i - m >= l && same(gj - m, i - m) {
+            m += 1;
+        }
+        if m >= 2 {
+            out.push((gj + 1 - m, i + 1 - m, i));
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -225,8 +429,12 @@ struct BasicBlock {
 
 struct Cfg {
     blocks: Vec<BasicBlock>,
-    /// `ipdom[b]`: immediate post-dominator of block `b` (`None` if it cannot reach the exit).
-    ipdom: Vec<Option<Node>>,
+    /// Blocks reachable from the entry (the others are left over from the edge normalisations).
+    reachable: Vec<bool>,
+    /// Reachable predecessors of each block.
+    preds: Vec<Vec<Node>>,
+    /// Undone while-loop inversions (see `loop_inversions`).
+    inversions: Vec<(usize, usize, usize)>,
 }
 
 impl Cfg {
@@ -240,11 +448,17 @@ impl Cfg {
                 .binary_search_by_key(&offset, |i| i.offset)
                 .map_err(|_| Fallback::shape("jump into an instruction", from.line))
         };
-        // Leaders: the entry, jump targets, instructions after jumps/returns, and the start of every
-        // `LOAD_CONST/LOAD_FAST; RETURN_VALUE` tail (so duplicated return blocks can be merged).
+        let inversions = loop_inversions(instrs);
+        // Leaders: the entry, `FOR_ITER`s, jump targets, instructions after jumps/returns, the start of every
+        // `LOAD_CONST/LOAD_FAST; RETURN_VALUE` tail (so duplicated return blocks can be merged),
+        // and both copies of inverted loop tests.
         let mut leader = vec![false; instrs.len() + 1];
         leader[0] = true;
         for (i, ins) in instrs.iter().enumerate() {
+            if ins.opcode == FOR_ITER {
+                // A loop head even when no `continue` or end of body jumps back to it.
+                leader[i] = true;
+            }
             if let Some(target) = ins.jump_target() {
                 leader[index_of(target, ins)?] = true;
                 leader[i + 1] = true;
@@ -256,25 +470,33 @@ impl Cfg {
                 }
             }
         }
+        for &(top, bottom, _) in &inversions {
+            leader[top] = true;
+            leader[bottom] = true;
+        }
         let starts: Vec<usize> = (0..instrs.len()).filter(|&i| leader[i]).collect();
         let block_of = |i: usize| starts.binary_search(&i).expect("jump targets are leaders");
+        let end_of = |b: usize| starts.get(b + 1).copied().unwrap_or(instrs.len());
 
         // Trivial return blocks with identical instructions are the same code: map each to the
-        // last copy.
+        // last copy. The bottom copy of an inverted loop test maps to the top copy.
         let trivial_return = |b: usize| -> Option<(u8, u32)> {
-            let (s, e) = (starts[b], starts.get(b + 1).copied().unwrap_or(instrs.len()));
+            let (s, e) = (starts[b], end_of(b));
             (e == s + 2 && instrs[s + 1].opcode == RETURN_VALUE).then(|| (instrs[s].opcode, instrs[s].arg))
         };
-        let canon: Vec<Node> = (0..starts.len())
+        let mut canon: Vec<Node> = (0..starts.len())
             .map(|b| match trivial_return(b) {
                 Some(key) => (b..starts.len()).rev().find(|&c| trivial_return(c) == Some(key)).unwrap(),
                 None => b,
             })
             .collect();
+        for &(top, bottom, _) in &inversions {
+            canon[block_of(bottom)] = block_of(top);
+        }
 
         let mut blocks = Vec::with_capacity(starts.len());
         for (b, &start) in starts.iter().enumerate() {
-            let end = starts.get(b + 1).copied().unwrap_or(instrs.len());
+            let end = end_of(b);
             let last = &instrs[end - 1];
             let next = || -> Result<Node> {
                 if end < instrs.len() {
@@ -286,7 +508,7 @@ impl Cfg {
             let target = || -> Result<Node> { Ok(canon[block_of(index_of(last.jump_target().unwrap(), last)?)]) };
             let term = match last.opcode {
                 RETURN_VALUE => Term::Return,
-                JUMP_FORWARD | JUMP_BACKWARD | JUMP_BACKWARD_NO_INTERRUPT => Term::Jump(target()?),
+                op if is_unconditional_jump(op) => Term::Jump(target()?),
                 FOR_ITER => Term::ForIter { body: next()?, exit: target()? },
                 op if is_jump(op) => Term::Branch { jump: target()?, next: next()? },
                 _ => Term::Next(next()?),
@@ -299,8 +521,55 @@ impl Cfg {
                 trivial_return: trivial_return(b).is_some(),
             });
         }
-        let ipdom = immediate_post_dominators(&blocks);
-        Ok(Cfg { blocks, ipdom })
+
+        // Jump through blocks that hold only NOPs (line markers) and an unconditional transfer.
+        let n = blocks.len();
+        let empty_target = |b: Node| -> Option<Node> {
+            let blk = &blocks[b];
+            match blk.term {
+                Term::Next(t) | Term::Jump(t) if instrs[blk.body.clone()].iter().all(|i| i.opcode == NOP) => Some(t),
+                _ => None,
+            }
+        };
+        let thread: Vec<Node> = (0..n)
+            .map(|b| {
+                let mut cur = b;
+                for _ in 0..n {
+                    match empty_target(cur) {
+                        Some(t) if t != cur => cur = t,
+                        _ => break,
+                    }
+                }
+                cur
+            })
+            .collect();
+        for blk in &mut blocks {
+            let t = |x: Node| thread[x];
+            blk.term = match blk.term {
+                Term::Next(x) => Term::Next(t(x)),
+                Term::Jump(x) => Term::Jump(t(x)),
+                Term::Branch { jump, next } => Term::Branch { jump: t(jump), next: t(next) },
+                Term::ForIter { body, exit } => Term::ForIter { body: t(body), exit: t(exit) },
+                Term::Return => Term::Return,
+            };
+        }
+
+        let mut cfg = Cfg { blocks, reachable: vec![false; n], preds: vec![Vec::new(); n], inversions };
+        let mut work = vec![0];
+        while let Some(b) = work.pop() {
+            if b < n && !cfg.reachable[b] {
+                cfg.reachable[b] = true;
+                work.extend(cfg.successors(b));
+            }
+        }
+        for b in (0..n).filter(|&b| cfg.reachable[b]) {
+            for s in cfg.successors(b) {
+                if s < n {
+                    cfg.preds[s].push(b);
+                }
+            }
+        }
+        Ok(cfg)
     }
 
     fn successors(&self, b: Node) -> Vec<Node> {
@@ -314,94 +583,130 @@ impl Cfg {
 
     fn term_line(&self, b: Node, instrs: &[Instr]) -> u32 {
         let blk = &self.blocks[b];
-        instrs[blk.term_instr.unwrap_or(blk.body.end - 1)].line
+        instrs[blk.term_instr.unwrap_or(blk.body.end.max(blk.body.start + 1) - 1)].line
     }
 
-    /// Every backward jump must close a `for` loop, and a loop body may only be left through its
-    /// `FOR_ITER` (no `break`, no `return`).
-    fn check_loops(&self, instrs: &[Instr]) -> Result<()> {
+    /// Whether block `b` only pops the stack (`POP_TOP`/`NOP`) on its way to one successor: how a
+    /// `break` out of a `for` loop drops the iterator.
+    fn pop_only(&self, b: Node, instrs: &[Instr]) -> Option<Node> {
+        let blk = &self.blocks[b];
+        match blk.term {
+            Term::Next(t) | Term::Jump(t)
+                if instrs[blk.body.clone()].iter().all(|i| matches!(i.opcode, POP_TOP | NOP)) =>
+            {
+                Some(t)
+            }
+            _ => None,
+        }
+    }
+
+    /// Finds every loop and classifies its exits.
+    fn find_loops(&self, instrs: &[Instr]) -> Result<HashMap<Node, LoopInfo>> {
         let n = self.blocks.len();
-        let mut preds = vec![Vec::new(); n];
-        for b in 0..n {
-            for s in self.successors(b) {
-                if s < n {
-                    preds[s].push(b);
+        let live: Vec<Node> = (0..n).filter(|&b| self.reachable[b]).collect();
+        // Dominator sets by iterative data flow.
+        let mut dom = vec![vec![true; n]; n];
+        dom[0] = (0..n).map(|i| i == 0).collect();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for &b in live.iter().filter(|&&b| b != 0) {
+                let mut set = vec![true; n];
+                for &p in &self.preds[b] {
+                    for (x, &d) in set.iter_mut().zip(&dom[p]) {
+                        *x &= d;
+                    }
+                }
+                set[b] = true;
+                if set != dom[b] {
+                    dom[b] = set;
+                    changed = true;
                 }
             }
         }
-        for (b, blk) in self.blocks.iter().enumerate() {
-            let backward_target = match (blk.term, blk.term_instr) {
-                (Term::Jump(t) | Term::Branch { jump: t, .. }, Some(i)) if is_backward_jump(instrs[i].opcode) => t,
-                _ => continue,
+        // Back edges (to a dominator); any other edge to an earlier block makes the flow irreducible.
+        let mut back: HashMap<Node, Vec<Node>> = HashMap::new();
+        for &u in &live {
+            for s in self.successors(u) {
+                if s < n && dom[u][s] {
+                    back.entry(s).or_default().push(u);
+                } else if s <= u {
+                    return Err(Fallback::new("irreducible control flow", self.term_line(u, instrs)));
+                }
+            }
+        }
+        let mut headers: Vec<Node> = back.keys().copied().collect();
+        headers.extend(live.iter().copied().filter(|&b| matches!(self.blocks[b].term, Term::ForIter { .. })));
+        headers.sort_unstable();
+        headers.dedup();
+
+        let mut loops = HashMap::new();
+        for h in headers {
+            let sources = back.get(&h).cloned().unwrap_or_default();
+            let is_for = matches!(self.blocks[h].term, Term::ForIter { .. });
+            let line = self.term_line(h, instrs);
+            // The loop statement's code: CPython lays out a `for` body (breaks and returns
+            // included) between `FOR_ITER` and its exit target, and a `while` body up to its last
+            // jump back (or the bottom copy of its test).
+            let first = self.blocks[h].body.start;
+            let end = match self.blocks[h].term_instr {
+                Some(i) if is_for => instrs[i].jump_target().and_then(|t| instrs.iter().position(|x| x.offset == t)),
+                _ => instrs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, x)| is_backward_jump(x.opcode) && x.jump_target() == Some(instrs[first].offset))
+                    .map(|(i, _)| i + 1)
+                    .chain(self.inversions.iter().filter(|inv| inv.0 == first).map(|inv| inv.2 + 1))
+                    .max(),
+            }
+            .unwrap_or(instrs.len());
+            let body: Vec<bool> =
+                (0..n).map(|b| self.reachable[b] && (first..end).contains(&self.blocks[b].body.start)).collect();
+            // Every block that jumps back to the head must be inside.
+            if sources.iter().any(|&u| !body[u]) {
+                return Err(Fallback::shape("loop layout", line));
+            }
+            let mut exits: Vec<Node> =
+                (0..n).filter(|&u| body[u]).flat_map(|u| self.successors(u)).filter(|&s| s < n && !body[s]).collect();
+            exits.sort_unstable();
+            exits.dedup();
+            // Exits to a trivial return become that return where they occur (`break; return x`
+            // is `return x`); the others need the loop's follow (and else) node.
+            let mut normal: Vec<Node> = exits.iter().copied().filter(|&t| !self.blocks[t].trivial_return).collect();
+            let too_many = || Err(Fallback::new("loop with more than two exits (besides returns)", line));
+            let (follow, alt) = match self.blocks[h].term {
+                Term::ForIter { exit, .. } => {
+                    normal.retain(|&t| t != exit);
+                    match normal.as_slice() {
+                        [] => (Some(exit), None),
+                        [x] => (Some(*x), Some(exit)),
+                        _ => return too_many(),
+                    }
+                }
+                _ => match normal.as_slice() {
+                    [] => (if exits.len() == 1 { Some(exits[0]) } else { None }, None),
+                    [x] => (Some(*x), None),
+                    // `while ... else`: the else clause comes first in the code.
+                    [a, x] => (Some(*x), Some(*a)),
+                    _ => return too_many(),
+                },
             };
-            if !matches!(self.blocks[backward_target].term, Term::ForIter { .. }) {
-                return Err(Fallback::new("while loop", self.term_line(b, instrs)));
-            }
+            let latch = sources.iter().copied().max();
+            loops.insert(h, LoopInfo { latch, follow, alt });
         }
-        for (h, head) in self.blocks.iter().enumerate() {
-            let Term::ForIter { body: entry, .. } = head.term else { continue };
-            // The natural loop: blocks that reach a back edge into `h` without passing `h`.
-            let mut in_loop = vec![false; n];
-            in_loop[h] = true;
-            let mut work: Vec<Node> = preds[h].iter().copied().filter(|&p| p > h).collect();
-            while let Some(b) = work.pop() {
-                if !in_loop[b] {
-                    in_loop[b] = true;
-                    work.extend(preds[b].iter().copied());
-                }
-            }
-            let mut leaks: Vec<Node> = (0..n)
-                .filter(|&b| in_loop[b] && b != h)
-                .flat_map(|b| self.successors(b))
-                .chain(std::iter::once(entry))
-                .filter(|&s| s < n && !in_loop[s])
-                .collect();
-            leaks.sort_unstable();
-            if let Some(&leak) = leaks.first() {
-                return Err(Fallback::new("break or return inside a for loop", self.term_line(leak, instrs)));
-            }
-        }
-        Ok(())
+        Ok(loops)
     }
 }
 
-/// Post-dominator sets by iterative data flow (node `blocks.len()` is the exit), reduced to the
-/// immediate post-dominator of each block.
-fn immediate_post_dominators(blocks: &[BasicBlock]) -> Vec<Option<Node>> {
-    let n = blocks.len();
-    let succ = |b: Node| -> Vec<Node> {
-        match blocks[b].term {
-            Term::Next(s) | Term::Jump(s) => vec![s],
-            Term::Branch { jump, next } => vec![next, jump],
-            Term::ForIter { body, exit } => vec![body, exit],
-            Term::Return => vec![n],
-        }
-    };
-    let mut pdom = vec![vec![true; n + 1]; n + 1];
-    pdom[n] = (0..=n).map(|i| i == n).collect();
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for b in (0..n).rev() {
-            let mut set = vec![true; n + 1];
-            for s in succ(b) {
-                for (x, &p) in set.iter_mut().zip(&pdom[s]) {
-                    *x &= p;
-                }
-            }
-            set[b] = true;
-            if set != pdom[b] {
-                pdom[b] = set;
-                changed = true;
-            }
-        }
-    }
-    (0..n)
-        .map(|b| {
-            let strict: Vec<bool> = (0..=n).map(|i| pdom[b][i] && i != b).collect();
-            (0..=n).find(|&c| strict[c] && pdom[c] == strict)
-        })
-        .collect()
+/// A loop found in the CFG.
+struct LoopInfo {
+    /// The last block (in code order) that jumps back to the head: its jump is the normal end of
+    /// an iteration, the others are `continue`s.
+    latch: Option<Node>,
+    /// Where a `break` goes (`None`: the loop is only left by returns).
+    follow: Option<Node>,
+    /// The `else` clause of `for/while ... else` whose `break`s go to `follow`.
+    alt: Option<Node>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -419,18 +724,45 @@ enum Val {
 
 type Stack = Vec<Val>;
 
+/// The loop being translated (innermost last).
+struct LoopCtx {
+    head: Node,
+    latch: Option<Node>,
+    follow: Option<Node>,
+    alt: Option<Node>,
+    /// `$brokeK`, set before each `break` when the loop has an else clause.
+    flag: Option<String>,
+    /// Stack at the head (a `continue` must leave it so).
+    body_stack: Stack,
+    /// Stack after the loop (a `break` must leave it so).
+    outer_stack: Stack,
+}
+
 struct Translator<'a> {
     ci: &'a CodeInfo,
     instrs: &'a [Instr],
     cfg: &'a Cfg,
+    loops: &'a HashMap<Node, LoopInfo>,
+    ctx: Vec<LoopCtx>,
+    /// Post-dominator sets per loop scope (`None`: outside loops); see `Translator::join`.
+    pdoms: HashMap<Option<Node>, std::rc::Rc<Vec<Vec<bool>>>>,
     consts: Vec<Const>,
+    /// Registers bound to `Expr::Const` (BUILD_CONST_KEY_MAP reads its keys from one).
+    const_regs: HashMap<Reg, u32>,
     nregs: u32,
-    /// Blocks already translated: reaching one again means the flow is not a nesting of
-    /// if/else and for.
-    emitted: Vec<bool>,
+    ntemps: u32,
+    nflags: u32,
+    /// Instructions that may still be translated: blocks reached along several paths (shared
+    /// short-circuit operands) are translated once per path, within this limit.
+    budget: usize,
     /// Keyword names set by `KW_NAMES` for the next `CALL`.
     kwnames: Option<Vec<String>>,
-    last_return_line: u32,
+    /// Line of the instruction being translated.
+    line: u32,
+}
+
+fn stmt(kind: StmtKind, line: u32) -> Stmt {
+    Stmt { kind, line }
 }
 
 impl Translator<'_> {
@@ -441,8 +773,16 @@ impl Translator<'_> {
 
     fn bind(&mut self, e: Expr, line: u32, out: &mut Block) -> Reg {
         let r = self.new_reg();
-        out.push(Stmt { kind: StmtKind::Let(r, e), line });
+        if let Expr::Const(k) = e {
+            self.const_regs.insert(r, k);
+        }
+        out.push(stmt(StmtKind::Let(r, e), line));
         r
+    }
+
+    fn bind_const(&mut self, c: Const, line: u32, out: &mut Block) -> Reg {
+        let k = self.const_index(c);
+        self.bind(Expr::Const(k), line, out)
     }
 
     fn push_op(&mut self, op: Intrinsic, args: Vec<Reg>, ins: &Instr, stack: &mut Stack, out: &mut Block) {
@@ -458,6 +798,19 @@ impl Translator<'_> {
                 self.consts.len() as u32 - 1
             }
         }
+    }
+
+    fn temp(&mut self) -> String {
+        self.ntemps += 1;
+        format!("$t{}", self.ntemps - 1)
+    }
+
+    fn spend(&mut self, n: usize) -> Result<()> {
+        self.budget = self
+            .budget
+            .checked_sub(n)
+            .ok_or_else(|| Fallback::new("control flow too irregular (blocks shared by too many paths)", self.line))?;
+        Ok(())
     }
 
     fn pop(stack: &mut Stack, line: u32) -> Result<Val> {
@@ -481,72 +834,265 @@ impl Translator<'_> {
         names.get(i as usize).cloned().ok_or_else(|| Fallback::shape("name index out of range", line))
     }
 
+    // -- Joins -----------------------------------------------------------------------------
+
+    /// Successors of `b` in the current loop scope, with `exit()` standing for END: a return, or
+    /// the latch's jump back to the head (the normal end of an iteration). Edges that leave the
+    /// iteration otherwise (`continue`, `break`, to the else clause) are dropped: they become
+    /// `Continue`/`Break` statements wherever they occur.
+    fn scope_succ(&self, b: Node) -> Vec<Node> {
+        let end = self.cfg.exit();
+        let ctx = self.ctx.last();
+        self.cfg
+            .successors(b)
+            .into_iter()
+            .filter_map(|s| match ctx {
+                Some(c) if s == c.head => (Some(b) == c.latch).then_some(end),
+                Some(c) if Some(s) == c.follow || Some(s) == c.alt => None,
+                _ => Some(s),
+            })
+            .collect()
+    }
+
+    /// Post-dominator sets in the current scope, ignoring paths that leave the iteration: `x` is in
+    /// `pd[b]` when every path from `b` to END passes `x`. A block all of whose paths leave has
+    /// every block in its set (vacuous).
+    fn pdom_sets(&mut self) -> std::rc::Rc<Vec<Vec<bool>>> {
+        let key = self.ctx.last().map(|c| c.head);
+        if let Some(pd) = self.pdoms.get(&key) {
+            return pd.clone();
+        }
+        let n = self.cfg.exit();
+        let mut pd = vec![vec![true; n + 1]; n + 1];
+        pd[n] = (0..=n).map(|i| i == n).collect();
+        let succ: Vec<Vec<Node>> = (0..n).map(|b| self.scope_succ(b)).collect();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for b in (0..n).rev().filter(|&b| self.cfg.reachable[b]) {
+                let mut set = vec![true; n + 1];
+                for &s in &succ[b] {
+                    for (x, &p) in set.iter_mut().zip(&pd[s]) {
+                        *x &= p;
+                    }
+                }
+                set[b] = true;
+                if set != pd[b] {
+                    pd[b] = set;
+                    changed = true;
+                }
+            }
+        }
+        let pd = std::rc::Rc::new(pd);
+        self.pdoms.insert(key, pd.clone());
+        pd
+    }
+
+    /// Blocks reachable from `starts` in the current scope, not expanding `stop` (nor END).
+    fn live_reach(&self, starts: Vec<Node>, stop: Node) -> Vec<bool> {
+        let n = self.cfg.exit();
+        let mut seen = vec![false; n + 1];
+        let mut work = starts;
+        while let Some(b) = work.pop() {
+            if seen[b] {
+                continue;
+            }
+            seen[b] = true;
+            if b != stop && b != n {
+                work.extend(self.scope_succ(b));
+            }
+        }
+        seen
+    }
+
+    /// The join of the branch ending block `b`: the nearest block (in code order) that every path
+    /// from `b` reaches unless it leaves the iteration or returns, not beyond `follow`. `None` when
+    /// every path leaves (both branches then run up to `follow`).
+    fn join(&mut self, b: Node, follow: Node) -> Option<Node> {
+        let pd = self.pdom_sets();
+        let set = &pd[b];
+        if set.iter().all(|&x| x) {
+            return None;
+        }
+        let reach = self.live_reach(self.scope_succ(b), follow);
+        (0..self.cfg.exit()).filter(|&c| c != b && set[c] && reach[c]).min()
+    }
+
+    // -- Regions ---------------------------------------------------------------------------
+
     /// Translates blocks from `entry` until control reaches `follow`. Returns the statements and
-    /// the stack on reaching `follow`, or `None` for the stack when every path returned.
-    /// `nested` is false only for the function's top level, where a return is emitted directly;
-    /// nested returns (only possible in a tail `if`) assign `$ret`.
-    fn region(&mut self, entry: Node, follow: Node, mut stack: Stack, nested: bool) -> Result<(Block, Option<Stack>)> {
+    /// the stack on reaching `follow`, or `None` for the stack when every path left (returned,
+    /// broke out of or continued the innermost loop). `first`: `entry` is the head of the loop
+    /// whose body this is (translate it even though it is also the follow).
+    fn region(&mut self, entry: Node, follow: Node, mut stack: Stack, first: bool) -> Result<(Block, Option<Stack>)> {
+        let cfg = self.cfg;
+        let instrs = self.instrs;
         let mut out = Vec::new();
         let mut cur = entry;
-        while cur != follow {
-            let cfg = self.cfg;
-            let instrs = self.instrs;
-            let blk = &cfg.blocks[cur];
-            if self.emitted[cur] && !blk.trivial_return {
-                return Err(Fallback::new(
-                    "control flow that is not nested if/else and for (continue, or and/or in a condition)",
-                    instrs[blk.body.start].line,
-                ));
+        let mut at_head = first;
+        loop {
+            if !std::mem::take(&mut at_head) {
+                if cur == follow {
+                    return Ok((out, Some(stack)));
+                }
+                if let Some(exit) = self.loop_exit(cur, &stack)? {
+                    out.extend(exit);
+                    return Ok((out, None));
+                }
+                if self.loops.contains_key(&cur) {
+                    match self.translate_loop(cur, &mut stack, &mut out)? {
+                        Some(next) => {
+                            cur = next;
+                            continue;
+                        }
+                        None => return Ok((out, None)),
+                    }
+                }
             }
-            self.emitted[cur] = true;
+            if cur == cfg.exit() {
+                return Err(Fallback::shape("control reaches the end without a return", self.line));
+            }
+            let blk = &cfg.blocks[cur];
+            self.spend(blk.body.len() + 1)?;
             for ins in &instrs[blk.body.clone()] {
+                self.line = ins.line;
                 self.instr(ins, &mut stack, &mut out)?;
             }
             let term = blk.term_instr.map(|i| &instrs[i]);
+            if let Some(t) = term {
+                self.line = t.line;
+            }
             match (blk.term, term) {
                 (Term::Next(n), _) | (Term::Jump(n), _) => cur = n,
                 (Term::Return, Some(ins)) => {
                     let v = Self::pop_reg(&mut stack, ins.line)?;
-                    if follow != cfg.exit() {
-                        return Err(Fallback::new("return before the end of the function", ins.line));
-                    }
                     if !stack.is_empty() {
                         return Err(Fallback::shape("values left on the stack at return", ins.line));
                     }
-                    self.last_return_line = ins.line;
-                    let kind = if nested { StmtKind::Store(RETURN_LOCAL.into(), v) } else { StmtKind::Return(v) };
-                    out.push(Stmt { kind, line: ins.line });
+                    out.push(stmt(StmtKind::Return(v), ins.line));
                     return Ok((out, None));
                 }
                 (Term::Branch { jump, next }, Some(ins)) => {
-                    cur = self.branch(cur, ins, jump, next, follow, &mut stack, &mut out)?;
-                    if cur == cfg.exit() && follow == cfg.exit() {
-                        // Every path through the `if` returned.
-                        return Ok((out, None));
+                    match self.branch(cur, ins, jump, next, follow, &mut stack, &mut out)? {
+                        Some(join) => cur = join,
+                        None => return Ok((out, None)),
                     }
                 }
-                (Term::ForIter { body, exit }, Some(ins)) => {
-                    let Some(&Val::Iter(iter)) = stack.last() else {
-                        return Err(Fallback::shape("FOR_ITER without an iterator", ins.line));
-                    };
-                    let item = self.new_reg();
-                    let mut body_stack = stack.clone();
-                    body_stack.push(Val::Reg(item));
-                    let (body, end_stack) = self.region(body, cur, body_stack, true)?;
-                    if end_stack.as_ref() != Some(&stack) {
-                        return Err(Fallback::shape("stack changed by a loop body", ins.line));
-                    }
-                    out.push(Stmt { kind: StmtKind::For { iter, item, body }, line: ins.line });
-                    stack.pop();
-                    cur = exit;
-                }
+                (Term::ForIter { .. }, Some(ins)) => return Err(Fallback::shape("FOR_ITER outside a loop", ins.line)),
                 _ => unreachable!("jump terminators always have their instruction"),
             }
         }
-        Ok((out, Some(stack)))
     }
 
-    /// Translates the `if` of a conditional jump at the end of block `b`; returns the join node.
+    /// `continue`/`break` when `cur` is the innermost loop's head, follow or else clause.
+    fn loop_exit(&mut self, cur: Node, stack: &Stack) -> Result<Option<Block>> {
+        let line = self.line;
+        let Some(c) = self.ctx.last() else {
+            return Ok(None);
+        };
+        let (expected, kind, flag) = if cur == c.head {
+            (&c.body_stack, StmtKind::Continue, None)
+        } else if Some(cur) == c.follow {
+            (&c.outer_stack, StmtKind::Break, c.flag.clone())
+        } else if Some(cur) == c.alt {
+            (&c.outer_stack, StmtKind::Break, None)
+        } else {
+            return Ok(None);
+        };
+        if expected != stack {
+            return Err(Fallback::shape("stack at a break or continue", line));
+        }
+        let mut out = Vec::new();
+        if let Some(flag) = flag {
+            let t = self.bind_const(Const::Bool(true), line, &mut out);
+            out.push(stmt(StmtKind::Store(flag, t), line));
+        }
+        out.push(stmt(kind, line));
+        Ok(Some(out))
+    }
+
+    /// Translates the loop headed by `h` (and its else clause); returns where control continues.
+    fn translate_loop(&mut self, h: Node, stack: &mut Stack, out: &mut Block) -> Result<Option<Node>> {
+        let loops = self.loops;
+        let info = &loops[&h];
+        let blk = &self.cfg.blocks[h];
+        let line = self.instrs
+            [if blk.body.is_empty() { blk.term_instr.unwrap_or(blk.body.start) } else { blk.body.start }]
+        .line;
+        self.line = line;
+        let flag = info.alt.map(|_| {
+            self.nflags += 1;
+            format!("$broke{}", self.nflags - 1)
+        });
+        if let Some(flag) = &flag {
+            let f = self.bind_const(Const::Bool(false), line, out);
+            out.push(stmt(StmtKind::Store(flag.clone(), f), line));
+        }
+        let mut ctx = LoopCtx {
+            head: h,
+            latch: info.latch,
+            follow: info.follow,
+            alt: info.alt,
+            flag: flag.clone(),
+            body_stack: stack.clone(),
+            outer_stack: stack.clone(),
+        };
+        if let Term::ForIter { body: entry, .. } = blk.term {
+            let Some(&Val::Iter(iter)) = stack.last() else {
+                return Err(Fallback::shape("FOR_ITER without an iterator", line));
+            };
+            ctx.outer_stack.pop();
+            let item = self.new_reg();
+            let mut body_stack = stack.clone();
+            body_stack.push(Val::Reg(item));
+            self.ctx.push(ctx);
+            let body = self.region(entry, h, body_stack, false);
+            let ctx = self.ctx.pop().expect("pushed above");
+            let (body, end) = body?;
+            if end.is_some_and(|e| e != *stack) {
+                return Err(Fallback::shape("stack changed by a loop body", line));
+            }
+            out.push(stmt(StmtKind::For { iter, item, body }, line));
+            *stack = ctx.outer_stack;
+        } else {
+            self.ctx.push(ctx);
+            let body = self.region(h, h, stack.clone(), true);
+            self.ctx.pop();
+            let (body, end) = body?;
+            if end.is_some_and(|e| e != *stack) {
+                return Err(Fallback::shape("stack changed by a loop body", line));
+            }
+            out.push(stmt(StmtKind::Loop { body }, line));
+        }
+        if let (Some(alt), Some(flag)) = (info.alt, flag) {
+            // The else clause runs unless a break set the flag.
+            let broke = self.bind(Expr::Load(flag), line, out);
+            let follow = info.follow.expect("an else clause comes with a follow");
+            let (mut else_body, else_end) = self.region(alt, follow, stack.clone(), false)?;
+            let mut then_body = Vec::new();
+            let (merged, after) = self.merge(&mut then_body, Some(stack.clone()), &mut else_body, else_end, line)?;
+            out.push(stmt(StmtKind::If { cond: broke, then_body, else_body }, line));
+            out.extend(after);
+            *stack = merged.expect("the break side reaches the follow");
+        }
+        Ok(info.follow)
+    }
+
+    /// The `bool` register of a `POP_JUMP_*` test of `x`, and whether the jump is taken when it
+    /// is true.
+    fn test(&mut self, ins: &Instr, x: Reg, out: &mut Block) -> (Reg, bool) {
+        let (none_test, jump_if) = pop_jump_sense(ins.opcode).expect("a POP_JUMP instruction");
+        if !none_test {
+            (self.bind(Expr::Op(Intrinsic::Truth, vec![x]), ins.line, out), jump_if)
+        } else {
+            // Phrase the condition so the fall-through path is `then`.
+            let none = self.bind_const(Const::None, ins.line, out);
+            (self.bind(Expr::Op(Intrinsic::Is { negate: jump_if }, vec![x, none]), ins.line, out), false)
+        }
+    }
+
+    /// Translates the `if` of a conditional jump at the end of block `b`; returns where control
+    /// continues (`None` when every path left).
     #[allow(clippy::too_many_arguments)]
     fn branch(
         &mut self,
@@ -557,43 +1103,232 @@ impl Translator<'_> {
         follow: Node,
         stack: &mut Stack,
         out: &mut Block,
-    ) -> Result<Node> {
-        let x = Self::pop_reg(stack, ins.line)?;
-        // `cond` holds a bool; `cond_jumps` says whether the jump is taken when it is true.
-        let (cond, cond_jumps) = match ins.opcode {
-            POP_JUMP_FORWARD_IF_FALSE | POP_JUMP_BACKWARD_IF_FALSE => {
-                (self.bind(Expr::Op(Intrinsic::Truth, vec![x]), ins.line, out), false)
-            }
-            POP_JUMP_FORWARD_IF_TRUE | POP_JUMP_BACKWARD_IF_TRUE => {
-                (self.bind(Expr::Op(Intrinsic::Truth, vec![x]), ins.line, out), true)
-            }
-            // For the None tests, phrase the condition so the fall-through path is `then`.
-            op => {
-                let jumps_if_none = matches!(op, POP_JUMP_FORWARD_IF_NONE | POP_JUMP_BACKWARD_IF_NONE);
-                let none = self.const_index(Const::None);
-                let none = self.bind(Expr::Const(none), ins.line, out);
-                (self.bind(Expr::Op(Intrinsic::Is { negate: jumps_if_none }, vec![x, none]), ins.line, out), false)
-            }
+    ) -> Result<Option<Node>> {
+        let line = ins.line;
+        let x = Self::pop_reg(stack, line)?;
+        // `JUMP_IF_*_OR_POP` (`a or b`, `a and b` as values) keeps the operand when it jumps.
+        let keeps = matches!(ins.opcode, JUMP_IF_FALSE_OR_POP | JUMP_IF_TRUE_OR_POP);
+        let (cond, cond_jumps) = if keeps {
+            (self.bind(Expr::Op(Intrinsic::Truth, vec![x]), line, out), ins.opcode == JUMP_IF_TRUE_OR_POP)
+        } else {
+            self.test(ins, x, out)
         };
-        let join = self.cfg.ipdom[b].ok_or_else(|| Fallback::shape("branch without a join", ins.line))?;
-        if join == self.cfg.exit() && follow != self.cfg.exit() {
-            return Err(Fallback::new("return before the end of the function", ins.line));
+        let end = self.join(b, follow).unwrap_or(follow);
+        if !keeps {
+            if let Some((members, t1, t2)) = self.condition(b, next, jump, end) {
+                let taken = (cond, cond_jumps, next, jump);
+                if let Some(cont) = self.short_circuit(taken, &members, (t1, t2), end, stack, out, line)? {
+                    return Ok(cont);
+                }
+            }
         }
-        // Fall-through side first, so blocks are visited in source order.
-        let (next_body, next_stack) = self.region(next, join, stack.clone(), true)?;
-        let (jump_body, jump_stack) = self.region(jump, join, stack.clone(), true)?;
-        *stack = match (next_stack, jump_stack) {
-            (Some(a), Some(b)) if a != b => {
-                return Err(Fallback::new("conditional expression (a value flows out of an if/else)", ins.line))
-            }
-            (Some(s), _) | (None, Some(s)) => s,
-            (None, None) => Vec::new(),
-        };
-        let (then_body, else_body) = if cond_jumps { (jump_body, next_body) } else { (next_body, jump_body) };
-        out.push(Stmt { kind: StmtKind::If { cond, then_body, else_body }, line: ins.line });
-        Ok(join)
+        let mut jump_stack = stack.clone();
+        if keeps {
+            jump_stack.push(Val::Reg(x));
+        }
+        let next_side = self.region(next, end, stack.clone(), false)?;
+        let jump_side = self.region(jump, end, jump_stack, false)?;
+        let ((mut then_body, then_end), (mut else_body, else_end)) =
+            if cond_jumps { (jump_side, next_side) } else { (next_side, jump_side) };
+        let (merged, after) = self.merge(&mut then_body, then_end, &mut else_body, else_end, line)?;
+        out.push(stmt(StmtKind::If { cond, then_body, else_body }, line));
+        out.extend(after);
+        Ok(merged.map(|s| {
+            *stack = s;
+            end
+        }))
     }
 
+    /// Joins the stacks of two branches. Entries that differ (a value computed differently on
+    /// each side) go through a fresh `$tN`: each branch stores its value, and the statements
+    /// returned (to follow the `if`) load it.
+    fn merge(
+        &mut self,
+        then_body: &mut Block,
+        then_end: Option<Stack>,
+        else_body: &mut Block,
+        else_end: Option<Stack>,
+        line: u32,
+    ) -> Result<(Option<Stack>, Block)> {
+        let (a, b) = match (then_end, else_end) {
+            (Some(a), Some(b)) => (a, b),
+            (Some(s), None) | (None, Some(s)) => return Ok((Some(s), Vec::new())),
+            (None, None) => return Ok((None, Vec::new())),
+        };
+        if a.len() != b.len() {
+            return Err(Fallback::shape("stack depths differ at a join", line));
+        }
+        let mut after = Vec::new();
+        let mut merged = a.clone();
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            match (x, y) {
+                _ if x == y => {}
+                (Val::Reg(x), Val::Reg(y)) => {
+                    let t = self.temp();
+                    then_body.push(stmt(StmtKind::Store(t.clone(), *x), line));
+                    else_body.push(stmt(StmtKind::Store(t.clone(), *y), line));
+                    merged[i] = Val::Reg(self.bind(Expr::Load(t), line, &mut after));
+                }
+                _ => return Err(Fallback::shape("stacks differ at a join", line)),
+            }
+        }
+        Ok((Some(merged), after))
+    }
+
+    // -- Short-circuit conditions ----------------------------------------------------------
+
+    /// When both sides of the branch at `b` share blocks before `end` (`if a and b: X else: Y`
+    /// reaches Y from both tests), the condition's blocks: the tests reached only from the
+    /// condition (and iterator-free `POP_TOP` cleanups of chained comparisons), with exactly two
+    /// blocks reached from them (then, else in code order).
+    fn condition(&self, b: Node, next: Node, jump: Node, end: Node) -> Option<(Vec<bool>, Node, Node)> {
+        let n = self.cfg.exit();
+        let live = self.scope_succ(b);
+        let side = |s: Node| self.live_reach(live.iter().copied().filter(|&l| l == s).collect(), end);
+        let (r1, r2) = (side(next), side(jump));
+        let shared = (0..n).any(|c| r1[c] && r2[c] && c != end && !self.cfg.blocks[c].trivial_return);
+        if !shared {
+            return None;
+        }
+        let mut members = vec![false; n];
+        members[b] = true;
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for x in 0..n {
+                if !members[x]
+                    && (r1[x] || r2[x])
+                    && x != end
+                    && !self.loops.contains_key(&x)
+                    && self.absorbable(x)
+                    && self.cfg.preds[x].iter().all(|&p| members[p])
+                {
+                    members[x] = true;
+                    changed = true;
+                }
+            }
+        }
+        let mut targets: Vec<Node> = (0..n)
+            .filter(|&x| members[x])
+            .flat_map(|x| self.cfg.successors(x))
+            .filter(|&s| s >= n || !members[s])
+            .collect();
+        targets.sort_unstable();
+        targets.dedup();
+        match targets.as_slice() {
+            // (A lone test gains nothing: its branches share blocks anyway.)
+            &[t1, t2] if t2 < n && members.iter().filter(|&&m| m).count() > 1 => Some((members, t1, t2)),
+            _ => None,
+        }
+    }
+
+    /// A block that can be part of a condition: an operand test (no stores, no statement-level
+    /// pops) or a block that only pops on its way on.
+    fn absorbable(&self, x: Node) -> bool {
+        let blk = &self.cfg.blocks[x];
+        if self.cfg.pop_only(x, self.instrs).is_some() {
+            return true;
+        }
+        let Some(t) = blk.term_instr else {
+            return false;
+        };
+        matches!(blk.term, Term::Branch { .. })
+            && pop_jump_sense(self.instrs[t].opcode).is_some()
+            && self.instrs[blk.body.clone()].iter().all(|i| {
+                !matches!(
+                    i.opcode,
+                    STORE_FAST
+                        | STORE_ATTR
+                        | STORE_SUBSCR
+                        | DELETE_ATTR
+                        | DELETE_SUBSCR
+                        | POP_TOP
+                        | UNPACK_SEQUENCE
+                        | UNPACK_EX
+                )
+            })
+    }
+
+    /// Computes a short-circuit condition into a `$tN` (true on reaching `targets.0`), then
+    /// branches on it. `taken`: the first test's condition register, whether its jump is taken
+    /// when it holds, and its two successors. `None` (nothing emitted) when the paths reach the
+    /// targets with different stacks (the blocks were not a condition after all, e.g. a `break`).
+    #[allow(clippy::too_many_arguments)]
+    fn short_circuit(
+        &mut self,
+        (cond, cond_jumps, next, jump): (Reg, bool, Node, Node),
+        members: &[bool],
+        targets: (Node, Node),
+        end: Node,
+        stack: &mut Stack,
+        out: &mut Block,
+        line: u32,
+    ) -> Result<Option<Option<Node>>> {
+        let t = self.temp();
+        let mut leaf = Leaf::None;
+        let next_side = self.cond_side(next, stack.clone(), members, targets, &t, &mut leaf)?;
+        let jump_side = self.cond_side(jump, stack.clone(), members, targets, &t, &mut leaf)?;
+        let Leaf::Stack(leaf) = leaf else {
+            self.ntemps -= 1;
+            return Ok(None);
+        };
+        let (then_body, else_body) = if cond_jumps { (jump_side, next_side) } else { (next_side, jump_side) };
+        out.push(stmt(StmtKind::If { cond, then_body, else_body }, line));
+        let holds = self.bind(Expr::Load(t), line, out);
+        let (mut then_body, then_end) = self.region(targets.0, end, leaf.clone(), false)?;
+        let (mut else_body, else_end) = self.region(targets.1, end, leaf, false)?;
+        let (merged, after) = self.merge(&mut then_body, then_end, &mut else_body, else_end, line)?;
+        out.push(stmt(StmtKind::If { cond: holds, then_body, else_body }, line));
+        out.extend(after);
+        Ok(Some(merged.map(|s| {
+            *stack = s;
+            end
+        })))
+    }
+
+    /// One path through a condition's blocks from `s`, ending in `store $tN True/False`.
+    fn cond_side(
+        &mut self,
+        s: Node,
+        mut stack: Stack,
+        members: &[bool],
+        targets: (Node, Node),
+        t: &str,
+        leaf: &mut Leaf,
+    ) -> Result<Block> {
+        let mut out = Vec::new();
+        if s == targets.0 || s == targets.1 {
+            *leaf = match std::mem::replace(leaf, Leaf::Mismatch) {
+                Leaf::None => Leaf::Stack(stack),
+                Leaf::Stack(l) if l == stack => Leaf::Stack(l),
+                _ => Leaf::Mismatch,
+            };
+            let v = self.bind_const(Const::Bool(s == targets.0), self.line, &mut out);
+            out.push(stmt(StmtKind::Store(t.to_string(), v), self.line));
+            return Ok(out);
+        }
+        debug_assert!(members[s]);
+        let blk = &self.cfg.blocks[s];
+        self.spend(blk.body.len() + 1)?;
+        for ins in &self.instrs[blk.body.clone()] {
+            self.line = ins.line;
+            self.instr(ins, &mut stack, &mut out)?;
+        }
+        match (blk.term, blk.term_instr.map(|i| &self.instrs[i])) {
+            (Term::Next(n) | Term::Jump(n), _) => out.extend(self.cond_side(n, stack, members, targets, t, leaf)?),
+            (Term::Branch { jump, next }, Some(ins)) => {
+                self.line = ins.line;
+                let x = Self::pop_reg(&mut stack, ins.line)?;
+                let (cond, cond_jumps) = self.test(ins, x, &mut out);
+                let next_side = self.cond_side(next, stack.clone(), members, targets, t, leaf)?;
+                let jump_side = self.cond_side(jump, stack, members, targets, t, leaf)?;
+                let (then_body, else_body) = if cond_jumps { (jump_side, next_side) } else { (next_side, jump_side) };
+                out.push(stmt(StmtKind::If { cond, then_body, else_body }, ins.line));
+            }
+            _ => return Err(Fallback::shape("condition block", self.line)),
+        }
+        Ok(out)
+    }
     /// Translates one straight-line instruction.
     fn instr(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
         let ci = self.ci;
@@ -743,10 +1478,241 @@ impl Translator<'_> {
                 let r = self.bind(Expr::Op(Intrinsic::IterSnapshot, vec![x]), line, out);
                 stack.push(Val::Iter(r));
             }
+            STORE_ATTR | DELETE_ATTR => {
+                let name = Self::name(&ci.names, arg, line)?;
+                let obj = Self::pop_reg(stack, line)?;
+                let (op, args) = if ins.opcode == STORE_ATTR {
+                    (Intrinsic::SetAttr(name), vec![obj, Self::pop_reg(stack, line)?])
+                } else {
+                    (Intrinsic::DelAttr(name), vec![obj])
+                };
+                self.bind(Expr::Op(op, args), line, out);
+            }
+            STORE_SUBSCR => {
+                // Stack: value, obj, key.
+                let [v, obj, key]: [Reg; 3] = Self::pop_regs(stack, 3, line)?.try_into().expect("three registers");
+                self.bind(Expr::Op(Intrinsic::SetItem, vec![obj, key, v]), line, out);
+            }
+            DELETE_SUBSCR => {
+                let args = Self::pop_regs(stack, 2, line)?;
+                self.bind(Expr::Op(Intrinsic::DelItem, args), line, out);
+            }
+            BUILD_MAP | BUILD_SET | BUILD_SLICE => {
+                let (op, n) = match ins.opcode {
+                    BUILD_MAP => (Intrinsic::BuildMap, 2 * arg as usize),
+                    BUILD_SET => (Intrinsic::BuildSet, arg as usize),
+                    _ => (Intrinsic::BuildSlice, arg as usize),
+                };
+                let args = Self::pop_regs(stack, n, line)?;
+                self.push_op(op, args, ins, stack, out);
+            }
+            BUILD_CONST_KEY_MAP => {
+                // Stack: the values, then a constant tuple of the keys.
+                let keys = Self::pop_reg(stack, line)?;
+                let values = Self::pop_regs(stack, arg as usize, line)?;
+                let known = match self.const_regs.get(&keys).and_then(|&k| self.consts.get(k as usize)) {
+                    Some(Const::Tuple(items)) if items.len() == values.len() => Some(items.clone()),
+                    _ => None,
+                };
+                let mut args = Vec::with_capacity(2 * values.len());
+                for (i, v) in values.into_iter().enumerate() {
+                    let key = match &known {
+                        Some(items) => self.bind_const(items[i].clone(), line, out),
+                        None => {
+                            let i = self.bind_const(Const::Int(i as i64), line, out);
+                            self.bind(Expr::Op(Intrinsic::GetItem, vec![keys, i]), line, out)
+                        }
+                    };
+                    args.extend([key, v]);
+                }
+                self.push_op(Intrinsic::BuildMap, args, ins, stack, out);
+            }
+            LIST_EXTEND | SET_UPDATE | DICT_UPDATE => {
+                // `seq` is added to the container `arg` entries below it (which stays on the stack).
+                let seq = Self::pop_reg(stack, line)?;
+                let target = match stack.len().checked_sub(arg as usize).map(|i| &stack[i]) {
+                    Some(&Val::Reg(r)) => r,
+                    _ => return Err(Fallback::shape("container operand", line)),
+                };
+                let op = match ins.opcode {
+                    LIST_EXTEND => Intrinsic::ListExtend,
+                    SET_UPDATE => Intrinsic::SetUpdate,
+                    _ => Intrinsic::DictUpdate,
+                };
+                self.bind(Expr::Op(op, vec![target, seq]), line, out);
+            }
+            LIST_APPEND | SET_ADD => {
+                // `[a, *r, b]` / `{a, *r, b}`: adding one item is extending by a 1-tuple.
+                let item = Self::pop_reg(stack, line)?;
+                let target = match stack.len().checked_sub(arg as usize).map(|i| &stack[i]) {
+                    Some(&Val::Reg(r)) => r,
+                    _ => return Err(Fallback::shape("container operand", line)),
+                };
+                let one = self.bind(Expr::Op(Intrinsic::BuildTuple, vec![item]), line, out);
+                let op = if ins.opcode == LIST_APPEND { Intrinsic::ListExtend } else { Intrinsic::SetUpdate };
+                self.bind(Expr::Op(op, vec![target, one]), line, out);
+            }
+            LIST_TO_TUPLE => {
+                let args = Self::pop_regs(stack, 1, line)?;
+                self.push_op(Intrinsic::ListToTuple, args, ins, stack, out);
+            }
+            UNPACK_SEQUENCE | UNPACK_EX => {
+                let x = Self::pop_reg(stack, line)?;
+                let (op, n) = if ins.opcode == UNPACK_SEQUENCE {
+                    (Intrinsic::UnpackSequence(arg), arg)
+                } else {
+                    let (before, after) = (arg & 0xff, arg >> 8);
+                    (Intrinsic::UnpackEx { before, after }, before + 1 + after)
+                };
+                let t = self.bind(Expr::Op(op, vec![x]), line, out);
+                let items: Vec<Reg> = (0..n)
+                    .map(|i| {
+                        let i = self.bind_const(Const::Int(i as i64), line, out);
+                        self.bind(Expr::Op(Intrinsic::GetItem, vec![t, i]), line, out)
+                    })
+                    .collect();
+                // The first item ends on top (it is stored first).
+                stack.extend(items.into_iter().rev().map(Val::Reg));
+            }
             _ => return Err(Fallback::unsupported(ins)),
         }
         Ok(())
     }
+}
+
+/// The stack with which the paths through a condition reach its targets.
+enum Leaf {
+    None,
+    Stack(Stack),
+    Mismatch,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Post-passes
+
+/// Simplifies the translated body (see the module documentation, step 5).
+fn tidy(body: &mut Block, nregs: &mut u32) {
+    nest_after_exits(body);
+    drop_tail_continues(body, false);
+    if !returns_in_loops(body, false) && matches!(body.last(), Some(Stmt { kind: StmtKind::If { .. }, .. })) {
+        // Every return is at the tail of the trailing `if` (the nesting above put the rest of a
+        // block after an `if` that returns into its other branch): store `$ret` there instead.
+        let mut line = 0;
+        if tail_returns_to_local(body, &mut line) {
+            let r = *nregs;
+            *nregs += 1;
+            body.push(stmt(StmtKind::Let(r, Expr::Load(RETURN_LOCAL.into())), line));
+            body.push(stmt(StmtKind::Return(r), line));
+        }
+    }
+}
+
+/// Whether every path through `block` ends in a return, break or continue.
+fn always_leaves(block: &Block) -> bool {
+    match block.last().map(|s| &s.kind) {
+        Some(StmtKind::Return(_) | StmtKind::Break | StmtKind::Continue) => true,
+        Some(StmtKind::If { then_body, else_body, .. }) => always_leaves(then_body) && always_leaves(else_body),
+        _ => false,
+    }
+}
+
+/// `if c: A else: B; R` where A always leaves becomes `if c: A else: B; R` with R inside the
+/// else branch (and symmetrically), everywhere.
+fn nest_after_exits(block: &mut Block) {
+    let mut i = 0;
+    while i < block.len() {
+        if i + 1 < block.len() {
+            if let StmtKind::If { then_body, else_body, .. } = &block[i].kind {
+                let target = match (always_leaves(then_body), always_leaves(else_body)) {
+                    (true, false) => Some(false),
+                    (false, true) => Some(true),
+                    _ => None,
+                };
+                if let Some(into_then) = target {
+                    let rest = block.split_off(i + 1);
+                    if let StmtKind::If { then_body, else_body, .. } = &mut block[i].kind {
+                        if into_then { then_body } else { else_body }.extend(rest);
+                    }
+                }
+            }
+        }
+        match &mut block[i].kind {
+            StmtKind::If { then_body, else_body, .. } => {
+                nest_after_exits(then_body);
+                nest_after_exits(else_body);
+            }
+            StmtKind::For { body, .. } | StmtKind::Loop { body } => nest_after_exits(body),
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+/// Drops `continue`s at the tail of loop bodies (`tail`: `block` ends an iteration).
+fn drop_tail_continues(block: &mut Block, tail: bool) {
+    if tail && matches!(block.last(), Some(Stmt { kind: StmtKind::Continue, .. })) {
+        block.pop();
+    }
+    let n = block.len();
+    for (i, s) in block.iter_mut().enumerate() {
+        match &mut s.kind {
+            StmtKind::If { then_body, else_body, .. } => {
+                drop_tail_continues(then_body, tail && i + 1 == n);
+                drop_tail_continues(else_body, tail && i + 1 == n);
+            }
+            StmtKind::For { body, .. } | StmtKind::Loop { body } => drop_tail_continues(body, true),
+            _ => {}
+        }
+    }
+}
+
+fn returns_in_loops(block: &Block, in_loop: bool) -> bool {
+    block.iter().any(|s| match &s.kind {
+        StmtKind::Return(_) => in_loop,
+        StmtKind::If { then_body, else_body, .. } => {
+            returns_in_loops(then_body, in_loop) || returns_in_loops(else_body, in_loop)
+        }
+        StmtKind::For { body, .. } | StmtKind::Loop { body } => returns_in_loops(body, true),
+        _ => false,
+    })
+}
+
+/// Whether every return in `block` is at its tail (through `if`s); if so, turns them into
+/// `store $ret` (`line`: the line of the last one).
+fn tail_returns_to_local(block: &mut Block, line: &mut u32) -> bool {
+    fn all_at_tail(block: &Block) -> bool {
+        block.iter().enumerate().all(|(i, s)| match &s.kind {
+            StmtKind::Return(_) => i + 1 == block.len(),
+            StmtKind::If { then_body, else_body, .. } => {
+                if i + 1 == block.len() {
+                    all_at_tail(then_body) && all_at_tail(else_body)
+                } else {
+                    !returns_in_loops(then_body, true) && !returns_in_loops(else_body, true)
+                }
+            }
+            _ => true,
+        })
+    }
+    fn convert(block: &mut Block, line: &mut u32) {
+        if let Some(s) = block.last_mut() {
+            match &mut s.kind {
+                StmtKind::Return(r) => {
+                    *line = s.line;
+                    s.kind = StmtKind::Store(RETURN_LOCAL.into(), *r);
+                }
+                StmtKind::If { then_body, else_body, .. } => {
+                    convert(then_body, line);
+                    convert(else_body, line);
+                }
+                _ => {}
+            }
+        }
+    }
+    if !all_at_tail(block) {
+        return false;
+    }
+    convert(block, line);
+    true
 }
 
 #[cfg(test)]
@@ -772,7 +1738,7 @@ mod tests {
             .map(|s| {
                 1 + match &s.kind {
                     StmtKind::If { then_body, else_body, .. } => count_stmts(then_body) + count_stmts(else_body),
-                    StmtKind::For { body, .. } => count_stmts(body),
+                    StmtKind::For { body, .. } | StmtKind::Loop { body } => count_stmts(body),
                     _ => 0,
                 }
             })

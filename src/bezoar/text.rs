@@ -33,7 +33,11 @@
 //!   lshift matmul mul mod or pow rshift sub truediv xor), `unary.neg|pos|invert|not`,
 //!   `compare.lt|le|eq|ne|gt|ge`, `is`, `is_not`, `in`, `not_in`, `truth`, `getattr.ATTR`,
 //!   `getitem`, `tuple`, `list`, `format[.str|.repr|.ascii][.spec]`, `build_string`,
-//!   `iter_snapshot`.
+//!   `iter_snapshot`, `setattr.ATTR`, `delattr.ATTR`, `setitem`, `delitem`, `build_map`,
+//!   `build_set`, `build_slice`, `list_extend`, `dict_update`, `set_update`, `list_to_tuple`,
+//!   `unpack_sequence.N`, `unpack_ex.BEFORE.AFTER`.
+//! - Loops: `for rI in rS:` and `loop:` open an indented body; `break` and `continue` are
+//!   statements of their own.
 use super::ir::*;
 use std::fmt::Write;
 
@@ -340,6 +344,15 @@ impl<'a> Parser<'a> {
                 };
                 block.push(Stmt { kind: StmtKind::If { cond, then_body, else_body }, line: src_line });
                 continue;
+            } else if c.eat_keyword("loop:") {
+                c.end()?;
+                let body = self.block(depth + 1)?;
+                block.push(Stmt { kind: StmtKind::Loop { body }, line: src_line });
+                continue;
+            } else if c.eat_keyword("break") {
+                StmtKind::Break
+            } else if c.eat_keyword("continue") {
+                StmtKind::Continue
             } else if c.eat_keyword("for") {
                 let item = self.reg(&mut c)?;
                 c.keyword("in")?;
@@ -421,6 +434,13 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
         ("unary", op) => Intrinsic::Unary(rlookup(&UNOPS, op)?),
         ("compare", op) => Intrinsic::Compare(rlookup(&CMPOPS, op)?),
         ("getattr", attr) if !attr.is_empty() => Intrinsic::GetAttr(attr.to_string()),
+        ("setattr", attr) if !attr.is_empty() => Intrinsic::SetAttr(attr.to_string()),
+        ("delattr", attr) if !attr.is_empty() => Intrinsic::DelAttr(attr.to_string()),
+        ("unpack_sequence", n) => Intrinsic::UnpackSequence(n.parse().ok()?),
+        ("unpack_ex", counts) => {
+            let (before, after) = counts.split_once('.')?;
+            Intrinsic::UnpackEx { before: before.parse().ok()?, after: after.parse().ok()? }
+        }
         ("format", rest) => {
             let rest = format!(".{rest}");
             let (conv_part, has_spec) = match rest.strip_suffix(".spec") {
@@ -444,6 +464,15 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "list" => Intrinsic::BuildList,
             "build_string" => Intrinsic::BuildString,
             "iter_snapshot" => Intrinsic::IterSnapshot,
+            "setitem" => Intrinsic::SetItem,
+            "delitem" => Intrinsic::DelItem,
+            "build_map" => Intrinsic::BuildMap,
+            "build_set" => Intrinsic::BuildSet,
+            "build_slice" => Intrinsic::BuildSlice,
+            "list_extend" => Intrinsic::ListExtend,
+            "dict_update" => Intrinsic::DictUpdate,
+            "set_update" => Intrinsic::SetUpdate,
+            "list_to_tuple" => Intrinsic::ListToTuple,
             _ => return None,
         },
         _ => return None,
@@ -659,6 +688,19 @@ mod tests {
             Intrinsic::BuildList,
             Intrinsic::BuildString,
             Intrinsic::IterSnapshot,
+            Intrinsic::SetAttr("name".into()),
+            Intrinsic::DelAttr("name".into()),
+            Intrinsic::SetItem,
+            Intrinsic::DelItem,
+            Intrinsic::BuildMap,
+            Intrinsic::BuildSet,
+            Intrinsic::BuildSlice,
+            Intrinsic::ListExtend,
+            Intrinsic::DictUpdate,
+            Intrinsic::SetUpdate,
+            Intrinsic::ListToTuple,
+            Intrinsic::UnpackSequence(3),
+            Intrinsic::UnpackEx { before: 1, after: 12 },
         ];
         for negate in [false, true] {
             intrinsics.push(Intrinsic::Is { negate });
@@ -704,6 +746,17 @@ mod tests {
                 ],
             },
             9,
+        ));
+        body.push(stmt(
+            StmtKind::Loop {
+                body: vec![
+                    stmt(StmtKind::If { cond: 5, then_body: vec![stmt(StmtKind::Break, 15)], else_body: vec![] }, 15),
+                    stmt(StmtKind::If { cond: 4, then_body: vec![stmt(StmtKind::Continue, 0)], else_body: vec![] }, 16),
+                    stmt(StmtKind::Loop { body: vec![] }, 17),
+                    stmt(StmtKind::Return(4), 18),
+                ],
+            },
+            15,
         ));
         body.push(stmt(StmtKind::Return(4), 14));
         Function {
@@ -756,6 +809,11 @@ mod tests {
             "  r4 := op inplace.floordiv(r0, r1)  @7\n",
             "  for r5 in r4:  @9\n    store x r5  @9\n    if r5:  @10\n      pass\n    if r5:  @10\n",
             "    else:\n      store y r0  @12\n    if r5:\n      pass\n    else:\n      store z r0  @13\n",
+            "  loop:  @15\n    if r5:  @15\n      break  @15\n    if r4:  @16\n      continue\n    loop:  @17\n      pass\n",
+            "  r4 := op setattr.name(r0, r1)  @7\n",
+            "  r4 := op unpack_ex.1.12(r0, r1)  @7\n",
+            "  r4 := op unpack_sequence.3(r0, r1)  @7\n",
+            "  r4 := op list_to_tuple(r0, r1)  @7\n",
         ] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }
@@ -766,6 +824,10 @@ mod tests {
         let header = "def f():  # qualname \"f\" file \"t.py\" line 1 nregs 2\n";
         for (body, msg) in [
             ("  r0 := op frobnicate(r1)\n", "unknown operation"),
+            ("  r0 := op unpack_ex.1(r1)\n", "unknown operation"),
+            ("  r0 := op setattr(r1)\n", "unknown operation"),
+            ("  break r0\n", "unexpected text"),
+            ("  loop:\n  break\n", "expected a block indented to level 2"),
             ("  r0 := load\n", "expected a name"),
             ("  if r0:\n  store x r0\n", "expected a block indented to level 2"),
             ("  const 1 = None\n", "expected const 0"),

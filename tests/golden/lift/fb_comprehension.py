@@ -1,0 +1,3 @@
+def f(xs):
+    ys = [g(x) for x in xs]
+    return ys

@@ -1,0 +1,4 @@
+def f(x):
+    y = x
+    del y
+    return x

@@ -1,0 +1,5 @@
+def f(x):
+    match x:
+        case [a, b]:
+            return a
+    return None

@@ -1,0 +1,4 @@
+def f(x):
+    if x is None:
+        raise ValueError("x")
+    return x

@@ -1,0 +1,2 @@
+def f(args):
+    return g(*args)
