@@ -29,8 +29,11 @@ def _env(**extra):
     env = dict(os.environ)
     for k in [k for k in env if k.startswith("PYTHONPOPPY")]:
         del env[k]
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "python"), str(PROGRAMS),
-                                         env.get("PYTHONPATH", "")])
+    # The poppy_jit these tests imported (an installed build, or the source tree with _core built
+    # into it), not necessarily ROOT/python, which has no compiled module in a fresh clone.
+    import poppy_jit
+    pkg_parent = str(Path(poppy_jit.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([pkg_parent, str(PROGRAMS), env.get("PYTHONPATH", "")])
     env.update(extra)
     return env
 

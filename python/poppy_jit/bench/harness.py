@@ -30,8 +30,18 @@ from poppy_jit.sim import SimServer
 from .responders import LATENCY, respond
 
 MODES = ("python", "poppy", "manual", "sequential")
-_REPO = Path(__file__).resolve().parents[3]
-APPS_DIR = _REPO / "benches" / "apps"
+def _apps_dir() -> Path:
+    """benches/apps of the source tree: next to this package when it runs from the tree, else
+    under the current directory (an installed package run from a checkout), or $POPPY_BENCH_APPS."""
+    if os.environ.get("POPPY_BENCH_APPS"):
+        return Path(os.environ["POPPY_BENCH_APPS"])
+    for root in (Path(__file__).resolve().parents[3], Path.cwd()):
+        if (root / "benches" / "apps").is_dir():
+            return root / "benches" / "apps"
+    return Path.cwd() / "benches" / "apps"
+
+
+APPS_DIR = _apps_dir()
 
 # Scaling sweeps (PopPy Fig. 8): (sweep name, application, parameter, values).
 SWEEPS = (("tot_beam_width", "tot", "beam_width"), ("bird_samples", "bird", "samples"))
