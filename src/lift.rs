@@ -10,6 +10,8 @@
 //!    test is compiled twice, once before the loop and once at its bottom) is undone by sending
 //!    every edge into the bottom copy of the test to the top copy, when the two are instruction for
 //!    instruction the same (same opcodes, arguments and lines; jumps to corresponding places).
+//!    (A test ending in a chained comparison is not recognised; its loop keeps the inverted shape
+//!    `if c: loop: body; c; if not c: break`.)
 //!    Running either copy does the same thing, so the redirect cannot change behaviour.
 //! 3. `Cfg::find_loops`: every back edge (to a dominator) closes a loop; `FOR_ITER` blocks head
 //!    `for` loops, any other header a `while` loop. A loop's exits are classified once: return
@@ -301,6 +303,18 @@ fn loop_inversions(instrs: &[Instr]) -> Vec<(usize, usize, usize)> {
         }
         t
     };
+    // Two places continue the same way: the same instruction, or identical trivial returns.
+    let same_exit = |a: usize, b: usize| {
+        let (a, b) = (resolve(a), resolve(b));
+        let trivial_return = |t: usize| {
+            matches!(instrs.get(t).map(|i| i.opcode), Some(LOAD_CONST | LOAD_FAST))
+                && instrs.get(t + 1).is_some_and(|i| i.opcode == RETURN_VALUE)
+        };
+        a == b
+            || (trivial_return(a)
+                && trivial_return(b)
+                && (instrs[a].opcode, instrs[a].arg) == (instrs[b].opcode, instrs[b].arg))
+    };
     #[derive(PartialEq)]
     enum Place {
         Loop,
@@ -327,16 +341,15 @@ fn loop_inversions(instrs: &[Instr]) -> Vec<(usize, usize, usize)> {
         let Some(xg) = top.jump_target().and_then(index_of) else {
             continue;
         };
-        if resolve(xg) != resolve(i + 1) {
+        if !same_exit(xg, i + 1) {
             continue;
         }
-        let line = bottom.line;
         // Places of jump targets, seen from the top copy (ending before `l`) and the bottom copy
         // (ending before `i + 1`).
         let place_top = |from: usize, t: usize| {
             if t == l {
                 Some(Place::Loop)
-            } else if resolve(t) == resolve(xg) {
+            } else if same_exit(t, xg) {
                 Some(Place::Exit)
             } else {
                 (from < t && t < l).then(|| Place::Rel(l - t))
@@ -345,7 +358,7 @@ fn loop_inversions(instrs: &[Instr]) -> Vec<(usize, usize, usize)> {
         let place_bottom = |from: usize, t: usize| {
             if t == l {
                 Some(Place::Loop)
-            } else if resolve(t) == resolve(i + 1) {
+            } else if same_exit(t, i + 1) {
                 Some(Place::Exit)
             } else {
                 (from < t && t <= i).then(|| Place::Rel(i + 1 - t))
@@ -360,7 +373,7 @@ fn loop_inversions(instrs: &[Instr]) -> Vec<(usize, usize, usize)> {
         };
         let same = |g: usize, b: usize| -> bool {
             let (gi, bi) = (&instrs[g], &instrs[b]);
-            if gi.line != line || bi.line != line {
+            if gi.line != bi.line {
                 return false;
             }
             if pop_jump_sense(gi.opcode).is_some() || pop_jump_sense(bi.opcode).is_some() {
@@ -660,8 +673,23 @@ impl Cfg {
                     .max(),
             }
             .unwrap_or(instrs.len());
-            let body: Vec<bool> =
+            let mut body: Vec<bool> =
                 (0..n).map(|b| self.reachable[b] && (first..end).contains(&self.blocks[b].body.start)).collect();
+            // The cleanup of a chained comparison in the bottom copy of a `while` test may be laid
+            // out after it: it still runs with the loop's stack.
+            // (Only reached by conditional jumps from the loop: the loop's natural exit falls
+            // through, so a block that pops an enclosing `for`'s iterator is not taken for one.)
+            while let Some(b) = (0..n).find(|&b| {
+                !is_for
+                    && !body[b]
+                    && self.reachable[b]
+                    && self.pop_only(b, instrs).is_some()
+                    && self.preds[b].iter().all(|&p| {
+                        body[p] && matches!(self.blocks[p].term, Term::Branch { jump, next } if jump == b && next != b)
+                    })
+            }) {
+                body[b] = true;
+            }
             // Every block that jumps back to the head must be inside.
             if sources.iter().any(|&u| !body[u]) {
                 return Err(Fallback::shape("loop layout", line));
@@ -1195,12 +1223,12 @@ impl Translator<'_> {
         let mut changed = true;
         while changed {
             changed = false;
-            for x in 0..n {
+            for x in b + 1..n {
                 if !members[x]
                     && (r1[x] || r2[x])
                     && x != end
                     && !self.loops.contains_key(&x)
-                    && self.absorbable(x)
+                    && self.absorbable(x, &members)
                     && self.cfg.preds[x].iter().all(|&p| members[p])
                 {
                     members[x] = true;
@@ -1215,7 +1243,11 @@ impl Translator<'_> {
             .collect();
         targets.sort_unstable();
         targets.dedup();
+        let forward = (0..n)
+            .filter(|&x| members[x])
+            .all(|x| self.cfg.successors(x).iter().all(|&s| s >= n || !members[s] || s > x));
         match targets.as_slice() {
+            _ if !forward => None,
             // (A lone test gains nothing: its branches share blocks anyway.)
             &[t1, t2] if t2 < n && members.iter().filter(|&&m| m).count() > 1 => Some((members, t1, t2)),
             _ => None,
@@ -1223,8 +1255,10 @@ impl Translator<'_> {
     }
 
     /// A block that can be part of a condition: an operand test (no stores, no statement-level
-    /// pops) or a block that only pops on its way on.
-    fn absorbable(&self, x: Node) -> bool {
+    /// pops) that a test of the condition falls through into, or a block that only pops on its
+    /// way on (the cleanup of a chained comparison). A test reached only by jumps is where
+    /// another statement starts (`elif`, a loop's next test).
+    fn absorbable(&self, x: Node, members: &[bool]) -> bool {
         let blk = &self.cfg.blocks[x];
         if self.cfg.pop_only(x, self.instrs).is_some() {
             return true;
@@ -1232,7 +1266,11 @@ impl Translator<'_> {
         let Some(t) = blk.term_instr else {
             return false;
         };
-        matches!(blk.term, Term::Branch { .. })
+        let fallen_into = self.cfg.preds[x]
+            .iter()
+            .any(|&p| members[p] && matches!(self.cfg.blocks[p].term, Term::Branch { next, .. } if next == x));
+        fallen_into
+            && matches!(blk.term, Term::Branch { .. })
             && pop_jump_sense(self.instrs[t].opcode).is_some()
             && self.instrs[blk.body.clone()].iter().all(|i| {
                 !matches!(
