@@ -10,6 +10,8 @@
 //!    test is compiled twice, once before the loop and once at its bottom) is undone by sending
 //!    every edge into the bottom copy of the test to the top copy, when the two are instruction for
 //!    instruction the same (same opcodes, arguments and lines; jumps to corresponding places).
+//!    (A test ending in a chained comparison is not recognised; its loop keeps the inverted shape
+//!    `if c: loop: body; c; if not c: break`.)
 //!    Running either copy does the same thing, so the redirect cannot change behaviour.
 //! 3. `Cfg::find_loops`: every back edge (to a dominator) closes a loop; `FOR_ITER` blocks head
 //!    `for` loops, any other header a `while` loop. A loop's exits are classified once: return
@@ -301,6 +303,18 @@ fn loop_inversions(instrs: &[Instr]) -> Vec<(usize, usize, usize)> {
         }
         t
     };
+    // Two places continue the same way: the same instruction, or identical trivial returns.
+    let same_exit = |a: usize, b: usize| {
+        let (a, b) = (resolve(a), resolve(b));
+        let trivial_return = |t: usize| {
+            matches!(instrs.get(t).map(|i| i.opcode), Some(LOAD_CONST | LOAD_FAST))
+                && instrs.get(t + 1).is_some_and(|i| i.opcode == RETURN_VALUE)
+        };
+        a == b
+            || (trivial_return(a)
+                && trivial_return(b)
+                && (instrs[a].opcode, instrs[a].arg) == (instrs[b].opcode, instrs[b].arg))
+    };
     #[derive(PartialEq)]
     enum Place {
         Loop,
@@ -327,16 +341,15 @@ fn loop_inversions(instrs: &[Instr]) -> Vec<(usize, usize, usize)> {
         let Some(xg) = top.jump_target().and_then(index_of) else {
             continue;
         };
-        if resolve(xg) != resolve(i + 1) {
+        if !same_exit(xg, i + 1) {
             continue;
         }
-        let line = bottom.line;
         // Places of jump targets, seen from the top copy (ending before `l`) and the bottom copy
         // (ending before `i + 1`).
         let place_top = |from: usize, t: usize| {
             if t == l {
                 Some(Place::Loop)
-            } else if resolve(t) == resolve(xg) {
+            } else if same_exit(t, xg) {
                 Some(Place::Exit)
             } else {
                 (from < t && t < l).then(|| Place::Rel(l - t))
@@ -345,7 +358,7 @@ fn loop_inversions(instrs: &[Instr]) -> Vec<(usize, usize, usize)> {
         let place_bottom = |from: usize, t: usize| {
             if t == l {
                 Some(Place::Loop)
-            } else if resolve(t) == resolve(i + 1) {
+            } else if same_exit(t, i + 1) {
                 Some(Place::Exit)
             } else {
                 (from < t && t <= i).then(|| Place::Rel(i + 1 - t))
@@ -360,7 +373,7 @@ fn loop_inversions(instrs: &[Instr]) -> Vec<(usize, usize, usize)> {
         };
         let same = |g: usize, b: usize| -> bool {
             let (gi, bi) = (&instrs[g], &instrs[b]);
-            if gi.line != line || bi.line != line {
+            if gi.line != bi.line {
                 return false;
             }
             if pop_jump_sense(gi.opcode).is_some() || pop_jump_sense(bi.opcode).is_some() {
@@ -660,8 +673,23 @@ impl Cfg {
                     .max(),
             }
             .unwrap_or(instrs.len());
-            let body: Vec<bool> =
+            let mut body: Vec<bool> =
                 (0..n).map(|b| self.reachable[b] && (first..end).contains(&self.blocks[b].body.start)).collect();
+            // The cleanup of a chained comparison in the bottom copy of a `while` test may be laid
+            // out after it: it still runs with the loop's stack.
+            // (Only reached by conditional jumps from the loop: the loop's natural exit falls
+            // through, so a block that pops an enclosing `for`'s iterator is not taken for one.)
+            while let Some(b) = (0..n).find(|&b| {
+                !is_for
+                    && !body[b]
+                    && self.reachable[b]
+                    && self.pop_only(b, instrs).is_some()
+                    && self.preds[b].iter().all(|&p| {
+                        body[p] && matches!(self.blocks[p].term, Term::Branch { jump, next } if jump == b && next != b)
+                    })
+            }) {
+                body[b] = true;
+            }
             // Every block that jumps back to the head must be inside.
             if sources.iter().any(|&u| !body[u]) {
                 return Err(Fallback::shape("loop layout", line));
@@ -1195,12 +1223,12 @@ impl Translator<'_> {
         let mut changed = true;
         while changed {
             changed = false;
-            for x in 0..n {
+            for x in b + 1..n {
                 if !members[x]
                     && (r1[x] || r2[x])
                     && x != end
                     && !self.loops.contains_key(&x)
-                    && self.absorbable(x)
+                    && self.absorbable(x, &members)
                     && self.cfg.preds[x].iter().all(|&p| members[p])
                 {
                     members[x] = true;
@@ -1215,7 +1243,11 @@ impl Translator<'_> {
             .collect();
         targets.sort_unstable();
         targets.dedup();
+        let forward = (0..n)
+            .filter(|&x| members[x])
+            .all(|x| self.cfg.successors(x).iter().all(|&s| s >= n || !members[s] || s > x));
         match targets.as_slice() {
+            _ if !forward => None,
             // (A lone test gains nothing: its branches share blocks anyway.)
             &[t1, t2] if t2 < n && members.iter().filter(|&&m| m).count() > 1 => Some((members, t1, t2)),
             _ => None,
@@ -1223,8 +1255,10 @@ impl Translator<'_> {
     }
 
     /// A block that can be part of a condition: an operand test (no stores, no statement-level
-    /// pops) or a block that only pops on its way on.
-    fn absorbable(&self, x: Node) -> bool {
+    /// pops) that a test of the condition falls through into, or a block that only pops on its
+    /// way on (the cleanup of a chained comparison). A test reached only by jumps is where
+    /// another statement starts (`elif`, a loop's next test).
+    fn absorbable(&self, x: Node, members: &[bool]) -> bool {
         let blk = &self.cfg.blocks[x];
         if self.cfg.pop_only(x, self.instrs).is_some() {
             return true;
@@ -1232,7 +1266,11 @@ impl Translator<'_> {
         let Some(t) = blk.term_instr else {
             return false;
         };
-        matches!(blk.term, Term::Branch { .. })
+        let fallen_into = self.cfg.preds[x]
+            .iter()
+            .any(|&p| members[p] && matches!(self.cfg.blocks[p].term, Term::Branch { next, .. } if next == x));
+        fallen_into
+            && matches!(blk.term, Term::Branch { .. })
             && pop_jump_sense(self.instrs[t].opcode).is_some()
             && self.instrs[blk.body.clone()].iter().all(|i| {
                 !matches!(
@@ -1808,10 +1846,80 @@ assert "POP_JUMP_BACKWARD_IF_FALSE" in [i.opname for i in dis.get_instructions(p
         assert_eq!(f.body[1], Stmt { kind: StmtKind::Store("d".into(), 0), line: 2 });
     }
 
+    fn loops_in(block: &Block) -> usize {
+        block
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::If { then_body, else_body, .. } => loops_in(then_body) + loops_in(else_body),
+                StmtKind::For { body, .. } | StmtKind::Loop { body } => 1 + loops_in(body),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// CPython compiles a `while` test twice; the bottom copy is redirected to the top one when
+    /// they match, so `continue` (which jumps to the top copy) stays inside one `Loop`.
+    #[test]
+    fn while_loop_inversion_is_undone() {
+        let src =
+            "def a(x):\n    while x > 0:\n        if g(x):\n            continue\n        x = h(x)\n    return x\n\
+                   def b(x):\n    while p(x) and (q(x) or\n            r(x)):\n        x = h(x)\n    return x\n\
+                   def c(m):\n    while 0 < m < 9:\n        m = h(m)\n    return m\n\
+                   ca, cb, cc = a.__code__, b.__code__, c.__code__\n";
+        let cis = code_infos(src, &["ca", "cb", "cc"]);
+        for ci in &cis[..2] {
+            let instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+            let inv = loop_inversions(&instrs);
+            assert_eq!(inv.len(), 1, "{}", ci.name);
+            let (top, bottom, jump) = inv[0];
+            // The copies are the same instructions (jumps aside) on the same lines.
+            let n = jump + 1 - bottom;
+            for k in 0..n {
+                let (t, b) = (&instrs[top + k], &instrs[bottom + k]);
+                assert_eq!(t.line, b.line);
+                if t.jump_target().is_none() {
+                    assert_eq!((t.opcode, t.arg), (b.opcode, b.arg));
+                }
+            }
+            let f = lift(ci).unwrap();
+            assert_eq!(loops_in(&f.body), 1, "{}", ci.name);
+            assert!(matches!(f.body[0].kind, StmtKind::Loop { .. }), "{:?}", f.body[0]);
+        }
+        // A test ending in a chained comparison is not matched: the loop keeps its guard `if`.
+        let instrs: Vec<Instr> = instructions(&cis[2].code, &cis[2].lines).collect();
+        assert!(loop_inversions(&instrs).is_empty());
+        let f = lift(&cis[2]).unwrap();
+        assert_eq!(loops_in(&f.body), 1);
+        assert!(matches!(
+            f.body.iter().find(|s| !matches!(s.kind, StmtKind::Let(..))).unwrap().kind,
+            StmtKind::If { .. }
+        ));
+    }
+
+    /// The right operand of `and`/`or` and the branches of `a if c else b` are only evaluated on
+    /// the path where CPython evaluates them: every call sits in its own branch.
+    #[test]
+    fn short_circuit_calls_stay_in_their_branch() {
+        let src = "def f(a):\n    x = a or g(a)\n    y = h(a) if x else k(a)\n    return x, y\nc = f.__code__\n";
+        let f = lift(&code_infos(src, &["c"])[0]).unwrap();
+        let calls_at_top = f.body.iter().filter(|s| matches!(s.kind, StmtKind::Let(_, Expr::Call { .. }))).count();
+        assert_eq!(calls_at_top, 0, "{}", crate::bezoar::text::print(&f));
+        let ifs: Vec<&Stmt> = f.body.iter().filter(|s| matches!(s.kind, StmtKind::If { .. })).collect();
+        assert_eq!(ifs.len(), 2);
+        let calls = |b: &Block| b.iter().filter(|s| matches!(s.kind, StmtKind::Let(_, Expr::Call { .. }))).count();
+        let StmtKind::If { then_body, else_body, .. } = &ifs[0].kind else { unreachable!() };
+        assert_eq!((calls(then_body), calls(else_body)), (0, 1)); // g(a) only when a is falsy
+        let StmtKind::If { then_body, else_body, .. } = &ifs[1].kind else { unreachable!() };
+        assert_eq!((calls(then_body), calls(else_body)), (1, 1));
+    }
+
     #[test]
     fn fallback_display() {
         let op = Fallback { reason: "unsupported opcode".into(), opcode: Some("SETUP_WITH".into()), line: 12 };
         assert_eq!(op.to_string(), "unsupported opcode SETUP_WITH at line 12");
         assert_eq!(Fallback::new("while loop", 3).to_string(), "while loop at line 3");
+        let described =
+            Fallback { reason: "del of a local variable".into(), opcode: Some("DELETE_FAST".into()), line: 4 };
+        assert_eq!(described.to_string(), "del of a local variable (DELETE_FAST) at line 4");
     }
 }

@@ -122,10 +122,18 @@ def _build_slice(*xs):
 
 
 def _list_extend(lst, it):
-    lst.extend(it)
+    # `[*it]` (LIST_EXTEND) words a non-iterable differently from list.extend.
+    try:
+        items = iter(it)
+    except TypeError:
+        raise TypeError(f"Value after * must be an iterable, not {type(it).__name__}") from None
+    lst.extend(items)
 
 
 def _dict_update(d, m):
+    # `{**m}` (DICT_UPDATE) needs a mapping; dict.update would also take an iterable of pairs.
+    if not hasattr(type(m), "keys"):
+        raise TypeError(f"'{type(m).__name__}' object is not a mapping")
     d.update(m)
 
 
@@ -137,17 +145,27 @@ def _list_to_tuple(lst):
     return tuple(lst)
 
 
+def _unpack_iter(x):
+    try:
+        return iter(x)
+    except TypeError:
+        raise TypeError(f"cannot unpack non-iterable {type(x).__name__} object") from None
+
+
 def _unpack_sequence(x, n):
-    items = tuple(x)
-    if len(items) != n:
-        if len(items) > n:
+    # Like UNPACK_SEQUENCE: take at most n + 1 items (an endless iterator fails, not hangs).
+    items = []
+    for item in _unpack_iter(x):
+        if len(items) == n:
             raise ValueError(f"too many values to unpack (expected {n})")
+        items.append(item)
+    if len(items) < n:
         raise ValueError(f"not enough values to unpack (expected {n}, got {len(items)})")
-    return items
+    return tuple(items)
 
 
 def _unpack_ex(x, before, after):
-    items = list(x)
+    items = list(_unpack_iter(x))
     if len(items) < before + after:
         raise ValueError(f"not enough values to unpack (expected at least {before + after}, "
                          f"got {len(items)})")
