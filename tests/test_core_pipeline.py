@@ -364,3 +364,4 @@ def test_unordered_failure_raises_with_a_note_on_calls_that_already_ran(tmp_path
     assert "notes []" in plain.stdout
     notes = [l for l in popped.stdout.splitlines() if l.startswith("notes")][0]
     assert "@unordered" in notes and "log" in notes
+    assert "at line" in notes and "of main" in notes

@@ -167,6 +167,8 @@ pub struct PyHost<'py> {
     trace: Option<(Bound<'py, PyAny>, String)>,
     /// perf_counter() when the run started (tracing only).
     run_start: f64,
+    /// The qualified name of the function being run (for messages).
+    run_name: String,
     /// Callees seen in this run, by object address (every callee stays alive in the run's
     /// slots until the run ends, so addresses are not reused meanwhile).
     callees: HashMap<usize, Rc<Callee>>,
@@ -208,7 +210,16 @@ impl<'py> PyHost<'py> {
             Some(_) => py.import_bound("time")?.call_method0("perf_counter")?.extract()?,
             None => 0.0,
         };
-        Ok(PyHost { py, rt, classify, executor: None, trace, run_start, callees: HashMap::new() })
+        Ok(PyHost {
+            py,
+            rt,
+            classify,
+            executor: None,
+            trace,
+            run_start,
+            run_name: name.to_string(),
+            callees: HashMap::new(),
+        })
     }
 
     /// End of a run: cancel and reap anything still in flight (only possible when the run was
@@ -386,7 +397,7 @@ impl<'py> Host for PyHost<'py> {
         Ok(t.iter().map(|x| x.unbind()).collect())
     }
 
-    fn note_reordered(&mut self, e: PyErrRef, later: Vec<Obj>) -> PyErrRef {
+    fn note_reordered(&mut self, e: PyErrRef, line: u32, later: Vec<Obj>) -> PyErrRef {
         let py = self.py;
         let names: Vec<String> = later
             .iter()
@@ -398,8 +409,12 @@ impl<'py> Host for PyHost<'py> {
                     .unwrap_or_else(|_| f.get_type().name().map(|n| n.to_string()).unwrap_or_default())
             })
             .collect();
+        let at = match (&self.run_name, line) {
+            (name, l) if l > 0 => format!(" at line {l} of {name}"),
+            _ => String::new(),
+        };
         let note = format!(
-            "poppy_jit: this call is @unordered and ran concurrently with {} later ordered call(s) \
+            "poppy_jit: this @unordered call{at} ran concurrently with {} later ordered call(s) \
              that had already run when it failed: {}",
             names.len(),
             names.join(", ")

@@ -81,6 +81,8 @@ struct Ctrl<P> {
     seq: SlotId,
     /// The callee's slot and, once known, its value.
     callee: SlotId,
+    /// Source line of the call (0 when unknown).
+    line: u32,
     func: Option<P>,
     args: Vec<SlotId>,
     kwnames: Vec<String>,
@@ -508,7 +510,7 @@ impl<'a, H: Host> Eval<'a, H> {
                 let Some(fv) = self.value(callee).cloned() else {
                     // The callee is not known yet (e.g. a method looked up on a pending result):
                     // queue the call now so that the order passes on as soon as possible.
-                    self.queue_call(seq, callee, None, arg_slots, kwnames.clone(), dst);
+                    self.queue_call(seq, callee, None, arg_slots, kwnames.clone(), dst, stmt.line);
                     return true;
                 };
                 let mut params = vec![seq];
@@ -524,7 +526,7 @@ impl<'a, H: Host> Eval<'a, H> {
                             self.stats.inlined_calls += 1;
                             self.call_into(&prog, prog.entry, &[], &params, dst);
                         }
-                        None => self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst),
+                        None => self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst, stmt.line),
                     },
                     _ => {
                         let e = self.error("TypeError", "poppy_jit: call of a value that is not callable");
@@ -540,6 +542,7 @@ impl<'a, H: Host> Eval<'a, H> {
 
     /// Queue a call: the successor's token exists at once, the result later. With the callee
     /// known it is an external call; otherwise the controller first waits for the callee.
+    #[allow(clippy::too_many_arguments)]
     fn queue_call(
         &mut self,
         seq: SlotId,
@@ -548,6 +551,7 @@ impl<'a, H: Host> Eval<'a, H> {
         args: Vec<SlotId>,
         kwnames: Vec<String>,
         dst: SlotId,
+        line: u32,
     ) {
         let out = Token { r: self.futs.new_future(), w: self.futs.new_future() };
         let s_out = self.new_slot(Value::Seq(out));
@@ -559,6 +563,7 @@ impl<'a, H: Host> Eval<'a, H> {
         self.ctrls.push(Ctrl {
             seq,
             callee,
+            line,
             func,
             args,
             kwnames,
@@ -915,7 +920,7 @@ impl<'a, H: Host> Eval<'a, H> {
                 .iter()
                 .filter_map(|(cid, e)| pos[*cid].map(|p| (p, *cid, e.clone())))
                 .min_by_key(|(p, _, _)| *p);
-            if let Some((p, _, e)) = earliest {
+            if let Some((p, failed, e)) = earliest {
                 let later: Vec<H::Prim> = self
                     .ctrls
                     .iter()
@@ -927,7 +932,8 @@ impl<'a, H: Host> Eval<'a, H> {
                     })
                     .filter_map(|(_, ctrl)| ctrl.func.clone())
                     .collect();
-                return Err(if later.is_empty() { e } else { self.host.note_reordered(e, later) });
+                let line = self.ctrls[failed].line;
+                return Err(if later.is_empty() { e } else { self.host.note_reordered(e, line, later) });
             }
         }
         let value = match self.value(ret) {

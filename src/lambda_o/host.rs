@@ -100,9 +100,10 @@ pub trait Host {
     fn internal_error(&mut self, kind: &str, msg: &str) -> Self::Error;
 
     /// The run raises `e`, from an unordered call that had passed the order on before it failed;
-    /// `later` are the ordered externals, later in program order, that had already run. The host
+    /// `line` is the call's source line; `later` are the ordered externals, later in program
+    /// order, that had already run. The host
     /// may attach that to the error (CPython would not have made those calls).
-    fn note_reordered(&mut self, e: Self::Error, _later: Vec<Self::Prim>) -> Self::Error {
+    fn note_reordered(&mut self, e: Self::Error, _line: u32, _later: Vec<Self::Prim>) -> Self::Error {
         e
     }
 

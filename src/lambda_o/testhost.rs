@@ -252,7 +252,7 @@ impl Host for TestHost {
         }
     }
 
-    fn note_reordered(&mut self, e: String, later: Vec<TPrim>) -> String {
+    fn note_reordered(&mut self, e: String, _line: u32, later: Vec<TPrim>) -> String {
         let names: Vec<String> = later.iter().map(|p| p.fmt_prim()).collect();
         format!("{e} (already ran: {})", names.join(" "))
     }
