@@ -11,25 +11,29 @@
 use super::ir::*;
 use std::collections::BTreeSet;
 
+/// Call `f` on every statement of `b`, nested blocks included (pre-order).
+pub fn visit(b: &[Stmt], f: &mut impl FnMut(&StmtKind)) {
+    for s in b {
+        f(&s.kind);
+        match &s.kind {
+            StmtKind::If { then_body, else_body, .. } => {
+                visit(then_body, f);
+                visit(else_body, f);
+            }
+            StmtKind::For { body, .. } | StmtKind::Loop { body } => visit(body, f),
+            _ => {}
+        }
+    }
+}
+
 /// Names of mutable variables stored or loaded anywhere in `f` (parameters included).
 pub fn variables(f: &Function) -> BTreeSet<String> {
     let mut out: BTreeSet<String> = f.params.iter().cloned().collect();
-    fn walk(b: &[Stmt], out: &mut BTreeSet<String>) {
-        for s in b {
-            match &s.kind {
-                StmtKind::Let(_, Expr::Load(x)) | StmtKind::Store(x, _) => {
-                    out.insert(x.clone());
-                }
-                StmtKind::If { then_body, else_body, .. } => {
-                    walk(then_body, out);
-                    walk(else_body, out);
-                }
-                StmtKind::For { body, .. } | StmtKind::Loop { body } => walk(body, out),
-                _ => {}
-            }
+    visit(&f.body, &mut |k| {
+        if let StmtKind::Let(_, Expr::Load(x)) | StmtKind::Store(x, _) = k {
+            out.insert(x.clone());
         }
-    }
-    walk(&f.body, &mut out);
+    });
     out
 }
 
@@ -45,22 +49,11 @@ pub fn promotable(f: &Function, force_memory: bool) -> BTreeSet<String> {
 /// Variables a block may store, in a deterministic order.
 pub fn assigned(b: &[Stmt]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    fn walk(b: &[Stmt], out: &mut BTreeSet<String>) {
-        for s in b {
-            match &s.kind {
-                StmtKind::Store(x, _) => {
-                    out.insert(x.clone());
-                }
-                StmtKind::If { then_body, else_body, .. } => {
-                    walk(then_body, out);
-                    walk(else_body, out);
-                }
-                StmtKind::For { body, .. } | StmtKind::Loop { body } => walk(body, out),
-                _ => {}
-            }
+    visit(b, &mut |k| {
+        if let StmtKind::Store(x, _) = k {
+            out.insert(x.clone());
         }
-    }
-    walk(b, &mut out);
+    });
     out
 }
 
@@ -85,33 +78,20 @@ impl DefinedSet {
 /// never used. External operations are never removed: they are observable.
 pub fn remove_dead_pure_lets(f: &mut Function) {
     let mut used = vec![false; f.nregs as usize];
-    fn mark(b: &Block, used: &mut [bool]) {
-        for s in b {
-            match &s.kind {
-                StmtKind::Let(_, e) => match e {
-                    Expr::Call { func, args, .. } => {
-                        used[*func as usize] = true;
-                        args.iter().for_each(|r| used[*r as usize] = true);
-                    }
-                    Expr::Op(_, args) => args.iter().for_each(|r| used[*r as usize] = true),
-                    Expr::Const(_) | Expr::Load(_) | Expr::Global(_) => {}
-                },
-                StmtKind::Store(_, r) | StmtKind::Return(r) => used[*r as usize] = true,
-                StmtKind::If { cond, then_body, else_body } => {
-                    used[*cond as usize] = true;
-                    mark(then_body, used);
-                    mark(else_body, used);
-                }
-                StmtKind::For { iter, body, .. } => {
-                    used[*iter as usize] = true;
-                    mark(body, used);
-                }
-                StmtKind::Loop { body } => mark(body, used),
-                StmtKind::Break | StmtKind::Continue => {}
+    visit(&f.body, &mut |k| {
+        let mut mark = |r: &Reg| used[*r as usize] = true;
+        match k {
+            StmtKind::Let(_, Expr::Call { func, args, .. }) => {
+                mark(func);
+                args.iter().for_each(mark);
             }
+            StmtKind::Let(_, Expr::Op(_, args)) => args.iter().for_each(mark),
+            StmtKind::Store(_, r) | StmtKind::Return(r) => mark(r),
+            StmtKind::If { cond, .. } => mark(cond),
+            StmtKind::For { iter, .. } => mark(iter),
+            _ => {}
         }
-    }
-    mark(&f.body, &mut used);
+    });
     fn sweep(b: &mut Block, used: &[bool]) {
         b.retain(|s| match &s.kind {
             // A load may raise UnboundLocalError, but only when its value is used by something

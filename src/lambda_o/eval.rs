@@ -256,6 +256,15 @@ impl<'a, H: Host> Eval<'a, H> {
         }
     }
 
+    /// A value that must be a primitive: the primitive, or the error value to poison with.
+    fn prim_of(&mut self, v: Value<H::Prim, H::Error>, what: &str) -> Result<H::Prim, Value<H::Prim, H::Error>> {
+        match v {
+            Value::Prim(p) => Ok(p),
+            Value::Error(e) => Err(Value::Error(e)),
+            _ => Err(self.error("TypeError", &format!("poppy_jit: {what} is not a Python value"))),
+        }
+    }
+
     fn error(&mut self, kind: &str, msg: &str) -> Value<H::Prim, H::Error> {
         Value::Error(self.host.internal_error(kind, msg))
     }
@@ -409,20 +418,9 @@ impl<'a, H: Host> Eval<'a, H> {
             }
             Op::Ite { cond, then_f, else_f, args } => {
                 let c = need!(*cond);
-                let which = match c {
-                    Value::Prim(p) => match self.host.truthy(&p) {
-                        Ok(b) => b,
-                        Err(e) => {
-                            self.resolve(dst, Value::Error(e));
-                            return true;
-                        }
-                    },
-                    Value::Error(e) => {
-                        self.resolve(dst, Value::Error(e));
-                        return true;
-                    }
-                    _ => {
-                        let e = self.error("TypeError", "poppy_jit: ite condition is not a Python value");
+                let which = match self.prim_of(c, "ite condition").and_then(|p| self.host.truthy(&p).map_err(Value::Error)) {
+                    Ok(b) => b,
+                    Err(e) => {
                         self.resolve(dst, e);
                         return true;
                     }
@@ -438,20 +436,10 @@ impl<'a, H: Host> Eval<'a, H> {
                 }
             }
             Op::Fold { seq, body, acc } => {
-                let items = match need!(*seq) {
-                    Value::Prim(p) => match self.host.elements(&p) {
-                        Ok(items) => items,
-                        Err(e) => {
-                            self.resolve(dst, Value::Error(e));
-                            return true;
-                        }
-                    },
-                    Value::Error(e) => {
-                        self.resolve(dst, Value::Error(e));
-                        return true;
-                    }
-                    _ => {
-                        let e = self.error("TypeError", "poppy_jit: fold over something that is not a Python value");
+                let s = need!(*seq);
+                let items = match self.prim_of(s, "fold sequence").and_then(|p| self.host.elements(&p).map_err(Value::Error)) {
+                    Ok(items) => items,
+                    Err(e) => {
                         self.resolve(dst, e);
                         return true;
                     }
