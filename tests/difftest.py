@@ -55,8 +55,11 @@ class Run:
 
     @property
     def error_line(self) -> str:
-        """The last non-empty stderr line (for an uncaught exception: 'Type: message')."""
-        lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
+        """The last non-empty stderr line (for an uncaught exception: 'Type: message'), not
+        counting the PEP 678 notes poppy_jit adds to an external's exception (where the call was
+        made, since the @poppy frame is not in the traceback)."""
+        lines = [ln for ln in self.stderr.splitlines()
+                 if ln.strip() and not ln.startswith("poppy_jit: ")]
         return lines[-1] if lines else ""
 
 

@@ -140,6 +140,10 @@ def test_external_error_propagates_and_later_ordered_calls_do_not_run(tmp_path):
     plain, popped, _ = same(body, tmp_path)
     assert "caught bad <1>" in plain.stdout
     assert "after" not in popped.stdout
+    # The traceback cannot show the @poppy frame; a note names the call's line instead.
+    popped_err, _ = run(body.replace('print("caught", e)', 'print("caught", e, e.__notes__)'), True,
+                        tmp_path=tmp_path)
+    assert "raised by the external call at line" in popped_err.stdout
 
 
 def test_unbound_local_raises_like_cpython(tmp_path):
@@ -364,4 +368,6 @@ def test_unordered_failure_raises_with_a_note_on_calls_that_already_ran(tmp_path
     assert "notes []" in plain.stdout
     notes = [l for l in popped.stdout.splitlines() if l.startswith("notes")][0]
     assert "@unordered" in notes and "log" in notes
-    assert "at line" in notes and "of main" in notes
+    src_lines = (tmp_path / "prog.py").read_text().splitlines()
+    call_line = next(i for i, l in enumerate(src_lines, 1) if "a = flaky(1)" in l)
+    assert f"raised by the external call at line {call_line} of main" in notes

@@ -397,30 +397,39 @@ impl<'py> Host for PyHost<'py> {
         Ok(t.iter().map(|x| x.unbind()).collect())
     }
 
-    fn note_reordered(&mut self, e: PyErrRef, line: u32, later: Vec<Obj>) -> PyErrRef {
+    fn note_failure(&mut self, e: PyErrRef, line: u32, later: Vec<Obj>) -> PyErrRef {
+        // The @poppy function's frame is not on the stack while λO runs, so the traceback does
+        // not show where in it the call was made: say it in a note (PEP 678).
         let py = self.py;
-        let names: Vec<String> = later
-            .iter()
-            .map(|f| {
-                let f = f.bind(py);
-                f.getattr("__qualname__")
-                    .or_else(|_| f.getattr("__name__"))
-                    .and_then(|n| n.extract::<String>())
-                    .unwrap_or_else(|_| f.get_type().name().map(|n| n.to_string()).unwrap_or_default())
-            })
-            .collect();
-        let at = match (&self.run_name, line) {
-            (name, l) if l > 0 => format!(" at line {l} of {name}"),
-            _ => String::new(),
-        };
-        let note = format!(
-            "poppy_jit: this @unordered call{at} ran concurrently with {} later ordered call(s) \
-             that had already run when it failed: {}",
-            names.len(),
-            names.join(", ")
-        );
+        let mut notes = Vec::new();
+        if line > 0 {
+            notes.push(format!("poppy_jit: raised by the external call at line {line} of {}", self.run_name));
+        }
+        if !later.is_empty() {
+            let names: Vec<String> = later
+                .iter()
+                .map(|f| {
+                    let f = f.bind(py);
+                    f.getattr("__qualname__")
+                        .or_else(|_| f.getattr("__name__"))
+                        .and_then(|n| n.extract::<String>())
+                        .unwrap_or_else(|_| f.get_type().name().map(|n| n.to_string()).unwrap_or_default())
+                })
+                .collect();
+            notes.push(format!(
+                "poppy_jit: this call is @unordered and ran concurrently with {} later ordered \
+                 call(s) that had already run when it failed: {}",
+                names.len(),
+                names.join(", ")
+            ));
+        }
+        if notes.is_empty() {
+            return e;
+        }
         let err = e.to_pyerr(py);
-        let _ = err.value_bound(py).call_method1("add_note", (note,));
+        for note in notes {
+            let _ = err.value_bound(py).call_method1("add_note", (note,));
+        }
         PyErrRef::new(err)
     }
 

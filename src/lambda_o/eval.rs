@@ -921,7 +921,7 @@ impl<'a, H: Host> Eval<'a, H> {
                     .filter_map(|(_, ctrl)| ctrl.func.clone())
                     .collect();
                 let line = self.ctrls[failed].line;
-                return Err(if later.is_empty() { e } else { self.host.note_reordered(e, line, later) });
+                return Err(self.host.note_failure(e, line, later));
             }
         }
         let value = match self.value(ret) {

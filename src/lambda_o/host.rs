@@ -99,11 +99,11 @@ pub trait Host {
     /// `kind` is a Python exception name such as "UnboundLocalError" or "TypeError".
     fn internal_error(&mut self, kind: &str, msg: &str) -> Self::Error;
 
-    /// The run raises `e`, from an unordered call that had passed the order on before it failed;
-    /// `line` is the call's source line; `later` are the ordered externals, later in program
-    /// order, that had already run. The host
-    /// may attach that to the error (CPython would not have made those calls).
-    fn note_reordered(&mut self, e: Self::Error, _line: u32, _later: Vec<Self::Prim>) -> Self::Error {
+    /// The run raises `e`, the failure of the external call at source line `line`. `later` are
+    /// the ordered externals after it in program order that had already run (possible only when
+    /// it is an unordered call, which passes the order on before it finishes; CPython would not
+    /// have made them). The host may attach both to the error.
+    fn note_failure(&mut self, e: Self::Error, _line: u32, _later: Vec<Self::Prim>) -> Self::Error {
         e
     }
 

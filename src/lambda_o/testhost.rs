@@ -252,7 +252,10 @@ impl Host for TestHost {
         }
     }
 
-    fn note_reordered(&mut self, e: String, _line: u32, later: Vec<TPrim>) -> String {
+    fn note_failure(&mut self, e: String, _line: u32, later: Vec<TPrim>) -> String {
+        if later.is_empty() {
+            return e;
+        }
         let names: Vec<String> = later.iter().map(|p| p.fmt_prim()).collect();
         format!("{e} (already ran: {})", names.join(" "))
     }
