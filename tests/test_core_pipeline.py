@@ -371,3 +371,64 @@ def test_unordered_failure_raises_with_a_note_on_calls_that_already_ran(tmp_path
     src_lines = (tmp_path / "prog.py").read_text().splitlines()
     call_line = next(i for i, l in enumerate(src_lines, 1) if "a = flaky(1)" in l)
     assert f"raised by the external call at line {call_line} of main" in notes
+
+
+def test_declared_return_types_let_comparisons_on_pending_results_pass_the_order_on(tmp_path):
+    body = """
+    import sys, time
+    T0 = time.monotonic()
+    READS = []
+
+    @readonly
+    def read_file(name):
+        READS.append(round(time.monotonic() - T0, 2))
+        return "content of " + name
+
+    @unordered
+    async def ask(prompt) -> str:
+        await asyncio.sleep(0.3)
+        return "yes" if "b" in prompt else "no"
+
+    @poppy
+    def main(names):
+        plan = ""
+        for name in names:
+            content = read_file(name)
+            if ask("is it a plan? " + name) == "yes":
+                plan = content
+        return plan
+
+    report(main(["a", "b", "c"]))
+    print("reads before the first answer", sum(t < 0.2 for t in READS), file=sys.stderr)
+    """
+    plain, popped, stats = same(body, tmp_path)
+    assert "reads before the first answer 1" in plain.stderr
+    assert "reads before the first answer 3" in popped.stderr
+    assert stats["peak_in_flight"] >= 3
+
+
+def test_a_result_that_contradicts_its_declared_type_is_an_error_not_a_silent_reorder(tmp_path):
+    body = """
+    class Loud:
+        def __eq__(self, other):
+            print("Loud.__eq__ ran")
+            return False
+
+    @unordered
+    async def ask(prompt) -> str:   # wrong: returns a user object
+        await asyncio.sleep(0.05)
+        return Loud()
+
+    @poppy
+    def main():
+        if ask("x") == "yes":
+            log("yes")
+        log("done")
+
+    try:
+        main()
+    except TypeError as e:
+        print("TypeError", "declared return type" in str(e))
+    """
+    popped, _ = run(body, True, tmp_path=tmp_path)
+    assert "TypeError True" in popped.stdout, popped.stdout + popped.stderr

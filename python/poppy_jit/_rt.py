@@ -11,7 +11,7 @@ import functools
 import types
 
 from ._annotations import classify, register  # noqa: F401 (used by the Rust host)
-from ._intrinsics import bound_check, intrinsic  # noqa: F401 (used by the Rust host)
+from ._intrinsics import INTRINSICS, bound_check, intrinsic  # noqa: F401 (used by the Rust host)
 from ._decorators import unordered
 from ._loop import get_loop
 
@@ -48,3 +48,43 @@ def cancel_all(loop, pending):
     for fut in pending:
         fut.cancel()
     loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# Type hints for results that have not arrived (classification of calls waiting for them).
+
+_STAND_INS = {str: "", int: 0, float: 0.0, bool: False, bytes: b"", type(None): None, None: None}
+_INTRINSIC_IDS = {id(f) for f in INTRINSICS.values()}
+
+
+class _StandIn:
+    """A stand-in value (wrapped, since None is a valid stand-in)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def return_stand_in(fn):
+    """A value of `fn`'s declared return type if it is an immutable atom, else None."""
+    import typing
+
+    try:
+        ret = typing.get_type_hints(fn).get("return", NotImplemented)
+    except Exception:
+        return None
+    if ret is NotImplemented or ret not in _STAND_INS:
+        return None
+    return _StandIn(_STAND_INS[ret])
+
+
+def hint_apply(f, args):
+    """The result of an intrinsic on stand-ins, when that is pure and an immutable atom."""
+    if id(f) not in _INTRINSIC_IDS or classify(f, args, ()) != 0:
+        return None
+    try:
+        r = f(*args)
+    except Exception:
+        return None
+    return _StandIn(r) if type(r) in _STAND_INS else None

@@ -131,8 +131,9 @@ impl<'py> Executor<'py> {
 /// What the host knows about a callee, computed once per callee per run.
 enum Callee {
     Loader,
-    /// Declared with @unordered/@readonly/@sequential.
-    External { class: Class, inner: Obj, is_async: bool, blocking: bool },
+    /// Declared with @unordered/@readonly/@sequential; `returns` is a stand-in value of its
+    /// declared return type when that is an immutable atom (str, int, float, bool, bytes, None).
+    External { class: Class, inner: Obj, is_async: bool, blocking: bool, returns: Option<Obj> },
     Plain,
 }
 
@@ -308,11 +309,14 @@ fn describe(f: &Bound<'_, PyAny>) -> PyResult<Callee> {
         "readonly" => Class::Readonly,
         _ => Class::Sequential,
     };
+    let inner = spec.getattr("fn")?;
+    let returns = f.py().import_bound("poppy_jit._rt")?.call_method1("return_stand_in", (&inner,))?;
     Ok(Callee::External {
         class,
-        inner: spec.getattr("fn")?.unbind(),
         is_async: spec.getattr("is_async")?.is_truthy()?,
         blocking: spec.getattr("blocking")?.is_truthy()?,
+        returns: (!returns.is_none()).then(|| returns.getattr("value")).transpose()?.map(|v| v.unbind()),
+        inner: inner.unbind(),
     })
 }
 
@@ -332,6 +336,25 @@ impl<'py> Host for PyHost<'py> {
             Callee::Loader => Some(Class::Unordered),
             Callee::External { class, .. } => Some(*class),
             Callee::Plain => None,
+        }
+    }
+
+    fn classify_hinted(&mut self, f: &Obj, args: &[Option<Obj>], kwnames: &[String]) -> Option<Class> {
+        let args: Option<Vec<Obj>> = args.iter().map(|a| a.as_ref().map(|o| o.clone_ref(self.py))).collect();
+        Some(self.classify(f, &args?, kwnames))
+    }
+
+    fn result_hint(&mut self, f: &Obj, args: &[Option<Obj>], _kw: &[String]) -> Option<Obj> {
+        let py = self.py;
+        match &*self.callee(f) {
+            Callee::External { returns, .. } => returns.as_ref().map(|r| r.clone_ref(py)),
+            Callee::Loader => None,
+            Callee::Plain => {
+                let args: Option<Vec<Obj>> = args.iter().map(|a| a.as_ref().map(|o| o.clone_ref(py))).collect();
+                let args = PyTuple::new_bound(py, args?);
+                let r = self.rt.call_method1("hint_apply", (f.bind(py), args)).ok()?;
+                (!r.is_none()).then(|| r.getattr("value").ok()).flatten().map(|v| v.unbind())
+            }
         }
     }
 

@@ -90,8 +90,13 @@ struct Ctrl<P> {
     out: Token,
     phase: Phase,
     class: Class,
-    /// The class once known: from the callee alone before the arguments are, or classified.
+    /// The class once known: from the callee alone before the arguments are, from type hints of
+    /// pending arguments, or classified.
     early: Option<Class>,
+    /// `early` came from type hints: the real class must not be stricter.
+    hinted: bool,
+    /// A stand-in for this call's result, for hinting calls that consume it.
+    hint: Option<P>,
     argv: Vec<P>,
     queued_at: Instant,
     ready_at: Option<Instant>,
@@ -121,9 +126,22 @@ struct Eval<'a, H: Host> {
     tracing: bool,
     /// The controller that created each output future F_R' (to recover program order).
     fut_owner: HashMap<usize, usize>,
+    /// The controller whose result a slot is (directly, or through alias edges).
+    producer: HashMap<SlotId, usize>,
+    alias_src: HashMap<SlotId, SlotId>,
     /// For a call that was inlined after waiting for its callee: its F_R' → the F_R of the
     /// body's final order (program order continues through the body's calls).
     bridge: HashMap<usize, usize>,
+}
+
+/// Whether `a` orders more than `b` (unordered < readonly < sequential).
+fn stricter(a: Class, b: Class) -> bool {
+    let rank = |c: Class| match c {
+        Class::Unordered => 0,
+        Class::Readonly => 1,
+        Class::Sequential => 2,
+    };
+    rank(a) > rank(b)
 }
 
 /// Run `program` (entry params [S, args...], result (S', value)) to quiescence.
@@ -181,6 +199,8 @@ pub fn run_with<H: Host>(
         tracing: false,
         fut_owner: HashMap::new(),
         bridge: HashMap::new(),
+        producer: HashMap::new(),
+        alias_src: HashMap::new(),
     };
     ev.tracing = ev.host.tracing();
     let token = Token { r: ev.futs.new_resolved(), w: ev.futs.new_resolved() };
@@ -252,7 +272,50 @@ impl<'a, H: Host> Eval<'a, H> {
                 let v = v.clone();
                 self.resolve(dst, v);
             }
-            Slot::Pending(ws) => ws.push(Waiter::Follow(dst)),
+            Slot::Pending(ws) => {
+                ws.push(Waiter::Follow(dst));
+                self.alias_src.insert(dst, src);
+            }
+        }
+    }
+
+    /// The stand-in for a pending slot's value: its producing call's result hint.
+    fn hint_of(&self, mut s: SlotId) -> Option<H::Prim> {
+        for _ in 0..64 {
+            if let Some(&c) = self.producer.get(&s) {
+                return self.ctrls[c].hint.clone();
+            }
+            s = *self.alias_src.get(&s)?;
+        }
+        None
+    }
+
+    /// Classify a call from known arguments and hints for pending ones (see Host::classify_hinted);
+    /// also compute its own result hint for the calls that consume it.
+    fn try_hint(&mut self, cid: usize) {
+        let c = &self.ctrls[cid];
+        let Some(f) = c.func.clone() else { return };
+        if c.early.is_some() && c.hint.is_some() {
+            return;
+        }
+        let args: Vec<Option<H::Prim>> = c
+            .args
+            .iter()
+            .map(|&a| match self.value(a) {
+                Some(Value::Prim(p)) => Some(p.clone()),
+                Some(_) => None,
+                None => self.hint_of(a),
+            })
+            .collect();
+        let kwnames = c.kwnames.clone();
+        if self.ctrls[cid].hint.is_none() {
+            self.ctrls[cid].hint = self.host.result_hint(&f, &args, &kwnames);
+        }
+        if self.ctrls[cid].early.is_none() && args.iter().all(|a| a.is_some()) {
+            if let Some(class) = self.host.classify_hinted(&f, &args, &kwnames) {
+                self.ctrls[cid].early = Some(class);
+                self.ctrls[cid].hinted = true;
+            }
         }
     }
 
@@ -546,6 +609,7 @@ impl<'a, H: Host> Eval<'a, H> {
         let result = self.pending_slot();
         self.resolve(dst, Value::Tuple(Rc::from(vec![s_out, result])));
         let cid = self.ctrls.len();
+        self.producer.insert(result, cid);
         let early = func.as_ref().and_then(|f| self.host.classify_callee(f));
         let phase = if func.is_some() { Phase::WaitArgs } else { Phase::WaitCallee };
         self.ctrls.push(Ctrl {
@@ -560,6 +624,8 @@ impl<'a, H: Host> Eval<'a, H> {
             phase,
             class: Class::Sequential,
             early,
+            hinted: false,
+            hint: None,
             argv: Vec::new(),
             queued_at: Instant::now(),
             ready_at: None,
@@ -623,6 +689,9 @@ impl<'a, H: Host> Eval<'a, H> {
     }
 
     fn advance(&mut self, cid: usize, w: WorkId) {
+        if self.ctrls[cid].phase == Phase::WaitArgs {
+            self.try_hint(cid);
+        }
         self.forward(cid, w);
         loop {
             match self.ctrls[cid].phase {
@@ -643,6 +712,7 @@ impl<'a, H: Host> Eval<'a, H> {
                                     c.func = Some(p);
                                     c.early = early;
                                     c.phase = Phase::WaitArgs;
+                                    self.try_hint(cid);
                                     self.forward(cid, w);
                                     continue;
                                 }
@@ -709,6 +779,15 @@ impl<'a, H: Host> Eval<'a, H> {
                     }
                     let c = &self.ctrls[cid];
                     let class = self.host.classify(c.func.as_ref().expect("callee known"), &argv, &c.kwnames);
+                    if c.hinted && stricter(class, c.early.expect("hinted class")) {
+                        // Order was passed on on the strength of a declared return type that the
+                        // real value does not have: never continue silently.
+                        let msg = "poppy_jit: an external's result does not have its declared return type, \
+                                   and the program order was already passed on because of it; annotate it \
+                                   correctly (or not at all)";
+                        let e = self.host.internal_error("TypeError", msg);
+                        return self.fail(cid, e);
+                    }
                     let c = &mut self.ctrls[cid];
                     c.class = class;
                     c.early = Some(class);

@@ -67,6 +67,21 @@ pub trait Host {
         None
     }
 
+    /// For a call whose arguments are not all known yet: the class it will have, judged from the
+    /// known arguments and, for pending ones, a stand-in value of the type their producer is
+    /// declared to return (`hints[i]`; None: nothing known). None if that cannot be decided.
+    /// When the real arguments arrive, a stricter real class is an error (the declaration lied).
+    fn classify_hinted(&mut self, _f: &Self::Prim, _args: &[Option<Self::Prim>], _kw: &[String]) -> Option<Class> {
+        None
+    }
+
+    /// A stand-in for the result of calling `f` on these (possibly stand-in) arguments, if its
+    /// type is known without running it for real: a decorated external's declared return type,
+    /// or a pure operation applied to stand-ins. Only used for `classify_hinted`.
+    fn result_hint(&mut self, _f: &Self::Prim, _args: &[Option<Self::Prim>], _kw: &[String]) -> Option<Self::Prim> {
+        None
+    }
+
     /// The reordering class of calling `f` with these (resolved) arguments.
     fn classify(&mut self, f: &Self::Prim, args: &[Self::Prim], kwnames: &[String]) -> Class;
 
