@@ -113,9 +113,9 @@ def test_default_limit_allows_full_overlap(sim):
     assert sim.max_concurrent == 6
 
 
-def test_n_choices_return_a_list(sim):
+def test_n_choices_return_a_tuple(sim):
     out = ai.llm("List cities in Europe", n=2)
-    assert isinstance(out, list) and len(out) == 2 and out[0].startswith("Lisbon")
+    assert isinstance(out, tuple) and len(out) == 2 and out[0].startswith("Lisbon")
 
 
 def test_llm_stream_equals_llm(sim):

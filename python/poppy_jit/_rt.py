@@ -66,17 +66,34 @@ class _StandIn:
         self.value = value
 
 
+def _immutable_type(t) -> bool:
+    """An immutable atom type, or tuple[...] / a union of such types."""
+    import typing
+
+    if t in _STAND_INS:
+        return True
+    origin = typing.get_origin(t)
+    if origin is tuple or origin is typing.Union or origin is types.UnionType:
+        return all(a is Ellipsis or _immutable_type(a) for a in typing.get_args(t))
+    return False
+
+
 def return_stand_in(fn):
-    """A value of `fn`'s declared return type if it is an immutable atom, else None."""
+    """A stand-in for `fn`'s result when its declared return type is immutable: an atom, a tuple
+    of such, or a union of them (the annotation library classifies every deeply immutable value
+    alike, so any member stands for all). None otherwise."""
     import typing
 
     try:
         ret = typing.get_type_hints(fn).get("return", NotImplemented)
     except Exception:
         return None
-    if ret is NotImplemented or ret not in _STAND_INS:
+    if ret is NotImplemented or not _immutable_type(ret):
         return None
-    return _StandIn(_STAND_INS[ret])
+    if ret in _STAND_INS:
+        return _StandIn(_STAND_INS[ret])
+    atoms = [a for a in typing.get_args(ret) if a in _STAND_INS]
+    return _StandIn(_STAND_INS[atoms[0]]) if atoms else _StandIn(())
 
 
 def hint_apply(f, args):

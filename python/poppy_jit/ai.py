@@ -1,6 +1,6 @@
 """AI components: `@unordered` async externals for LLM calls, embeddings and JSON HTTP APIs.
 
-    llm(prompt, *, model, system, **kw) -> str (a list of n strings when n > 1)
+    llm(prompt, *, model, system, **kw) -> str (a tuple of n strings when n > 1)
     llm_stream(prompt, *, model, system, **kw) -> str   (assembled from the SSE stream)
     embed(texts, *, model, **kw) -> list[float] for a str, list[list[float]] for a list
     http_json(method, url, *, json=None, params=None, headers=None) -> parsed JSON
@@ -189,9 +189,10 @@ def _messages(prompt: str, system: str | None) -> list:
 # Components
 
 @unordered
-async def llm(prompt: str, *, model: str = "sim-1", system: str | None = None, **kw) -> str:
+async def llm(prompt: str, *, model: str = "sim-1", system: str | None = None,
+              **kw) -> str | tuple[str, ...]:
     """Send one user `prompt` (after an optional `system` message); return the reply text, or the
-    list of the n replies when `n` > 1.
+    tuple of the n replies when `n` > 1 (immutable, so operations on it need no ordering).
 
     Extra keyword arguments (temperature, max_tokens, n, ...) go to `chat.completions.create`.
     """
@@ -204,7 +205,7 @@ async def llm(prompt: str, *, model: str = "sim-1", system: str | None = None, *
 
     resp = await _with_policy(_base_url(c), f"chat|{model}|{prompt}", attempt)
     texts = [ch.message.content or "" for ch in resp.choices]
-    return texts if kw.get("n", 1) > 1 else texts[0]
+    return tuple(texts) if kw.get("n", 1) > 1 else texts[0]
 
 
 @unordered
