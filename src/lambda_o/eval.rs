@@ -688,6 +688,20 @@ impl<'a, H: Host> Eval<'a, H> {
         }
     }
 
+    /// The call is done: resolve its F_R' once `tok`'s F_R is, then its F_W' once `tok`'s F_W is.
+    fn release_after(&mut self, cid: usize, tok: Token, w: WorkId) {
+        let out = self.ctrls[cid].out;
+        if !self.wait_fut(tok.r, w) {
+            return;
+        }
+        self.resolve_fut(out.r);
+        if !self.wait_fut(tok.w, w) {
+            return;
+        }
+        self.resolve_fut(out.w);
+        self.ctrls[cid].phase = Phase::Finished;
+    }
+
     fn advance(&mut self, cid: usize, w: WorkId) {
         if self.ctrls[cid].phase == Phase::WaitArgs {
             self.try_hint(cid);
@@ -754,18 +768,8 @@ impl<'a, H: Host> Eval<'a, H> {
                 Phase::InlinedOrder { seq } => {
                     // The body's final order becomes this call's F_R'/F_W'.
                     let Some(Value::Seq(tok)) = self.need(seq, w) else { return };
-                    let out = self.ctrls[cid].out;
-                    self.bridge.insert(out.r, tok.r);
-                    if !self.wait_fut(tok.r, w) {
-                        return;
-                    }
-                    self.resolve_fut(out.r);
-                    if !self.wait_fut(tok.w, w) {
-                        return;
-                    }
-                    self.resolve_fut(out.w);
-                    self.ctrls[cid].phase = Phase::Finished;
-                    return;
+                    self.bridge.insert(self.ctrls[cid].out.r, tok.r);
+                    return self.release_after(cid, tok, w);
                 }
                 Phase::WaitArgs => {
                     let mut argv = Vec::with_capacity(self.ctrls[cid].args.len());
@@ -815,17 +819,7 @@ impl<'a, H: Host> Eval<'a, H> {
                 }
                 Phase::Completed => {
                     let Some(tok) = self.token(cid, w) else { return };
-                    let out = self.ctrls[cid].out;
-                    if !self.wait_fut(tok.r, w) {
-                        return;
-                    }
-                    self.resolve_fut(out.r);
-                    if !self.wait_fut(tok.w, w) {
-                        return;
-                    }
-                    self.resolve_fut(out.w);
-                    self.ctrls[cid].phase = Phase::Finished;
-                    return;
+                    return self.release_after(cid, tok, w);
                 }
                 Phase::Running | Phase::Finished => return,
             }
