@@ -1,19 +1,18 @@
-"""Runtime support for the Rust λO runtime (src/host/): the executor for asynchronous and blocking
-externals and the exit-status helpers of lowering. Intrinsics live in `_intrinsics`, classification in
-`_annotations`; both are re-exported here because the Rust host looks them up on this module.
+"""Runtime support for the Rust λO runtime (src/host/): exit-status helpers of lowering, worker
+threads for blocking externals, cancellation of an aborted run's tasks, and stand-in values for
+type hints. Intrinsics live in `_intrinsics`, classification in `_annotations`; the ones the Rust
+host looks up on this module are re-exported here.
 """
 from __future__ import annotations
 
 import asyncio
-import builtins
 import concurrent.futures
 import functools
 import types
 
-from ._annotations import classify, register  # noqa: F401 (used by the Rust host)
+from ._annotations import classify  # noqa: F401 (used by the Rust host)
 from ._intrinsics import INTRINSICS, bound_check, intrinsic  # noqa: F401 (used by the Rust host)
 from ._decorators import unordered
-from ._loop import get_loop
 
 # Exit-status helpers used by lowering (src/lower.rs): 0 normal, 1 break, 2 continue, 3 return.
 HELPERS = {

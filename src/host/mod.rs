@@ -310,7 +310,7 @@ fn describe(f: &Bound<'_, PyAny>) -> PyResult<Callee> {
         _ => Class::Sequential,
     };
     let inner = spec.getattr("fn")?;
-    let returns = f.py().import_bound("poppy_jit._rt")?.call_method1("return_stand_in", (&inner,))?;
+    let returns = rt_module(f.py())?.call_method1("return_stand_in", (&inner,))?;
     Ok(Callee::External {
         class,
         is_async: spec.getattr("is_async")?.is_truthy()?,
