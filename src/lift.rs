@@ -140,6 +140,14 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
         budget: 4 * instrs.len() + 64,
         kwnames: None,
         line: ci.firstlineno,
+        locals: ci.localsplus(),
+        dot0: None,
+        const_map: None,
+        path: Vec::new(),
+        global_regs: HashMap::new(),
+        attr_regs: HashMap::new(),
+        yield_mode: None,
+        ncomp: 0,
     };
     let (mut body, _) = t.region(0, cfg.exit(), Vec::new(), false)?;
     let mut nregs = t.nregs;
@@ -175,9 +183,6 @@ fn check_code_object(ci: &CodeInfo) -> Result<()> {
     }
     if flag(CO_VARKEYWORDS) {
         return at_def("**kwargs parameter");
-    }
-    if !ci.cellvars.is_empty() {
-        return at_def(&format!("closure: locals captured by an inner function ({})", ci.cellvars.join(", ")));
     }
     if !ci.freevars.is_empty() {
         return at_def(&format!("closure: free variables ({})", ci.freevars.join(", ")));
@@ -261,6 +266,17 @@ fn is_supported(op: u8) -> bool {
             | POP_JUMP_BACKWARD_IF_NONE
             | POP_JUMP_BACKWARD_IF_NOT_NONE
             | RETURN_VALUE
+            // Handled where they come from an inlined comprehension or generator expression;
+            // anything else falls back with the construct's reason (see `Translator::instr`).
+            | MAKE_FUNCTION
+            | MAKE_CELL
+            | LOAD_CLOSURE
+            | LOAD_DEREF
+            | STORE_DEREF
+            | COPY_FREE_VARS
+            | MAP_ADD
+            | RETURN_GENERATOR
+            | YIELD_VALUE
     )
 }
 
@@ -748,6 +764,16 @@ enum Val {
     Null,
     /// The iterator of an enclosing `for` loop (the register holds the `IterSnapshot`).
     Iter(Reg),
+    /// A code object among the constants (`co_consts` index), about to become a function.
+    Code(u32),
+    /// `LOAD_CLOSURE`: the cell of a local (its Bezoar name).
+    Cell(String),
+    /// A tuple of cells (a closure, for `MAKE_FUNCTION`).
+    Cells(Vec<String>),
+    /// A comprehension or generator expression function, not yet called.
+    Func { code: u32, closure: Vec<String> },
+    /// A generator expression called with its iterator, waiting for its consumer.
+    Genexpr { code: u32, closure: Vec<String>, iter: Reg },
 }
 
 type Stack = Vec<Val>;
@@ -787,7 +813,40 @@ struct Translator<'a> {
     kwnames: Option<Vec<String>>,
     /// Line of the instruction being translated.
     line: u32,
+    /// The Bezoar names of the code object's "fast locals" slots (`CodeInfo::localsplus`): the
+    /// names themselves in the @poppy function; renamed locals (`$cK.x`) and the enclosing
+    /// names of free variables in an inlined comprehension.
+    locals: Vec<String>,
+    /// In an inlined comprehension: the register of its iterator (the local `.0`).
+    dot0: Option<Reg>,
+    /// In an inlined comprehension: its `co_consts` indices mapped into the shared pool.
+    const_map: Option<Vec<u32>>,
+    /// `co_consts` indices leading from the @poppy function's code to this code object.
+    path: Vec<u32>,
+    /// Registers bound to `Expr::Global` / `getattr` (to recognise generator consumers).
+    global_regs: HashMap<Reg, String>,
+    attr_regs: HashMap<Reg, String>,
+    /// In an inlined generator expression: what a `yield` does.
+    yield_mode: Option<YieldMode>,
+    /// Inlined code objects so far (numbering their renamed locals).
+    ncomp: u32,
 }
+
+/// What an inlined generator expression does with each value it yields.
+#[derive(Clone, Debug)]
+enum YieldMode {
+    /// Append it to the list in the register.
+    Collect(Reg),
+    /// `any()` (`all: false`) / `all()`: on a true (false) value, store True (False) in the local
+    /// and break out of the (single) loop.
+    AnyAll { flag: String, all: bool },
+}
+
+/// Builtins that consume a generator expression completely before doing anything observable
+/// with its items, so materialising the items first (a loop) is equivalent; and `any`/`all`,
+/// which are lowered as a loop with a `break`. `join` is `str.join` (a bound method).
+const GENEXPR_CONSUMERS: [&str; 12] =
+    ["list", "tuple", "set", "frozenset", "dict", "sorted", "sum", "min", "max", "any", "all", "join"];
 
 fn stmt(kind: StmtKind, line: u32) -> Stmt {
     Stmt { kind, line }
@@ -848,6 +907,10 @@ impl Translator<'_> {
     fn pop_reg(stack: &mut Stack, line: u32) -> Result<Reg> {
         match Self::pop(stack, line)? {
             Val::Reg(r) => Ok(r),
+            Val::Genexpr { .. } => Err(Fallback::new(
+                "generator expression not passed straight to list/tuple/set/frozenset/dict/sorted/sum/min/max/any/all/str.join",
+                line,
+            )),
             v => Err(Fallback::shape(&format!("{v:?} used as a value"), line)),
         }
     }
@@ -1367,6 +1430,193 @@ impl Translator<'_> {
         }
         Ok(out)
     }
+    // -- Comprehensions and generator expressions ---------------------------------------------
+
+    /// Translates the comprehension or generator expression `co_consts[code]`, called with the
+    /// iterator `iter`, in place (3.11 compiles it as a nested function called at once): its
+    /// statements go to `out`, its locals renamed apart (`$cK.x`: they do not leak), its free
+    /// variables mapped to the enclosing names of `closure`. Returns the register of its return
+    /// value (the container built; for a generator expression, None).
+    fn inline_child(
+        &mut self,
+        code: u32,
+        closure: &[String],
+        iter: Reg,
+        mode: Option<YieldMode>,
+        out: &mut Block,
+    ) -> Result<Reg> {
+        let ci = self.ci;
+        let child = &ci.children[&code];
+        let line = self.line;
+        let instrs: Vec<Instr> = instructions(&child.code, &child.lines).collect();
+        if let Some(bad) = instrs.iter().find(|i| !is_supported(i.opcode)) {
+            return Err(Fallback::unsupported(bad));
+        }
+        if !child.exceptiontable.is_empty() {
+            return Err(Fallback::shape("exception table in a comprehension", line));
+        }
+        let cfg = Cfg::build(&instrs)?;
+        let loops = cfg.find_loops(&instrs)?;
+        let k = self.ncomp;
+        self.ncomp += 1;
+        let lp = child.localsplus();
+        let nfree = child.freevars.len();
+        if closure.len() != nfree {
+            return Err(Fallback::shape("closure of a comprehension", line));
+        }
+        let first_free = lp.len() - nfree;
+        let locals = lp
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                if i >= first_free {
+                    closure[i - first_free].clone()
+                } else if n == ".0" {
+                    n.clone()
+                } else {
+                    format!("$c{k}.{n}")
+                }
+            })
+            .collect();
+        let mut path = self.path.clone();
+        path.push(code);
+        let const_map = child
+            .consts
+            .iter()
+            .enumerate()
+            .map(|(j, c)| {
+                let c = match c {
+                    Const::Opaque { repr, .. } => {
+                        let mut p = path.clone();
+                        p.push(j as u32);
+                        Const::Nested { path: p, repr: repr.clone() }
+                    }
+                    c => c.clone(),
+                };
+                self.const_index(c)
+            })
+            .collect();
+        let mut sub = Translator {
+            ci: child,
+            instrs: &instrs,
+            cfg: &cfg,
+            loops: &loops,
+            ctx: Vec::new(),
+            pdoms: HashMap::new(),
+            consts: std::mem::take(&mut self.consts),
+            const_regs: std::mem::take(&mut self.const_regs),
+            nregs: self.nregs,
+            ntemps: self.ntemps,
+            nflags: self.nflags,
+            budget: self.budget + 4 * instrs.len() + 64,
+            kwnames: None,
+            line,
+            locals,
+            dot0: Some(iter),
+            const_map: Some(const_map),
+            path,
+            global_regs: std::mem::take(&mut self.global_regs),
+            attr_regs: std::mem::take(&mut self.attr_regs),
+            yield_mode: mode,
+            ncomp: self.ncomp,
+        };
+        let res = sub.region(0, cfg.exit(), Vec::new(), false);
+        self.consts = sub.consts;
+        self.const_regs = sub.const_regs;
+        self.nregs = sub.nregs;
+        self.ntemps = sub.ntemps;
+        self.nflags = sub.nflags;
+        self.budget = sub.budget;
+        self.global_regs = sub.global_regs;
+        self.attr_regs = sub.attr_regs;
+        self.ncomp = sub.ncomp;
+        self.line = line;
+        let (mut body, end) = res?;
+        let ret = match (end, body.pop()) {
+            (None, Some(Stmt { kind: StmtKind::Return(r), .. })) if !has_return(&body) => r,
+            _ => return Err(Fallback::shape("comprehension without a single final return", line)),
+        };
+        out.extend(body);
+        Ok(ret)
+    }
+
+    /// `CALL` with `n` arguments one of which is a generator expression: inlined as a loop when
+    /// the callee is a consumer for which that is equivalent (`GENEXPR_CONSUMERS`).
+    fn consume_genexpr(&mut self, n: usize, stack: &mut Stack, out: &mut Block) -> Result<()> {
+        let line = self.line;
+        let escapes = || {
+            Fallback::new(
+                "generator expression not passed straight to list/tuple/set/frozenset/dict/sorted/sum/min/max/any/all/str.join",
+                line,
+            )
+        };
+        let vals = stack.split_off(stack.len() - n);
+        let callable = Self::pop(stack, line)?;
+        let below = Self::pop(stack, line)?;
+        let kwnames = self.kwnames.take().unwrap_or_default();
+        let func = match (below, callable) {
+            (Val::Null, Val::Reg(f)) => f,
+            _ => return Err(escapes()),
+        };
+        let name = match (self.global_regs.get(&func), self.attr_regs.get(&func)) {
+            (Some(g), _) if g != "join" && GENEXPR_CONSUMERS.contains(&g.as_str()) => g.clone(),
+            (_, Some(a)) if a == "join" => a.clone(),
+            _ => return Err(escapes()),
+        };
+        let Some(Val::Genexpr { code, closure, iter }) = vals.first().cloned() else {
+            return Err(escapes());
+        };
+        let npos = n - kwnames.len();
+        let only = |allowed: &[&str]| kwnames.iter().all(|k| allowed.contains(&k.as_str()));
+        let extra_ok = match name.as_str() {
+            "sum" => npos <= 2 && only(&["start"]),
+            // sorted() builds its list before calling key functions or comparing.
+            "sorted" => npos == 1,
+            "min" | "max" => npos == 1 && only(&["default"]),
+            _ => n == 1,
+        };
+        if !extra_ok {
+            return Err(Fallback::new(
+                format!("generator expression passed to {name}() with other arguments (they could interleave with it)"),
+                line,
+            ));
+        }
+        let rest = vals[1..]
+            .iter()
+            .map(|v| match v {
+                Val::Reg(r) => Ok(*r),
+                _ => Err(escapes()),
+            })
+            .collect::<Result<Vec<Reg>>>()?;
+        // The loop iterates over what the check returns, so none of its calls start before the
+        // check passed (unordered calls wait for their data, not for the order).
+        let iter = self.bind(Expr::Op(Intrinsic::ExpectConsumer(name.clone()), vec![func, iter]), line, out);
+        let r = if name == "any" || name == "all" {
+            let child = &self.ci.children[&code];
+            let loops = instructions(&child.code, &child.lines).filter(|i| i.opcode == FOR_ITER).count();
+            if loops != 1 {
+                return Err(Fallback::new(
+                    format!("{name}() over a generator expression with several for clauses"),
+                    line,
+                ));
+            }
+            let flag = self.temp();
+            let init = self.bind_const(Const::Bool(name == "all"), line, out);
+            out.push(stmt(StmtKind::Store(flag.clone(), init), line));
+            let mode = YieldMode::AnyAll { flag: flag.clone(), all: name == "all" };
+            self.inline_child(code, &closure, iter, Some(mode), out)?;
+            self.bind(Expr::Load(flag), line, out)
+        } else {
+            let lst = self.bind(Expr::Op(Intrinsic::BuildList, vec![]), line, out);
+            self.inline_child(code, &closure, iter, Some(YieldMode::Collect(lst)), out)?;
+            let mut args = vec![lst];
+            args.extend(rest);
+            self.bind(Expr::Call { func, args, kwnames }, line, out)
+        };
+        stack.push(Val::Reg(r));
+        Ok(())
+    }
+
     /// Translates one straight-line instruction.
     fn instr(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
         let ci = self.ci;
@@ -1390,23 +1640,39 @@ impl Translator<'_> {
                     stack.push(stack[other].clone());
                 }
             }
-            LOAD_FAST => {
-                let r = self.bind(Expr::Load(Self::name(&ci.varnames, arg, line)?), line, out);
-                stack.push(Val::Reg(r));
+            LOAD_FAST | LOAD_DEREF => {
+                let name = Self::name(&self.locals, arg, line)?;
+                match self.dot0 {
+                    Some(it) if name == ".0" => stack.push(Val::Iter(it)),
+                    _ => {
+                        // A cell read by inlined comprehensions only is an ordinary local.
+                        let r = self.bind(Expr::Load(name), line, out);
+                        stack.push(Val::Reg(r));
+                    }
+                }
             }
-            STORE_FAST => {
+            STORE_FAST | STORE_DEREF => {
                 let v = Self::pop_reg(stack, line)?;
-                out.push(Stmt { kind: StmtKind::Store(Self::name(&ci.varnames, arg, line)?, v), line });
+                out.push(Stmt { kind: StmtKind::Store(Self::name(&self.locals, arg, line)?, v), line });
             }
+            MAKE_CELL | COPY_FREE_VARS => {}
+            LOAD_CLOSURE => stack.push(Val::Cell(Self::name(&self.locals, arg, line)?)),
+            LOAD_CONST if ci.children.contains_key(&arg) => stack.push(Val::Code(arg)),
             LOAD_CONST => {
-                let r = self.bind(Expr::Const(arg), line, out);
+                let k = match &self.const_map {
+                    Some(m) => *m.get(arg as usize).ok_or_else(|| Fallback::shape("constant index", line))?,
+                    None => arg,
+                };
+                let r = self.bind(Expr::Const(k), line, out);
                 stack.push(Val::Reg(r));
             }
             LOAD_GLOBAL => {
                 if arg & 1 == 1 {
                     stack.push(Val::Null);
                 }
-                let r = self.bind(Expr::Global(Self::name(&ci.names, arg >> 1, line)?), line, out);
+                let name = Self::name(&ci.names, arg >> 1, line)?;
+                let r = self.bind(Expr::Global(name.clone()), line, out);
+                self.global_regs.insert(r, name);
                 stack.push(Val::Reg(r));
             }
             LOAD_ATTR | LOAD_METHOD => {
@@ -1415,7 +1681,64 @@ impl Translator<'_> {
                     // Pushed as NULL + bound method: the call is then a plain call of it.
                     stack.push(Val::Null);
                 }
-                self.push_op(Intrinsic::GetAttr(Self::name(&ci.names, arg, line)?), vec![obj], ins, stack, out);
+                let name = Self::name(&ci.names, arg, line)?;
+                let r = self.bind(Expr::Op(Intrinsic::GetAttr(name.clone()), vec![obj]), line, out);
+                self.attr_regs.insert(r, name);
+                stack.push(Val::Reg(r));
+            }
+            MAKE_FUNCTION => {
+                let Val::Code(code) = Self::pop(stack, line)? else {
+                    return Err(Fallback::shape("MAKE_FUNCTION without a code object", line));
+                };
+                let child = &ci.children[&code];
+                let kind = child.name.as_str();
+                if !matches!(kind, "<listcomp>" | "<setcomp>" | "<dictcomp>" | "<genexpr>") || arg & !8 != 0 {
+                    let reason = match kind {
+                        "<lambda>" => "lambda".to_string(),
+                        _ => format!("inner function (def {})", child.name),
+                    };
+                    return Err(Fallback { reason, opcode: Some(ins.name().into()), line });
+                }
+                let closure = if arg & 8 != 0 {
+                    match Self::pop(stack, line)? {
+                        Val::Cells(names) => names,
+                        _ => return Err(Fallback::shape("closure of a comprehension", line)),
+                    }
+                } else {
+                    Vec::new()
+                };
+                stack.push(Val::Func { code, closure });
+            }
+            MAP_ADD => {
+                // `{k: v for ...}`: `d[k] = v` on the dict `arg` entries below (it stays).
+                let [key, value]: [Reg; 2] = Self::pop_regs(stack, 2, line)?.try_into().expect("two registers");
+                let target = match stack.len().checked_sub(arg as usize).map(|i| &stack[i]) {
+                    Some(&Val::Reg(r)) => r,
+                    _ => return Err(Fallback::shape("container operand", line)),
+                };
+                self.bind(Expr::Op(Intrinsic::SetItem, vec![target, key, value]), line, out);
+            }
+            RETURN_GENERATOR if self.yield_mode.is_some() => stack.push(Val::Null),
+            YIELD_VALUE if self.yield_mode.is_some() => {
+                let v = Self::pop_reg(stack, line)?;
+                match self.yield_mode.clone().expect("checked") {
+                    YieldMode::Collect(lst) => {
+                        let one = self.bind(Expr::Op(Intrinsic::BuildTuple, vec![v]), line, out);
+                        self.bind(Expr::Op(Intrinsic::ListExtend, vec![lst, one]), line, out);
+                    }
+                    YieldMode::AnyAll { flag, all } => {
+                        let t = self.bind(Expr::Op(Intrinsic::Truth, vec![v]), line, out);
+                        let mut leave = Vec::new();
+                        let r = self.bind_const(Const::Bool(!all), line, &mut leave);
+                        leave.push(stmt(StmtKind::Store(flag, r), line));
+                        leave.push(stmt(StmtKind::Break, line));
+                        let (then_body, else_body) = if all { (Vec::new(), leave) } else { (leave, Vec::new()) };
+                        out.push(stmt(StmtKind::If { cond: t, then_body, else_body }, line));
+                    }
+                }
+                // What `yield` evaluates to (the consumer sends nothing): None.
+                let none = self.bind_const(Const::None, line, out);
+                stack.push(Val::Reg(none));
             }
             KW_NAMES => {
                 let names = match ci.consts.get(arg as usize) {
@@ -1431,7 +1754,25 @@ impl Translator<'_> {
                 self.kwnames = Some(names.ok_or_else(|| Fallback::shape("KW_NAMES constant", line))?);
             }
             CALL => {
-                let mut args = Self::pop_regs(stack, arg as usize, line)?;
+                let n = arg as usize;
+                if n == 0 && stack.len() >= 2 {
+                    if let (Val::Func { code, closure }, Val::Iter(it)) = (&stack[stack.len() - 2], &stack[stack.len() - 1]) {
+                        // A comprehension or generator expression called with its iterator.
+                        let (code, closure, it) = (*code, closure.clone(), *it);
+                        stack.truncate(stack.len() - 2);
+                        if ci.children[&code].name == "<genexpr>" {
+                            stack.push(Val::Genexpr { code, closure, iter: it });
+                        } else {
+                            let r = self.inline_child(code, &closure, it, None, out)?;
+                            stack.push(Val::Reg(r));
+                        }
+                        return Ok(());
+                    }
+                }
+                if stack.len() >= n && stack[stack.len() - n..].iter().any(|v| matches!(v, Val::Genexpr { .. })) {
+                    return self.consume_genexpr(n, stack, out);
+                }
+                let mut args = Self::pop_regs(stack, n, line)?;
                 let callable = Self::pop(stack, line)?;
                 let below = Self::pop(stack, line)?;
                 // 3.11: `[NULL, f, args]` calls f; `[f, self, args]` calls f with self prepended.
@@ -1495,6 +1836,10 @@ impl Translator<'_> {
                 };
                 let args = Self::pop_regs(stack, 1, line)?;
                 self.push_op(Intrinsic::Unary(op), args, ins, stack, out);
+            }
+            BUILD_TUPLE if arg > 0 && stack.len() >= arg as usize && stack[stack.len() - arg as usize..].iter().all(|v| matches!(v, Val::Cell(_))) => {
+                let cells = stack.split_off(stack.len() - arg as usize);
+                stack.push(Val::Cells(cells.into_iter().map(|v| match v { Val::Cell(n) => n, _ => unreachable!() }).collect()));
             }
             BUILD_TUPLE | BUILD_LIST | BUILD_STRING => {
                 let op = match ins.opcode {
@@ -1643,6 +1988,15 @@ fn tidy(body: &mut Block, nregs: &mut u32) {
             body.push(stmt(StmtKind::Return(r), line));
         }
     }
+}
+
+fn has_return(block: &Block) -> bool {
+    block.iter().any(|s| match &s.kind {
+        StmtKind::Return(_) => true,
+        StmtKind::If { then_body, else_body, .. } => has_return(then_body) || has_return(else_body),
+        StmtKind::For { body, .. } | StmtKind::Loop { body } => has_return(body),
+        _ => false,
+    })
 }
 
 /// Whether every path through `block` ends in a return, break or continue.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import types
 
 def _contains(a, b):
     return a in b
@@ -172,7 +173,23 @@ def _unpack_ex(x, before, after):
     return (*items[:before], items[before:len(items) - after], *items[len(items) - after:])
 
 
+def _expect_consumer(f, items, name):
+    """A generator expression was lifted as a loop that materialises its items, assuming the call
+    receiving it is `builtins.<name>` (or a `str.join` bound method): check that it is."""
+    if name == "join":
+        ok = (isinstance(f, types.BuiltinMethodType) and f.__name__ == "join"
+              and type(getattr(f, "__self__", None)) is str)
+    else:
+        ok = f is getattr(builtins, name, None)
+    if not ok:
+        raise TypeError(
+            f"poppy_jit: a generator expression is passed to {f!r}, which is not builtins.{name}; "
+            "it was compiled assuming that builtin (run this function without PYTHONPOPPY=1)")
+    return items
+
+
 INTRINSICS.update({
+    "expect_consumer": _expect_consumer,
     "setattr": _setattr, "delattr": _delattr, "setitem": _setitem, "delitem": _delitem,
     "build_map": _build_map, "build_set": _build_set, "build_slice": _build_slice,
     "list_extend": _list_extend, "dict_update": _dict_update, "set_update": _set_update,

@@ -129,6 +129,11 @@ pub enum Intrinsic {
     UnpackSequence(u32),
     /// `a, *b, c = x`: a tuple of `before` items, a list, then `after` items.
     UnpackEx { before: u32, after: u32 },
+    /// Checks that the callee receiving an inlined (materialised) generator expression is the
+    /// builtin the lifter assumed (`builtins.<name>`, or a `str.join` bound method for `"join"`);
+    /// raises TypeError otherwise. Operands: [callee, items]. Returns the items (the inlined
+    /// loop iterates over the result, so it waits for the check).
+    ExpectConsumer(String),
 }
 
 impl Intrinsic {
@@ -201,13 +206,14 @@ impl Intrinsic {
             Intrinsic::ListToTuple => "list_to_tuple".into(),
             Intrinsic::UnpackSequence(_) => "unpack_sequence".into(),
             Intrinsic::UnpackEx { .. } => "unpack_ex".into(),
+            Intrinsic::ExpectConsumer(_) => "expect_consumer".into(),
         }
     }
 
     /// Static operands passed after the register operands (attribute names, unpack counts).
     pub fn static_operands(&self) -> Vec<Const> {
         match self {
-            Intrinsic::GetAttr(n) | Intrinsic::SetAttr(n) | Intrinsic::DelAttr(n) => {
+            Intrinsic::GetAttr(n) | Intrinsic::SetAttr(n) | Intrinsic::DelAttr(n) | Intrinsic::ExpectConsumer(n) => {
                 vec![Const::Str(n.clone())]
             }
             Intrinsic::UnpackSequence(n) => vec![Const::Int(*n as i64)],
@@ -273,4 +279,7 @@ pub enum Const {
     Str(String),
     Tuple(Vec<Const>),
     Opaque { co_index: u32, repr: String },
+    /// An opaque constant of a code object nested in this one (an inlined comprehension):
+    /// `co_consts[path[0]].co_consts[path[1]]...`.
+    Nested { path: Vec<u32>, repr: String },
 }

@@ -177,6 +177,7 @@ fn intrinsic_name(op: &Intrinsic) -> String {
         Intrinsic::DelAttr(a) => format!("delattr.{a}"),
         Intrinsic::UnpackSequence(n) => format!("unpack_sequence.{n}"),
         Intrinsic::UnpackEx { before, after } => format!("unpack_ex.{before}.{after}"),
+        Intrinsic::ExpectConsumer(n) => format!("expect_consumer.{n}"),
         other => other.key(),
     }
 }
@@ -193,6 +194,11 @@ fn print_const(c: &Const) -> String {
             _ => format!("({})", items.iter().map(print_const).collect::<Vec<_>>().join(", ")),
         },
         Const::Opaque { co_index, repr } => format!("opaque {co_index} {}", quote(repr)),
+        Const::Nested { path, repr } => format!(
+            "nested {} {}",
+            path.iter().map(|i| i.to_string()).collect::<Vec<_>>().join("/"),
+            quote(repr)
+        ),
     }
 }
 
@@ -436,6 +442,7 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
         ("getattr", attr) if !attr.is_empty() => Intrinsic::GetAttr(attr.to_string()),
         ("setattr", attr) if !attr.is_empty() => Intrinsic::SetAttr(attr.to_string()),
         ("delattr", attr) if !attr.is_empty() => Intrinsic::DelAttr(attr.to_string()),
+        ("expect_consumer", n) if !n.is_empty() => Intrinsic::ExpectConsumer(n.to_string()),
         ("unpack_sequence", n) => Intrinsic::UnpackSequence(n.parse().ok()?),
         ("unpack_ex", counts) => {
             let (before, after) = counts.split_once('.')?;
@@ -643,6 +650,13 @@ impl<'a> Cursor<'a> {
         if self.eat_keyword("opaque") {
             let co_index = self.number()?;
             return Ok(Const::Opaque { co_index, repr: self.string()? });
+        }
+        if self.eat_keyword("nested") {
+            let mut path = vec![self.number()?];
+            while self.eat("/") {
+                path.push(self.number()?);
+            }
+            return Ok(Const::Nested { path, repr: self.string()? });
         }
         let tok = self.take_while(|c| c.is_alphanumeric() || "+-._".contains(c));
         Ok(match tok {

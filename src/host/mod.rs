@@ -536,6 +536,13 @@ pub fn const_to_py(py: Python<'_>, consts: &Bound<'_, PyTuple>, c: &Const) -> Ob
             PyTuple::new_bound(py, v).into_any().unbind()
         }
         Const::Opaque { co_index, .. } => consts.get_item(*co_index as usize).expect("co_consts index").unbind(),
+        Const::Nested { path, .. } => {
+            let mut c = consts.get_item(path[0] as usize).expect("co_consts index");
+            for &i in &path[1..] {
+                c = c.getattr("co_consts").and_then(|cs| cs.get_item(i)).expect("nested co_consts index");
+            }
+            c.unbind()
+        }
     }
 }
 

@@ -277,7 +277,7 @@ impl PrimFactory for TestHost {
             Const::Str(s) => TPrim::Str(s.clone()),
             Const::Tuple(v) => TPrim::Tuple(v.iter().map(|c| self.constant(c)).collect()),
             Const::Float(f) => TPrim::Str(f.to_string()),
-            Const::Opaque { repr, .. } => TPrim::Str(repr.clone()),
+            Const::Opaque { repr, .. } | Const::Nested { repr, .. } => TPrim::Str(repr.clone()),
         }
     }
 

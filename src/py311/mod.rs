@@ -29,6 +29,20 @@ pub struct CodeInfo {
     /// `co_lines()`: `(start byte offset, end byte offset, line)`, line 0 when there is none.
     pub lines: Vec<(u32, u32, u32)>,
     pub exceptiontable: Vec<u8>,
+    /// The code objects among `co_consts` (comprehensions, lambdas, inner functions), by index.
+    pub children: std::collections::BTreeMap<u32, CodeInfo>,
+}
+
+impl CodeInfo {
+    /// The names of the "fast locals" slots that `LOAD_FAST`, `LOAD_DEREF`, `MAKE_CELL`, ... index
+    /// in 3.11: the locals, then the cell variables that are not also locals (parameters), then
+    /// the free variables.
+    pub fn localsplus(&self) -> Vec<String> {
+        let mut out = self.varnames.clone();
+        out.extend(self.cellvars.iter().filter(|c| !self.varnames.contains(c)).cloned());
+        out.extend(self.freevars.iter().cloned());
+        out
+    }
 }
 
 /// `co_flags` bits (Include/cpython/code.h).
@@ -52,7 +66,14 @@ pub fn code_info(code: &Bound<'_, PyAny>) -> PyResult<CodeInfo> {
             Ok((start, end, line.unwrap_or(0)))
         })
         .collect::<PyResult<Vec<_>>>()?;
+    let mut children = std::collections::BTreeMap::new();
+    for (i, c) in consts.iter().enumerate() {
+        if c.hasattr("co_code")? {
+            children.insert(i as u32, code_info(&c)?);
+        }
+    }
     Ok(CodeInfo {
+        children,
         name: get("co_name")?.extract()?,
         qualname: get("co_qualname")?.extract()?,
         filename: get("co_filename")?.extract()?,
@@ -73,8 +94,17 @@ pub fn code_info(code: &Bound<'_, PyAny>) -> PyResult<CodeInfo> {
 }
 
 /// Converts `co_consts[co_index]`; values without a structured form become `Const::Opaque`.
+/// (Code objects are named without their address, so printed Bezoar is reproducible.)
 fn convert_const(c: &Bound<'_, PyAny>, co_index: u32) -> PyResult<Const> {
-    Ok(structured_const(c).unwrap_or(Const::Opaque { co_index, repr: c.repr()?.to_string() }))
+    if let Some(k) = structured_const(c) {
+        return Ok(k);
+    }
+    let repr = if c.hasattr("co_code")? {
+        format!("<code object {} line {}>", c.getattr("co_qualname")?, c.getattr("co_firstlineno")?)
+    } else {
+        c.repr()?.to_string()
+    };
+    Ok(Const::Opaque { co_index, repr })
 }
 
 /// None/bool/int (fitting i64)/float/str, or a tuple of those; `None` for anything else.

@@ -1,0 +1,3 @@
+def f(xs):
+    gen = (g(x) for x in xs)
+    return list(gen)

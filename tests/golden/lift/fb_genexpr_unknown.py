@@ -1,0 +1,2 @@
+def f(xs):
+    return consume(g(x) for x in xs)
