@@ -47,7 +47,7 @@ use crate::py311::opcode::*;
 use crate::py311::{
     CodeInfo, CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE, CO_VARARGS, CO_VARKEYWORDS,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// Why a function cannot be lifted (it then runs in plain CPython).
@@ -148,6 +148,8 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
         attr_regs: HashMap::new(),
         yield_mode: None,
         ncomp: 0,
+        real_cells: ci.cellvars.iter().filter(|c| captured_by_function(ci, c)).cloned().collect(),
+        first_free: ci.localsplus().len() - ci.freevars.len(),
     };
     let (mut body, _) = t.region(0, cfg.exit(), Vec::new(), false)?;
     let mut nregs = t.nregs;
@@ -830,6 +832,27 @@ struct Translator<'a> {
     yield_mode: Option<YieldMode>,
     /// Inlined code objects so far (numbering their renamed locals).
     ncomp: u32,
+    /// Locals (Bezoar names) that live in real cells because an inner function or lambda
+    /// captures them: their cell object is held in the local `$cell.NAME`.
+    real_cells: HashSet<String>,
+    /// Index of the first free variable in `locals`.
+    first_free: usize,
+}
+
+fn is_comprehension(ci: &CodeInfo) -> bool {
+    matches!(ci.name.as_str(), "<listcomp>" | "<setcomp>" | "<dictcomp>" | "<genexpr>")
+}
+
+/// Whether the local `name` of `ci` is captured by an inner function or lambda (directly, or
+/// through inlined comprehensions): it then needs a real cell.
+fn captured_by_function(ci: &CodeInfo, name: &str) -> bool {
+    ci.children
+        .values()
+        .any(|ch| ch.freevars.iter().any(|f| f == name) && (!is_comprehension(ch) || captured_by_function(ch, name)))
+}
+
+fn cell_local(name: &str) -> String {
+    format!("$cell.{name}")
 }
 
 /// What an inlined generator expression does with each value it yields.
@@ -1465,7 +1488,7 @@ impl Translator<'_> {
             return Err(Fallback::shape("closure of a comprehension", line));
         }
         let first_free = lp.len() - nfree;
-        let locals = lp
+        let locals: Vec<String> = lp
             .iter()
             .enumerate()
             .map(|(i, n)| {
@@ -1519,7 +1542,14 @@ impl Translator<'_> {
             attr_regs: std::mem::take(&mut self.attr_regs),
             yield_mode: mode,
             ncomp: self.ncomp,
+            real_cells: std::mem::take(&mut self.real_cells),
+            first_free,
         };
+        for (i, c) in child.localsplus().iter().enumerate().take(first_free) {
+            if child.cellvars.contains(c) && captured_by_function(child, c) {
+                sub.real_cells.insert(sub.locals[i].clone());
+            }
+        }
         let res = sub.region(0, cfg.exit(), Vec::new(), false);
         self.consts = sub.consts;
         self.const_regs = sub.const_regs;
@@ -1530,6 +1560,7 @@ impl Translator<'_> {
         self.global_regs = sub.global_regs;
         self.attr_regs = sub.attr_regs;
         self.ncomp = sub.ncomp;
+        self.real_cells = sub.real_cells;
         self.line = line;
         let (mut body, end) = res?;
         let ret = match (end, body.pop()) {
@@ -1617,6 +1648,50 @@ impl Translator<'_> {
         Ok(())
     }
 
+    /// `MAKE_FUNCTION` of an inner function or lambda: a real function object, built at run time
+    /// from its code object, defaults and the real cells of the variables it captures. Calling
+    /// it is an ordinary external call (it runs in CPython).
+    fn make_function(&mut self, code: u32, flags: u32, stack: &mut Stack, out: &mut Block) -> Result<()> {
+        let line = self.line;
+        let closure = if flags & 8 != 0 {
+            let Val::Cells(names) = Self::pop(stack, line)? else {
+                return Err(Fallback::shape("closure tuple", line));
+            };
+            let mut cells = Vec::new();
+            for n in names {
+                if !self.real_cells.contains(&n) {
+                    return Err(Fallback::shape("captured variable without a cell", line));
+                }
+                cells.push(self.bind(Expr::Load(cell_local(&n)), line, out));
+            }
+            Some(self.bind(Expr::Op(Intrinsic::BuildTuple, cells), line, out))
+        } else {
+            None
+        };
+        let operand = |bit: u32, stack: &mut Stack| -> Result<Option<Reg>> {
+            Ok(if flags & bit != 0 { Some(Self::pop_reg(stack, line)?) } else { None })
+        };
+        let annotations = operand(4, stack)?;
+        let kwdefaults = operand(2, stack)?;
+        let defaults = operand(1, stack)?;
+        let k = match &self.const_map {
+            Some(m) => m[code as usize],
+            None => code,
+        };
+        let code_reg = self.bind(Expr::Const(k), line, out);
+        let globals = self.bind_const(Const::Globals, line, out);
+        let mut args = vec![code_reg, globals];
+        for r in [defaults, kwdefaults, annotations, closure] {
+            args.push(match r {
+                Some(r) => r,
+                None => self.bind_const(Const::None, line, out),
+            });
+        }
+        let f = self.bind(Expr::Op(Intrinsic::MakeFunction, args), line, out);
+        stack.push(Val::Reg(f));
+        Ok(())
+    }
+
     /// Translates one straight-line instruction.
     fn instr(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
         let ci = self.ci;
@@ -1639,6 +1714,33 @@ impl Translator<'_> {
                 } else {
                     stack.push(stack[other].clone());
                 }
+            }
+            LOAD_DEREF if self.real_cells.contains(&Self::name(&self.locals, arg, line)?) => {
+                let name = Self::name(&self.locals, arg, line)?;
+                let cell = self.bind(Expr::Load(cell_local(&name)), line, out);
+                let code_name = Self::name(&ci.localsplus(), arg, line)?;
+                let op = Intrinsic::CellGet { name: code_name, free: arg as usize >= self.first_free };
+                self.push_op(op, vec![cell], ins, stack, out);
+            }
+            STORE_DEREF if self.real_cells.contains(&Self::name(&self.locals, arg, line)?) => {
+                let name = Self::name(&self.locals, arg, line)?;
+                let v = Self::pop_reg(stack, line)?;
+                let cell = self.bind(Expr::Load(cell_local(&name)), line, out);
+                self.bind(Expr::Op(Intrinsic::CellSet, vec![cell, v]), line, out);
+            }
+            MAKE_CELL if self.real_cells.contains(&Self::name(&self.locals, arg, line)?) => {
+                let name = Self::name(&self.locals, arg, line)?;
+                // A parameter's cell starts with the argument; any other starts empty.
+                let nparams = (ci.argcount + ci.kwonlyargcount) as usize
+                    + (ci.flags & CO_VARARGS != 0) as usize
+                    + (ci.flags & CO_VARKEYWORDS != 0) as usize;
+                let init = if (arg as usize) < nparams && self.dot0.is_none() {
+                    vec![self.bind(Expr::Load(name.clone()), line, out)]
+                } else {
+                    vec![]
+                };
+                let cell = self.bind(Expr::Op(Intrinsic::MakeCell, init), line, out);
+                out.push(stmt(StmtKind::Store(cell_local(&name), cell), line));
             }
             LOAD_FAST | LOAD_DEREF => {
                 let name = Self::name(&self.locals, arg, line)?;
@@ -1691,13 +1793,11 @@ impl Translator<'_> {
                     return Err(Fallback::shape("MAKE_FUNCTION without a code object", line));
                 };
                 let child = &ci.children[&code];
-                let kind = child.name.as_str();
-                if !matches!(kind, "<listcomp>" | "<setcomp>" | "<dictcomp>" | "<genexpr>") || arg & !8 != 0 {
-                    let reason = match kind {
-                        "<lambda>" => "lambda".to_string(),
-                        _ => format!("inner function (def {})", child.name),
-                    };
-                    return Err(Fallback { reason, opcode: Some(ins.name().into()), line });
+                if !is_comprehension(child) {
+                    return self.make_function(code, arg, stack, out);
+                }
+                if arg & !8 != 0 {
+                    return Err(Fallback::shape("comprehension with defaults", line));
                 }
                 let closure = if arg & 8 != 0 {
                     match Self::pop(stack, line)? {

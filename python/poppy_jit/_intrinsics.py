@@ -188,7 +188,38 @@ def _expect_consumer(f, items, name):
     return items
 
 
+def _make_cell(*v):
+    return types.CellType(*v)
+
+
+def _cell_get(cell, name, free):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        if free:
+            raise NameError(f"cannot access free variable '{name}' where it is not associated with a "
+                            "value in enclosing scope") from None
+        raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated "
+                                "with a value") from None
+
+
+def _cell_set(cell, value):
+    cell.cell_contents = value
+
+
+def _make_function(code, globals, defaults, kwdefaults, annotations, closure):
+    """MAKE_FUNCTION: a real function object (with real cells) for an inner function or lambda."""
+    f = types.FunctionType(code, globals, None, defaults, closure)
+    if kwdefaults is not None:
+        f.__kwdefaults__ = kwdefaults
+    if annotations is not None:
+        f.__annotations__ = dict(zip(annotations[::2], annotations[1::2]))
+    return f
+
+
 INTRINSICS.update({
+    "make_cell": _make_cell, "cell_get": _cell_get, "cell_set": _cell_set,
+    "make_function": _make_function,
     "expect_consumer": _expect_consumer,
     "setattr": _setattr, "delattr": _delattr, "setitem": _setitem, "delitem": _delitem,
     "build_map": _build_map, "build_set": _build_set, "build_slice": _build_slice,

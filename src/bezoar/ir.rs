@@ -134,6 +134,17 @@ pub enum Intrinsic {
     /// raises TypeError otherwise. Operands: [callee, items]. Returns the items (the inlined
     /// loop iterates over the result, so it waits for the check).
     ExpectConsumer(String),
+    /// `types.CellType(v)` / an empty cell: a local captured by an inner function lives in a
+    /// real cell (late binding, `nonlocal` writes). Operands: [] or [v].
+    MakeCell,
+    /// The contents of a cell; raises like CPython when it is empty (UnboundLocalError for the
+    /// function's own cell `name`, NameError for a free variable when `free`). Operands: [cell].
+    CellGet { name: String, free: bool },
+    /// Set a cell's contents. Operands: [cell, v]. Returns None.
+    CellSet,
+    /// A Python function object from a nested code object (`MAKE_FUNCTION`). Operands:
+    /// [code, globals, defaults, kwdefaults, annotations, closure] (None when absent).
+    MakeFunction,
 }
 
 impl Intrinsic {
@@ -207,6 +218,10 @@ impl Intrinsic {
             Intrinsic::UnpackSequence(_) => "unpack_sequence".into(),
             Intrinsic::UnpackEx { .. } => "unpack_ex".into(),
             Intrinsic::ExpectConsumer(_) => "expect_consumer".into(),
+            Intrinsic::MakeCell => "make_cell".into(),
+            Intrinsic::CellGet { .. } => "cell_get".into(),
+            Intrinsic::CellSet => "cell_set".into(),
+            Intrinsic::MakeFunction => "make_function".into(),
         }
     }
 
@@ -217,6 +232,7 @@ impl Intrinsic {
                 vec![Const::Str(n.clone())]
             }
             Intrinsic::UnpackSequence(n) => vec![Const::Int(*n as i64)],
+            Intrinsic::CellGet { name, free } => vec![Const::Str(name.clone()), Const::Bool(*free)],
             Intrinsic::UnpackEx { before, after } => {
                 vec![Const::Int(*before as i64), Const::Int(*after as i64)]
             }
@@ -282,4 +298,6 @@ pub enum Const {
     /// An opaque constant of a code object nested in this one (an inlined comprehension):
     /// `co_consts[path[0]].co_consts[path[1]]...`.
     Nested { path: Vec<u32>, repr: String },
+    /// The function's module globals (the `__globals__` of functions it creates).
+    Globals,
 }

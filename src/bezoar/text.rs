@@ -178,6 +178,7 @@ fn intrinsic_name(op: &Intrinsic) -> String {
         Intrinsic::UnpackSequence(n) => format!("unpack_sequence.{n}"),
         Intrinsic::UnpackEx { before, after } => format!("unpack_ex.{before}.{after}"),
         Intrinsic::ExpectConsumer(n) => format!("expect_consumer.{n}"),
+        Intrinsic::CellGet { name, free } => format!("{}.{name}", if *free { "free_get" } else { "cell_get" }),
         other => other.key(),
     }
 }
@@ -194,6 +195,7 @@ fn print_const(c: &Const) -> String {
             _ => format!("({})", items.iter().map(print_const).collect::<Vec<_>>().join(", ")),
         },
         Const::Opaque { co_index, repr } => format!("opaque {co_index} {}", quote(repr)),
+        Const::Globals => "globals".to_string(),
         Const::Nested { path, repr } => format!(
             "nested {} {}",
             path.iter().map(|i| i.to_string()).collect::<Vec<_>>().join("/"),
@@ -443,6 +445,9 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
         ("setattr", attr) if !attr.is_empty() => Intrinsic::SetAttr(attr.to_string()),
         ("delattr", attr) if !attr.is_empty() => Intrinsic::DelAttr(attr.to_string()),
         ("expect_consumer", n) if !n.is_empty() => Intrinsic::ExpectConsumer(n.to_string()),
+        ("cell_get" | "free_get", n) if !n.is_empty() => {
+            Intrinsic::CellGet { name: n.to_string(), free: head == "free_get" }
+        }
         ("unpack_sequence", n) => Intrinsic::UnpackSequence(n.parse().ok()?),
         ("unpack_ex", counts) => {
             let (before, after) = counts.split_once('.')?;
@@ -480,6 +485,9 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "dict_update" => Intrinsic::DictUpdate,
             "set_update" => Intrinsic::SetUpdate,
             "list_to_tuple" => Intrinsic::ListToTuple,
+            "make_cell" => Intrinsic::MakeCell,
+            "cell_set" => Intrinsic::CellSet,
+            "make_function" => Intrinsic::MakeFunction,
             _ => return None,
         },
         _ => return None,
@@ -650,6 +658,9 @@ impl<'a> Cursor<'a> {
         if self.eat_keyword("opaque") {
             let co_index = self.number()?;
             return Ok(Const::Opaque { co_index, repr: self.string()? });
+        }
+        if self.eat_keyword("globals") {
+            return Ok(Const::Globals);
         }
         if self.eat_keyword("nested") {
             let mut path = vec![self.number()?];

@@ -543,6 +543,7 @@ pub fn const_to_py(py: Python<'_>, consts: &Bound<'_, PyTuple>, c: &Const) -> Ob
             }
             c.unbind()
         }
+        Const::Globals => unreachable!("PyFactory::constant resolves the globals"),
     }
 }
 
@@ -550,6 +551,10 @@ impl<'py> PrimFactory for PyFactory<'py> {
     type Prim = Obj;
 
     fn constant(&mut self, c: &Const) -> Obj {
+        if let Const::Globals = c {
+            let loader = self.loader.bind(self.py).downcast::<GlobalLoader>().expect("the global loader");
+            return loader.borrow().globals.clone_ref(self.py).into_any();
+        }
         const_to_py(self.py, &self.consts, c)
     }
 

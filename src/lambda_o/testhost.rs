@@ -278,6 +278,7 @@ impl PrimFactory for TestHost {
             Const::Tuple(v) => TPrim::Tuple(v.iter().map(|c| self.constant(c)).collect()),
             Const::Float(f) => TPrim::Str(f.to_string()),
             Const::Opaque { repr, .. } | Const::Nested { repr, .. } => TPrim::Str(repr.clone()),
+            Const::Globals => TPrim::Str("<globals>".into()),
         }
     }
 
