@@ -167,6 +167,10 @@ pub fn inline_program(py: Python<'_>, f: &Bound<'_, PyAny>, nargs: usize) -> Opt
         return None;
     }
     let code = f.getattr("__code__").ok()?;
+    // `*args`/`**kwargs` functions bind their parameters from the frame, not positionally.
+    if code.getattr("co_flags").ok()?.extract::<u32>().ok()? & (py311::CO_VARARGS | py311::CO_VARKEYWORDS) != 0 {
+        return None;
+    }
     let entry = entry_of(&code)?;
     let compiled = entry.get_or_compile(py, f)?;
     (compiled.argcount == nargs).then(|| compiled.program.clone())

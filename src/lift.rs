@@ -2,7 +2,8 @@
 //!
 //! Steps:
 //! 1. `check_code_object` + opcode check: reject code objects outside the fragment (generators,
-//!    closures, `*args`, try/with, unsupported opcodes), each with a reason and a line.
+//!    coroutines, functions with free variables, try/with, unsupported opcodes), each with a
+//!    reason and a line.
 //! 2. `Cfg::build`: basic blocks from jump targets, a virtual exit node after every return.
 //!    Three normalisations are applied to edges: identical trivial return blocks
 //!    (`LOAD_CONST k`/`LOAD_FAST x` + `RETURN_VALUE`, which CPython duplicates) are merged; blocks
@@ -41,6 +42,16 @@
 //!   store $tN rb`, then `r := load $tN`.
 //! - `if a and b:` with an else: the condition is computed into `$tN` by nested ifs, then
 //!   `r := load $tN; if r: ... else: ...`.
+//! - `[e for x in xs if c]` (a nested code object called at once with `iter(xs)`): translated in
+//!   place (`Translator::inline_child`) as `r := op list(); for ri in snapshot(xs): store $cK.x ri;
+//!   if c: list_extend(r, (e,))`; set/dict comprehensions likewise (`set_update`, `setitem`).
+//! - `sum(e for x in xs)` etc.: `op expect_consumer.sum(sum, snapshot)`, the collecting loop, then
+//!   `sum(list)`; `any`/`all`: a loop storing the answer in `$tN` and breaking at the first
+//!   deciding item.
+//! - `lambda`/`def` inside: `op make_function(code, globals, defaults, kwdefaults, annotations,
+//!   (cells...))`; captured locals live in real cells (`$cell.x`, `make_cell`/`cell_get`/`cell_set`).
+//! - `f(*a, **k)`: `c := op star_call(f, a, k); r := c()`; `global x; x = v`: `setitem(globals,
+//!   "x", v)` and `load_global.x(globals)` reads; `del x`: `del x`.
 use crate::bezoar::ir::*;
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
@@ -94,9 +105,7 @@ impl Fallback {
 fn describe_unsupported(op: u8) -> Option<&'static str> {
     Some(match op {
         MAKE_FUNCTION => "lambda, comprehension or inner function",
-        CALL_FUNCTION_EX | DICT_MERGE => "call with *args or **kwargs unpacking",
-        STORE_GLOBAL | DELETE_GLOBAL => "assignment to a global",
-        DELETE_FAST => "del of a local variable",
+        DELETE_GLOBAL => "del of a global",
         STORE_DEREF | LOAD_DEREF | LOAD_CLOSURE | DELETE_DEREF | MAKE_CELL | COPY_FREE_VARS | LOAD_CLASSDEREF => {
             "closure (nonlocal or captured variable)"
         }
@@ -150,6 +159,11 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
         ncomp: 0,
         real_cells: ci.cellvars.iter().filter(|c| captured_by_function(ci, c)).cloned().collect(),
         first_free: ci.localsplus().len() - ci.freevars.len(),
+        stored_globals: instrs
+            .iter()
+            .filter(|i| i.opcode == STORE_GLOBAL)
+            .filter_map(|i| ci.names.get(i.arg as usize).cloned())
+            .collect(),
     };
     let (mut body, _) = t.region(0, cfg.exit(), Vec::new(), false)?;
     let mut nregs = t.nregs;
@@ -159,8 +173,9 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
         qualname: ci.qualname.clone(),
         filename: ci.filename.clone(),
         firstlineno: ci.firstlineno,
-        // CPython binds positional and keyword-only parameters into the frame's first locals.
-        params: ci.varnames[..(ci.argcount + ci.kwonlyargcount) as usize].to_vec(),
+        // CPython binds positional and keyword-only parameters, then the `*args` tuple and the
+        // `**kwargs` dict, into the frame's first locals.
+        params: ci.varnames[..nparams(ci)].to_vec(),
         consts: t.consts,
         body,
         nregs,
@@ -179,12 +194,6 @@ fn check_code_object(ci: &CodeInfo) -> Result<()> {
     }
     if flag(CO_GENERATOR) {
         return at_def("generator function");
-    }
-    if flag(CO_VARARGS) {
-        return at_def("*args parameter");
-    }
-    if flag(CO_VARKEYWORDS) {
-        return at_def("**kwargs parameter");
     }
     if !ci.freevars.is_empty() {
         return at_def(&format!("closure: free variables ({})", ci.freevars.join(", ")));
@@ -279,6 +288,10 @@ fn is_supported(op: u8) -> bool {
             | MAP_ADD
             | RETURN_GENERATOR
             | YIELD_VALUE
+            | STORE_GLOBAL
+            | CALL_FUNCTION_EX
+            | DICT_MERGE
+            | DELETE_FAST
     )
 }
 
@@ -837,6 +850,15 @@ struct Translator<'a> {
     real_cells: HashSet<String>,
     /// Index of the first free variable in `locals`.
     first_free: usize,
+    /// Globals the function assigns (`global x; x = ...`): read in program order.
+    stored_globals: HashSet<String>,
+}
+
+/// The number of locals CPython binds from a call's arguments.
+fn nparams(ci: &CodeInfo) -> usize {
+    (ci.argcount + ci.kwonlyargcount) as usize
+        + (ci.flags & CO_VARARGS != 0) as usize
+        + (ci.flags & CO_VARKEYWORDS != 0) as usize
 }
 
 fn is_comprehension(ci: &CodeInfo) -> bool {
@@ -1544,6 +1566,7 @@ impl Translator<'_> {
             ncomp: self.ncomp,
             real_cells: std::mem::take(&mut self.real_cells),
             first_free,
+            stored_globals: self.stored_globals.clone(),
         };
         for (i, c) in child.localsplus().iter().enumerate().take(first_free) {
             if child.cellvars.contains(c) && captured_by_function(child, c) {
@@ -1731,10 +1754,7 @@ impl Translator<'_> {
             MAKE_CELL if self.real_cells.contains(&Self::name(&self.locals, arg, line)?) => {
                 let name = Self::name(&self.locals, arg, line)?;
                 // A parameter's cell starts with the argument; any other starts empty.
-                let nparams = (ci.argcount + ci.kwonlyargcount) as usize
-                    + (ci.flags & CO_VARARGS != 0) as usize
-                    + (ci.flags & CO_VARKEYWORDS != 0) as usize;
-                let init = if (arg as usize) < nparams && self.dot0.is_none() {
+                let init = if (arg as usize) < nparams(ci) && self.dot0.is_none() {
                     vec![self.bind(Expr::Load(name.clone()), line, out)]
                 } else {
                     vec![]
@@ -1758,6 +1778,7 @@ impl Translator<'_> {
                 out.push(Stmt { kind: StmtKind::Store(Self::name(&self.locals, arg, line)?, v), line });
             }
             MAKE_CELL | COPY_FREE_VARS => {}
+            DELETE_FAST => out.push(stmt(StmtKind::Delete(Self::name(&self.locals, arg, line)?), line)),
             LOAD_CLOSURE => stack.push(Val::Cell(Self::name(&self.locals, arg, line)?)),
             LOAD_CONST if ci.children.contains_key(&arg) => stack.push(Val::Code(arg)),
             LOAD_CONST => {
@@ -1773,7 +1794,12 @@ impl Translator<'_> {
                     stack.push(Val::Null);
                 }
                 let name = Self::name(&ci.names, arg >> 1, line)?;
-                let r = self.bind(Expr::Global(name.clone()), line, out);
+                let r = if self.stored_globals.contains(&name) {
+                    let g = self.bind_const(Const::Globals, line, out);
+                    self.bind(Expr::Op(Intrinsic::LoadGlobal(name.clone()), vec![g]), line, out)
+                } else {
+                    self.bind(Expr::Global(name.clone()), line, out)
+                };
                 self.global_regs.insert(r, name);
                 stack.push(Val::Reg(r));
             }
@@ -1808,6 +1834,40 @@ impl Translator<'_> {
                     Vec::new()
                 };
                 stack.push(Val::Func { code, closure });
+            }
+            STORE_GLOBAL => {
+                // A sequential store into the module's globals (later reads of the name in this
+                // function are `load_global`, ordered after it).
+                let v = Self::pop_reg(stack, line)?;
+                let g = self.bind_const(Const::Globals, line, out);
+                let k = self.bind_const(Const::Str(Self::name(&ci.names, arg, line)?), line, out);
+                self.bind(Expr::Op(Intrinsic::SetItem, vec![g, k, v]), line, out);
+            }
+            CALL_FUNCTION_EX => {
+                // Stack: NULL, f, args, [kwargs]. The call is made by calling a `star_call`
+                // object with no arguments (the external gets exactly these arguments).
+                let kwargs = if arg & 1 != 0 { Some(Self::pop_reg(stack, line)?) } else { None };
+                let args = Self::pop_reg(stack, line)?;
+                let f = Self::pop_reg(stack, line)?;
+                if Self::pop(stack, line)? != Val::Null {
+                    return Err(Fallback::shape("CALL_FUNCTION_EX operands", line));
+                }
+                let mut operands = vec![f, args];
+                operands.extend(kwargs);
+                let call = self.bind(Expr::Op(Intrinsic::StarCall, operands), line, out);
+                let r = self.bind(Expr::Call { func: call, args: vec![], kwnames: vec![] }, line, out);
+                stack.push(Val::Reg(r));
+            }
+            DICT_MERGE => {
+                // `f(**m)`: merge m into the keyword dict `arg` entries below (it stays); the
+                // callee (for error messages) is two entries below that.
+                let m = Self::pop_reg(stack, line)?;
+                let at = |k: usize| match stack.len().checked_sub(k).map(|i| &stack[i]) {
+                    Some(&Val::Reg(r)) => Ok(r),
+                    _ => Err(Fallback::shape("DICT_MERGE operands", line)),
+                };
+                let (d, f) = (at(arg as usize)?, at(arg as usize + 2)?);
+                self.bind(Expr::Op(Intrinsic::DictMerge, vec![d, m, f]), line, out);
             }
             MAP_ADD => {
                 // `{k: v for ...}`: `d[k] = v` on the dict `arg` entries below (it stays).

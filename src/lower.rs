@@ -12,7 +12,7 @@
 //!
 //! Closure conversion: nested λO functions capture the outer variables they use, discovered on
 //! demand while their body is lowered (`resolve`).
-use crate::bezoar::passes::{assigned, promotable, DefinedSet};
+use crate::bezoar::passes::{assigned, deleted, promotable, DefinedSet};
 use crate::bezoar::{self as bz, Expr, Intrinsic, StmtKind};
 use crate::lambda_o::term::*;
 use crate::lambda_o::PrimFactory;
@@ -427,6 +427,14 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 self.store(st, x, v, line);
                 st.defined.insert(x);
             }
+            StmtKind::Delete(x) => {
+                // `del x` of an unbound x raises where CPython raises; afterwards x holds a value
+                // that raises UnboundLocalError, and loads are bound-checked again.
+                self.load(st, x, line);
+                let u = self.unbound(x, line);
+                self.store(st, x, u, line);
+                st.defined.remove(x);
+            }
             StmtKind::If { cond, then_body, else_body } => {
                 let cond = self.reg(*cond)?;
                 let mut vars: BTreeSet<String> = assigned(then_body);
@@ -439,6 +447,10 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 st.defined = then_b.defined.meet(&else_b.defined);
             }
             StmtKind::For { iter, item, body } => {
+                // A variable the body deletes may be unbound in any iteration and after the loop.
+                for x in deleted(body) {
+                    st.defined.remove(&x);
+                }
                 let seq = self.reg(*iter)?;
                 let vars: Vec<String> =
                     assigned(body).into_iter().filter(|v| self.promoted.contains(v)).collect();
@@ -497,6 +509,9 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
     /// `loop: body` as a recursive closure over the carried state:
     /// `fun loop[loop, ..](state) = body; ite(again(status), loop(state with status 0), stop(state))`.
     fn lower_loop(&mut self, st: &mut State, body: &[bz::Stmt], line: u32) -> Result<(), String> {
+        for x in deleted(body) {
+            st.defined.remove(&x);
+        }
         let vars: Vec<String> = assigned(body).into_iter().filter(|v| self.promoted.contains(v)).collect();
         let args = self.carried(st, &vars, line);
         let loop_var = self.reserve("loop");

@@ -57,6 +57,27 @@ COMPILED = {
                 add(x)
             return total
     """,
+    "star arguments at calls": """
+        def f(o, a, kw):
+            o.m(*a)
+            return g(1, *a, x=2, **kw), h(**kw)
+    """,
+    "star parameters": """
+        def f(first, *rest, sep=" ", **options):
+            return sep.join([first, *rest]), options
+    """,
+    "del of a local": """
+        def f(x):
+            y = g(x)
+            del y
+            return x
+    """,
+    "global statement": """
+        def f(x):
+            global counter
+            counter = counter + x
+            return counter
+    """,
     "comprehension over a cell that is reassigned": """
         def f(xs):
             k = 1
@@ -81,6 +102,12 @@ def test_compiles_without_fallback(case):
 
 
 FALLBACKS = [
+    ("""
+     def f(x):
+         global counter
+
+         del counter
+     """, "del of a global (DELETE_GLOBAL) at line 4"),
     ("""
      def f(xs):
          gen = (g(x) for x in xs)
@@ -226,6 +253,53 @@ def test_closures_late_binding_nonlocal_and_unbound_cells_like_cpython(tmp_path)
             print(type(e).__name__, e)
     print(early(False)())
     print(CALLS)
+    """
+    _, _, stats = same(body, tmp_path)
+    assert stats["fallbacks"] == []
+
+
+def test_star_calls_varargs_del_and_globals_like_cpython(tmp_path):
+    body = """
+    counter = 10
+
+    @poppy
+    def va(*xs, **kw):
+        return xs, kw
+
+    @poppy
+    def f(items, opts):
+        global counter
+        a = va(5)            # a *args function is never inlined positionally
+        b = va(*items, **opts)
+        log(*items)
+        counter = counter + len(items)
+        seen = read_counter()
+        tmp = fetch(counter)
+        del tmp
+        try_again = counter
+        return a, b, seen, try_again
+
+    def read_counter():
+        return counter
+
+    @poppy
+    def unbound(flag):
+        x = 1
+        if flag:
+            del x
+        return x
+
+    report(f(("p", "q"), {"k": 1}))
+    print(counter)
+    try:
+        unbound(True)
+    except UnboundLocalError as e:
+        print("UnboundLocalError", e)
+    print(unbound(False))
+    try:
+        va(**{"a": 1}, **{"a": 2})
+    except TypeError as e:
+        print("TypeError", e)
     """
     _, _, stats = same(body, tmp_path)
     assert stats["fallbacks"] == []

@@ -217,7 +217,70 @@ def _make_function(code, globals, defaults, kwdefaults, annotations, closure):
     return f
 
 
+def _function_str(f):
+    """How CPython names a callee in call errors (_PyObject_FunctionStr)."""
+    qualname = getattr(f, "__qualname__", None)
+    if not isinstance(qualname, str):
+        return f"{type(f).__name__} object"
+    module = getattr(f, "__module__", None)
+    if isinstance(module, str) and module != "builtins":
+        return f"{module}.{qualname}()"
+    return f"{qualname}()"
+
+
+class _StarCall:
+    """`f(*args, **kwargs)` as a callable of no arguments: the external call itself is made (in
+    program order: the runtime does not know this callable, so the call is sequential) when the
+    evaluator calls it."""
+    __slots__ = ("f", "args", "kwargs")
+
+    def __init__(self, f, args, kwargs):
+        self.f, self.args, self.kwargs = f, args, kwargs
+
+    def __call__(self):
+        return self.f(*self.args, **self.kwargs)
+
+    def __repr__(self):
+        return f"<star call of {self.f!r}>"
+
+
+def _star_call(f, args, kwargs=None):
+    if type(args) is not tuple:
+        try:
+            args = tuple(args)
+        except TypeError:
+            if not hasattr(args, "__iter__"):
+                raise TypeError(f"{_function_str(f)} argument after * must be an iterable, "
+                                f"not {type(args).__name__}") from None
+            raise
+    return _StarCall(f, args, {} if kwargs is None else kwargs)
+
+
+def _dict_merge(d, m, f):
+    if not hasattr(type(m), "keys"):
+        raise TypeError(f"{_function_str(f)} argument after ** must be a mapping, "
+                        f"not {type(m).__name__}")
+    for k in m.keys():
+        if k in d:
+            raise TypeError(f"{_function_str(f)} got multiple values for keyword argument '{k}'")
+        d[k] = m[k]
+
+
+def _load_global(g, name):
+    try:
+        return g[name]
+    except KeyError:
+        pass
+    b = g.get("__builtins__", builtins)
+    b = b if isinstance(b, dict) else b.__dict__
+    try:
+        return b[name]
+    except KeyError:
+        raise NameError(f"name '{name}' is not defined") from None
+
+
 INTRINSICS.update({
+    "star_call": _star_call, "dict_merge": _dict_merge, "load_global": _load_global,
     "make_cell": _make_cell, "cell_get": _cell_get, "cell_set": _cell_set,
     "make_function": _make_function,
     "expect_consumer": _expect_consumer,

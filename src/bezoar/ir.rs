@@ -3,9 +3,11 @@
 //! Invariants
 //! - Every operation's operands are registers (`Reg`), i.e. immutable variables bound exactly once by
 //!   a `Let` that dominates every use (ANF). Registers are numbered per function, `r0 .. r{nregs-1}`.
-//! - Mutable variables are named (`store x r` / `load x`) and are the function's Python locals.
-//!   Globals and builtins are read with `Expr::Global` (the single-assignment treatment of globals:
-//!   a function that stores a global falls back before reaching Bezoar).
+//! - Mutable variables are named (`store x r` / `load x` / `del x`) and are the function's Python
+//!   locals (plus the renamed locals of inlined comprehensions `$cK.x`, the cell holders
+//!   `$cell.x` of captured variables, and synthetic `$tN`/`$brokeN`/`$ret`). Globals and builtins
+//!   are read with `Expr::Global` (the single-assignment treatment of globals), except globals the
+//!   function assigns, which are `load_global`/`setitem` operations on its globals dict.
 //! - Nothing here is CPython-version specific: the lifter maps 3.11 opcodes onto these constructs.
 //! - Every `Expr::Op` and `Expr::Call` is an *external* call at run time unless the callee turns out
 //!   to be an internal (@poppy) function; everything else is internal.
@@ -43,6 +45,8 @@ pub enum StmtKind {
     Let(Reg, Expr),
     /// `store x r` — assign a mutable (local) variable.
     Store(String, Reg),
+    /// `del x` — unbind a local (UnboundLocalError if it is unbound; later loads raise it too).
+    Delete(String),
     /// `if r: ... else: ...` — `cond` must hold a Python bool (the lifter inserts `Op(Truth)`).
     If { cond: Reg, then_body: Block, else_body: Block },
     /// `for item in iter: body` — `iter` holds the object being iterated (the lifter inserts
@@ -145,6 +149,16 @@ pub enum Intrinsic {
     /// A Python function object from a nested code object (`MAKE_FUNCTION`). Operands:
     /// [code, globals, defaults, kwdefaults, annotations, closure] (None when absent).
     MakeFunction,
+    /// `f(*args, **kwargs)` (`CALL_FUNCTION_EX`): a callable that, called with no arguments, calls
+    /// `f` with exactly those arguments (args converted to a tuple like CPython, with its error).
+    /// Operands: [f, args] or [f, args, kwargs].
+    StarCall,
+    /// `DICT_MERGE`: merge mapping `m` into the keyword dict `d` of a call of `f`, raising
+    /// CPython's TypeError on a repeated keyword or a non-mapping. Operands: [d, m, f].
+    DictMerge,
+    /// A global the function itself assigns (`global x; x = ...`): read in program order
+    /// (module globals, then builtins). Operands: [globals].
+    LoadGlobal(String),
 }
 
 impl Intrinsic {
@@ -222,13 +236,17 @@ impl Intrinsic {
             Intrinsic::CellGet { .. } => "cell_get".into(),
             Intrinsic::CellSet => "cell_set".into(),
             Intrinsic::MakeFunction => "make_function".into(),
+            Intrinsic::StarCall => "star_call".into(),
+            Intrinsic::DictMerge => "dict_merge".into(),
+            Intrinsic::LoadGlobal(_) => "load_global".into(),
         }
     }
 
     /// Static operands passed after the register operands (attribute names, unpack counts).
     pub fn static_operands(&self) -> Vec<Const> {
         match self {
-            Intrinsic::GetAttr(n) | Intrinsic::SetAttr(n) | Intrinsic::DelAttr(n) | Intrinsic::ExpectConsumer(n) => {
+            Intrinsic::GetAttr(n) | Intrinsic::SetAttr(n) | Intrinsic::DelAttr(n) | Intrinsic::ExpectConsumer(n)
+            | Intrinsic::LoadGlobal(n) => {
                 vec![Const::Str(n.clone())]
             }
             Intrinsic::UnpackSequence(n) => vec![Const::Int(*n as i64)],

@@ -1,10 +1,11 @@
 //! Analyses over Bezoar used by lowering (PopPy §7).
 //!
 //! - `promotable`: which mutable variables can be promoted to SSA values instead of living in the
-//!   memory M. A variable qualifies when it is only accessed by this function's own code (a Python
-//!   local that is not a cell or free variable). The lifter falls back on cells/free variables, so
-//!   today every local qualifies; the set is still computed so that lowering stays correct when
-//!   closures arrive and so that M-threading can be forced (for differential testing of lowering).
+//!   memory M. A variable qualifies when it is only accessed by this function's own code. Every
+//!   Bezoar local does: a Python local that an inner function captures is not a Bezoar local but
+//!   a real cell object (held in the local `$cell.x`, read and written by intrinsics), and the
+//!   locals of inlined comprehensions are renamed locals of the function. The set is still
+//!   computed so that M-threading can be forced (for differential testing of lowering).
 //! - `assigned`: the variables a block may store (the values an `ite`/`fold` must thread out).
 //! - `DefinedSet`: forward "definitely assigned" analysis, so that a load that may hit an unbound
 //!   local raises UnboundLocalError exactly where CPython would.
@@ -30,7 +31,7 @@ pub fn visit(b: &[Stmt], f: &mut impl FnMut(&StmtKind)) {
 pub fn variables(f: &Function) -> BTreeSet<String> {
     let mut out: BTreeSet<String> = f.params.iter().cloned().collect();
     visit(&f.body, &mut |k| {
-        if let StmtKind::Let(_, Expr::Load(x)) | StmtKind::Store(x, _) = k {
+        if let StmtKind::Let(_, Expr::Load(x)) | StmtKind::Store(x, _) | StmtKind::Delete(x) = k {
             out.insert(x.clone());
         }
     });
@@ -46,11 +47,11 @@ pub fn promotable(f: &Function, force_memory: bool) -> BTreeSet<String> {
     }
 }
 
-/// Variables a block may store, in a deterministic order.
+/// Variables a block may store (or delete), in a deterministic order.
 pub fn assigned(b: &[Stmt]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     visit(b, &mut |k| {
-        if let StmtKind::Store(x, _) = k {
+        if let StmtKind::Store(x, _) | StmtKind::Delete(x) = k {
             out.insert(x.clone());
         }
     });
@@ -68,10 +69,24 @@ impl DefinedSet {
     pub fn insert(&mut self, x: &str) {
         self.0.insert(x.to_string());
     }
+    pub fn remove(&mut self, x: &str) {
+        self.0.remove(x);
+    }
     /// After an `if`: assigned on both paths.
     pub fn meet(&self, other: &DefinedSet) -> DefinedSet {
         DefinedSet(self.0.intersection(&other.0).cloned().collect())
     }
+}
+
+/// Variables a block may delete (`del x`).
+pub fn deleted(b: &[Stmt]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    visit(b, &mut |k| {
+        if let StmtKind::Delete(x) = k {
+            out.insert(x.clone());
+        }
+    });
+    out
 }
 
 /// Remove `Let`s of pure expressions (constants, loads of promoted variables) whose register is

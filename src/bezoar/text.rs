@@ -103,6 +103,7 @@ fn print_block(out: &mut String, block: &Block, depth: usize) {
         let text = match &stmt.kind {
             StmtKind::Let(r, e) => format!("r{r} := {}", print_expr(e)),
             StmtKind::Store(x, r) => format!("store {x} r{r}"),
+            StmtKind::Delete(x) => format!("del {x}"),
             StmtKind::Return(r) => format!("return r{r}"),
             StmtKind::If { cond, .. } => format!("if r{cond}:"),
             StmtKind::For { iter, item, .. } => format!("for r{item} in r{iter}:"),
@@ -178,6 +179,7 @@ fn intrinsic_name(op: &Intrinsic) -> String {
         Intrinsic::UnpackSequence(n) => format!("unpack_sequence.{n}"),
         Intrinsic::UnpackEx { before, after } => format!("unpack_ex.{before}.{after}"),
         Intrinsic::ExpectConsumer(n) => format!("expect_consumer.{n}"),
+        Intrinsic::LoadGlobal(n) => format!("load_global.{n}"),
         Intrinsic::CellGet { name, free } => format!("{}.{name}", if *free { "free_get" } else { "cell_get" }),
         other => other.key(),
     }
@@ -336,6 +338,8 @@ impl<'a> Parser<'a> {
             let kind = if c.eat_keyword("store") {
                 let x = c.name()?;
                 StmtKind::Store(x, self.reg(&mut c)?)
+            } else if c.eat_keyword("del") {
+                StmtKind::Delete(c.name()?)
             } else if c.eat_keyword("return") {
                 StmtKind::Return(self.reg(&mut c)?)
             } else if c.eat_keyword("if") {
@@ -445,6 +449,7 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
         ("setattr", attr) if !attr.is_empty() => Intrinsic::SetAttr(attr.to_string()),
         ("delattr", attr) if !attr.is_empty() => Intrinsic::DelAttr(attr.to_string()),
         ("expect_consumer", n) if !n.is_empty() => Intrinsic::ExpectConsumer(n.to_string()),
+        ("load_global", n) if !n.is_empty() => Intrinsic::LoadGlobal(n.to_string()),
         ("cell_get" | "free_get", n) if !n.is_empty() => {
             Intrinsic::CellGet { name: n.to_string(), free: head == "free_get" }
         }
@@ -488,6 +493,8 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "make_cell" => Intrinsic::MakeCell,
             "cell_set" => Intrinsic::CellSet,
             "make_function" => Intrinsic::MakeFunction,
+            "star_call" => Intrinsic::StarCall,
+            "dict_merge" => Intrinsic::DictMerge,
             _ => return None,
         },
         _ => return None,

@@ -1,4 +1,4 @@
 def f(x):
     global counter
-    counter = x
+    del counter
     return x

@@ -1,0 +1,5 @@
+def f(x):
+    global counter
+    before = counter
+    counter = x
+    return before, counter + len(str(x))
