@@ -134,52 +134,93 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
     }
     let cfg = Cfg::build(&instrs)?;
     let loops = cfg.find_loops(&instrs)?;
-    let mut t = Translator {
-        ci,
-        instrs: &instrs,
-        cfg: &cfg,
-        loops: &loops,
-        ctx: Vec::new(),
-        pdoms: HashMap::new(),
-        consts: ci.consts.clone(),
-        const_regs: HashMap::new(),
-        nregs: 0,
-        ntemps: 0,
-        nflags: 0,
-        budget: 4 * instrs.len() + 64,
-        kwnames: None,
-        line: ci.firstlineno,
-        locals: ci.localsplus(),
-        dot0: None,
-        const_map: None,
-        path: Vec::new(),
-        global_regs: HashMap::new(),
-        attr_regs: HashMap::new(),
-        yield_mode: None,
-        ncomp: 0,
-        real_cells: ci.cellvars.iter().filter(|c| captured_by_function(ci, c)).cloned().collect(),
-        first_free: ci.localsplus().len() - ci.freevars.len(),
-        stored_globals: instrs
-            .iter()
-            .filter(|i| i.opcode == STORE_GLOBAL)
-            .filter_map(|i| ci.names.get(i.arg as usize).cloned())
-            .collect(),
-    };
-    let (mut body, _) = t.region(0, cfg.exit(), Vec::new(), false)?;
-    let mut nregs = t.nregs;
-    tidy(&mut body, &mut nregs);
-    Ok(Function {
-        name: ci.name.clone(),
-        qualname: ci.qualname.clone(),
-        filename: ci.filename.clone(),
-        firstlineno: ci.firstlineno,
-        // CPython binds positional and keyword-only parameters, then the `*args` tuple and the
-        // `**kwargs` dict, into the frame's first locals.
-        params: ci.varnames[..nparams(ci)].to_vec(),
-        consts: t.consts,
-        body,
-        nregs,
-    })
+    // Inner functions whose every use is a call that is inlined need no function object and no
+    // cells (their variables are the function's locals). Start by assuming that of every known
+    // inner function; translate; an inner function used otherwise ("escaping") is then made a
+    // real function with real cells and the function is translated again.
+    let candidates = known_functions(ci, &instrs);
+    // A plain function's free variables are plain locals: if one could be unbound when it is
+    // called, the error would be UnboundLocalError instead of CPython's NameError for a free
+    // variable. So only functions whose free variables are surely bound by then start plain.
+    let mut escaping: HashSet<u32> = candidates
+        .values()
+        .filter(|k| !ci.children[&k.2].freevars.iter().all(|v| bound_before(ci, &instrs, v, k.2)))
+        .map(|k| k.2)
+        .collect();
+    loop {
+        let plain: HashSet<u32> = candidates.values().map(|k| k.2).filter(|c| !escaping.contains(c)).collect();
+        let real_cells: HashSet<String> =
+            ci.cellvars.iter().filter(|c| captured_by_function(ci, c, &plain)).cloned().collect();
+        let mut t = Translator {
+            ci,
+            instrs: &instrs,
+            cfg: &cfg,
+            loops: &loops,
+            ctx: Vec::new(),
+            pdoms: HashMap::new(),
+            consts: ci.consts.clone(),
+            const_regs: HashMap::new(),
+            nregs: 0,
+            ntemps: 0,
+            nflags: 0,
+            budget: 4 * instrs.len() + 64,
+            kwnames: None,
+            line: ci.firstlineno,
+            locals: ci.localsplus(),
+            dot0: None,
+            const_map: None,
+            path: Vec::new(),
+            global_regs: HashMap::new(),
+            attr_regs: HashMap::new(),
+            yield_mode: None,
+            ncomp: 0,
+            first_free: ci.localsplus().len() - ci.freevars.len(),
+            stored_globals: instrs
+                .iter()
+                .filter(|i| i.opcode == STORE_GLOBAL)
+                .filter_map(|i| ci.names.get(i.arg as usize).cloned())
+                .collect(),
+            known_funcs: candidates
+                .iter()
+                .filter(|(name, _)| !real_cells.contains(*name))
+                .map(|(name, k)| (name.clone(), (k.clone(), plain.contains(&k.2))))
+                .collect(),
+            func_regs: HashMap::new(),
+            inlining: HashSet::new(),
+            plain_funcs: plain.clone(),
+            real_cells,
+        };
+        let res = t.region(0, cfg.exit(), Vec::new(), false);
+        let escaped: HashSet<u32> = t.func_regs.values().filter(|(_, p)| *p).map(|(k, _)| k.2).collect();
+        match res {
+            Err(_) if !plain.is_empty() => {
+                // Not because of the assumption, surely; but make sure.
+                escaping.extend(plain);
+                continue;
+            }
+            Err(e) => return Err(e),
+            Ok(_) if !escaped.is_empty() => {
+                escaping.extend(escaped);
+                continue;
+            }
+            Ok((mut body, _)) => {
+                let mut nregs = t.nregs;
+                tidy(&mut body, &mut nregs);
+                return Ok(Function {
+                    name: ci.name.clone(),
+                    qualname: ci.qualname.clone(),
+                    filename: ci.filename.clone(),
+                    firstlineno: ci.firstlineno,
+                    // CPython binds positional and keyword-only parameters, then the `*args` tuple and
+                    // the `**kwargs` dict, into the frame's first locals.
+                    params: ci.varnames[..nparams(ci)].to_vec(),
+                    consts: t.consts,
+                    body,
+                    nregs,
+                });
+            }
+        }
+    }
 }
 
 /// Rejects code objects whose kind or signature is outside the fragment.
@@ -852,6 +893,50 @@ struct Translator<'a> {
     first_free: usize,
     /// Globals the function assigns (`global x; x = ...`): read in program order.
     stored_globals: HashSet<String>,
+    /// Locals that hold one known inner function for the whole run (see `known_functions`), and
+    /// the registers loaded from them: calls of these may be inlined (`inline_call`).
+    /// (With whether the function is "plain": it has no function object and its captured
+    /// variables are ordinary locals, so every use must be an inlined call.)
+    known_funcs: HashMap<String, (KnownFunc, bool)>,
+    func_regs: HashMap<Reg, (KnownFunc, bool)>,
+    /// Inner functions being inlined (no recursive inlining).
+    inlining: HashSet<u32>,
+    /// Codes (among this function's constants) of the plain inner functions.
+    plain_funcs: HashSet<u32>,
+}
+
+/// An inner function known by its code object: (the code object defining it, that code object's
+/// `co_consts` path from the @poppy function, the index of the function's code among its
+/// constants).
+type KnownFunc = (std::rc::Rc<CodeInfo>, Vec<u32>, u32);
+
+/// Locals of the @poppy function assigned exactly once, straight from `MAKE_FUNCTION` of an
+/// inner function or lambda (`def g` / `g = lambda ...`, no decorator), never deleted and not
+/// captured by an inner function (comprehensions may read them): their code object by local.
+fn known_functions(ci: &CodeInfo, instrs: &[Instr]) -> HashMap<String, KnownFunc> {
+    let owner = std::rc::Rc::new(ci.clone());
+    let stores = |n: u32| {
+        instrs
+            .iter()
+            .filter(|i| matches!(i.opcode, STORE_FAST | DELETE_FAST | STORE_DEREF | DELETE_DEREF) && i.arg == n)
+            .count()
+    };
+    let lp = ci.localsplus();
+    let mut out = HashMap::new();
+    for w in instrs.windows(3) {
+        let (k, mf, st) = (&w[0], &w[1], &w[2]);
+        if k.opcode == LOAD_CONST
+            && mf.opcode == MAKE_FUNCTION
+            && matches!(st.opcode, STORE_FAST | STORE_DEREF)
+            && stores(st.arg) == 1
+            && ci.children.get(&k.arg).is_some_and(|c| !is_comprehension(c))
+        {
+            if let Some(name) = lp.get(st.arg as usize) {
+                out.insert(name.clone(), (owner.clone(), Vec::new(), k.arg));
+            }
+        }
+    }
+    out
 }
 
 /// The number of locals CPython binds from a call's arguments.
@@ -861,16 +946,42 @@ fn nparams(ci: &CodeInfo) -> usize {
         + (ci.flags & CO_VARKEYWORDS != 0) as usize
 }
 
+/// Whether the local `v` is surely bound wherever the function made from `co_consts[code]` can be
+/// called: `v` is a parameter or is stored before any jump and before that `MAKE_FUNCTION`, and
+/// is never deleted.
+fn bound_before(ci: &CodeInfo, instrs: &[Instr], v: &str, code: u32) -> bool {
+    let lp = ci.localsplus();
+    let is_v = |i: &Instr| lp.get(i.arg as usize).is_some_and(|n| n == v);
+    if instrs.iter().any(|i| matches!(i.opcode, DELETE_FAST | DELETE_DEREF) && is_v(i)) {
+        return false;
+    }
+    if ci.varnames[..nparams(ci)].iter().any(|p| p == v) {
+        return true;
+    }
+    for (n, i) in instrs.iter().enumerate() {
+        if matches!(i.opcode, STORE_FAST | STORE_DEREF) && is_v(i) {
+            return true;
+        }
+        let defines = i.opcode == MAKE_FUNCTION && n > 0 && instrs[n - 1].opcode == LOAD_CONST && instrs[n - 1].arg == code;
+        if defines || i.jump_target().is_some() || matches!(i.opcode, RETURN_VALUE | FOR_ITER) {
+            return false;
+        }
+    }
+    false
+}
+
 fn is_comprehension(ci: &CodeInfo) -> bool {
     matches!(ci.name.as_str(), "<listcomp>" | "<setcomp>" | "<dictcomp>" | "<genexpr>")
 }
 
 /// Whether the local `name` of `ci` is captured by an inner function or lambda (directly, or
-/// through inlined comprehensions): it then needs a real cell.
-fn captured_by_function(ci: &CodeInfo, name: &str) -> bool {
-    ci.children
-        .values()
-        .any(|ch| ch.freevars.iter().any(|f| f == name) && (!is_comprehension(ch) || captured_by_function(ch, name)))
+/// through inlined comprehensions or the `plain` inner functions among `ci`'s constants, which
+/// are always inlined): it then needs a real cell.
+fn captured_by_function(ci: &CodeInfo, name: &str, plain: &HashSet<u32>) -> bool {
+    ci.children.iter().any(|(k, ch)| {
+        ch.freevars.iter().any(|f| f == name)
+            && (!(is_comprehension(ch) || plain.contains(k)) || captured_by_function(ch, name, &HashSet::new()))
+    })
 }
 
 fn cell_local(name: &str) -> String {
@@ -1490,7 +1601,27 @@ impl Translator<'_> {
         mode: Option<YieldMode>,
         out: &mut Block,
     ) -> Result<Reg> {
-        let ci = self.ci;
+        let line = self.line;
+        let path = self.path.clone();
+        let (mut body, _) = self.translate_child((self.ci, &path), code, closure, Some(iter), mode)?;
+        let ret = match body.pop() {
+            Some(Stmt { kind: StmtKind::Return(r), .. }) if !has_return(&body) => r,
+            _ => return Err(Fallback::shape("comprehension without a single final return", line)),
+        };
+        out.extend(body);
+        Ok(ret)
+    }
+
+    /// Translates the nested code object `co_consts[code]` for inlining (see `inline_child`):
+    /// its statements, returns included, and the Bezoar names of its fast locals.
+    fn translate_child(
+        &mut self,
+        (ci, owner_path): (&CodeInfo, &[u32]),
+        code: u32,
+        closure: &[String],
+        dot0: Option<Reg>,
+        mode: Option<YieldMode>,
+    ) -> Result<(Block, Vec<String>)> {
         let child = &ci.children[&code];
         let line = self.line;
         let instrs: Vec<Instr> = instructions(&child.code, &child.lines).collect();
@@ -1523,7 +1654,7 @@ impl Translator<'_> {
                 }
             })
             .collect();
-        let mut path = self.path.clone();
+        let mut path = owner_path.to_vec();
         path.push(code);
         let const_map = child
             .consts
@@ -1556,8 +1687,8 @@ impl Translator<'_> {
             budget: self.budget + 4 * instrs.len() + 64,
             kwnames: None,
             line,
-            locals,
-            dot0: Some(iter),
+            locals: locals.clone(),
+            dot0,
             const_map: Some(const_map),
             path,
             global_regs: std::mem::take(&mut self.global_regs),
@@ -1567,9 +1698,13 @@ impl Translator<'_> {
             real_cells: std::mem::take(&mut self.real_cells),
             first_free,
             stored_globals: self.stored_globals.clone(),
+            known_funcs: std::mem::take(&mut self.known_funcs),
+            func_regs: std::mem::take(&mut self.func_regs),
+            inlining: std::mem::take(&mut self.inlining),
+            plain_funcs: HashSet::new(),
         };
         for (i, c) in child.localsplus().iter().enumerate().take(first_free) {
-            if child.cellvars.contains(c) && captured_by_function(child, c) {
+            if child.cellvars.contains(c) && captured_by_function(child, c, &HashSet::new()) {
                 sub.real_cells.insert(sub.locals[i].clone());
             }
         }
@@ -1584,14 +1719,77 @@ impl Translator<'_> {
         self.attr_regs = sub.attr_regs;
         self.ncomp = sub.ncomp;
         self.real_cells = sub.real_cells;
+        self.known_funcs = sub.known_funcs;
+        self.func_regs = sub.func_regs;
+        self.inlining = sub.inlining;
         self.line = line;
-        let (mut body, end) = res?;
-        let ret = match (end, body.pop()) {
-            (None, Some(Stmt { kind: StmtKind::Return(r), .. })) if !has_return(&body) => r,
-            _ => return Err(Fallback::shape("comprehension without a single final return", line)),
-        };
-        out.extend(body);
-        Ok(ret)
+        let (body, end) = res?;
+        if end.is_some() {
+            return Err(Fallback::shape("nested code that does not return", line));
+        }
+        Ok((body, locals))
+    }
+
+    /// A call `g(a, b)` of an inner function that the @poppy function defines once (`def g` or
+    /// `g = lambda ...`, stored straight into a local assigned nowhere else) with exactly its
+    /// positional parameters: its body is translated in place (parameters stored into its renamed
+    /// locals, returns into `$cK.$ret`), so its calls run inside λO like the function's own. Its
+    /// free variables are the real cells of the enclosing function, so late binding and
+    /// `nonlocal` hold. `None` when the function is not of that kind (then it is called).
+    fn inline_call(&mut self, (owner, owner_path, code): KnownFunc, args: &[Reg], out: &mut Block) -> Option<Reg> {
+        let child = &owner.children[&code];
+        let plain = child.kwonlyargcount == 0
+            && child.argcount as usize == args.len()
+            && child.flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE) == 0
+            && child.exceptiontable.is_empty()
+            && !instructions(&child.code, &child.lines).any(|i| matches!(i.opcode, STORE_GLOBAL | DELETE_GLOBAL));
+        if !plain || self.inlining.contains(&code) {
+            return None;
+        }
+        let line = self.line;
+        // Translate into a scratch state: on failure nothing is kept (the call stays a call).
+        let saved = (self.consts.clone(), self.const_regs.clone(), self.nregs, self.ntemps, self.nflags, self.budget, self.ncomp);
+        let saved_maps =
+            (self.global_regs.clone(), self.attr_regs.clone(), self.real_cells.clone(), self.func_regs.clone());
+        let k = self.ncomp; // the number translate_child gives the inlined locals
+        self.inlining.insert(code);
+        let translated = self.translate_child((&owner, &owner_path), code, &child.freevars.clone(), None, None);
+        self.inlining.remove(&code);
+        let result = translated.ok().and_then(|(mut body, locals)| {
+            nest_after_exits(&mut body);
+            drop_tail_continues(&mut body, false);
+            if returns_in_loops(&body, false) {
+                return None;
+            }
+            let ret = format!("$c{k}.$ret");
+            let mut l = line;
+            if !tail_returns_to(&mut body, &mut l, &ret) {
+                return None;
+            }
+            let mut stmts: Block = args
+                .iter()
+                .zip(&locals)
+                .map(|(a, p)| stmt(StmtKind::Store(p.clone(), *a), line))
+                .collect();
+            // Each call starts with the function's other locals unbound (as in a new frame).
+            let own = &locals[args.len()..locals.len() - child.freevars.len()];
+            let stored = crate::bezoar::passes::assigned(&body);
+            stmts.extend(own.iter().filter(|x| stored.contains(*x)).map(|x| stmt(StmtKind::Unbind(x.clone()), line)));
+            stmts.extend(body);
+            let r = self.bind(Expr::Load(ret), line, &mut stmts);
+            Some((stmts, r))
+        });
+        match result {
+            Some((stmts, r)) => {
+                out.extend(stmts);
+                Some(r)
+            }
+            None => {
+                (self.consts, self.const_regs, self.nregs, self.ntemps, self.nflags, self.budget, self.ncomp) = saved;
+                (self.global_regs, self.attr_regs, self.real_cells, self.func_regs) = saved_maps;
+                None
+            }
+        }
     }
 
     /// `CALL` with `n` arguments one of which is a generator expression: inlined as a loop when
@@ -1676,6 +1874,18 @@ impl Translator<'_> {
     /// it is an ordinary external call (it runs in CPython).
     fn make_function(&mut self, code: u32, flags: u32, stack: &mut Stack, out: &mut Block) -> Result<()> {
         let line = self.line;
+        if self.plain_funcs.contains(&code) {
+            // Every call of it is inlined (with all its parameters): no function object (its
+            // local holds None, unused). Defaults and annotations were evaluated, as in CPython.
+            for bit in [1, 2, 4, 8] {
+                if flags & bit != 0 {
+                    Self::pop(stack, line)?;
+                }
+            }
+            let none = self.bind_const(Const::None, line, out);
+            stack.push(Val::Reg(none));
+            return Ok(());
+        }
         let closure = if flags & 8 != 0 {
             let Val::Cells(names) = Self::pop(stack, line)? else {
                 return Err(Fallback::shape("closure tuple", line));
@@ -1768,7 +1978,11 @@ impl Translator<'_> {
                     Some(it) if name == ".0" => stack.push(Val::Iter(it)),
                     _ => {
                         // A cell read by inlined comprehensions only is an ordinary local.
+                        let known = self.known_funcs.get(&name).cloned();
                         let r = self.bind(Expr::Load(name), line, out);
+                        if let Some(k) = known {
+                            self.func_regs.insert(r, k);
+                        }
                         stack.push(Val::Reg(r));
                     }
                 }
@@ -1947,6 +2161,13 @@ impl Translator<'_> {
                 let kwnames = self.kwnames.take().unwrap_or_default();
                 if kwnames.len() > args.len() {
                     return Err(Fallback::shape("more keyword names than arguments", line));
+                }
+                if let Some((k, _)) = self.func_regs.get(&func).filter(|_| kwnames.is_empty()).cloned() {
+                    if let Some(r) = self.inline_call(k, &args, out) {
+                        self.func_regs.remove(&func);
+                        stack.push(Val::Reg(r));
+                        return Ok(());
+                    }
                 }
                 let r = self.bind(Expr::Call { func, args, kwnames }, line, out);
                 stack.push(Val::Reg(r));
@@ -2232,6 +2453,11 @@ fn returns_in_loops(block: &Block, in_loop: bool) -> bool {
 /// Whether every return in `block` is at its tail (through `if`s); if so, turns them into
 /// `store $ret` (`line`: the line of the last one).
 fn tail_returns_to_local(block: &mut Block, line: &mut u32) -> bool {
+    tail_returns_to(block, line, RETURN_LOCAL)
+}
+
+/// `tail_returns_to_local` storing into the local `ret`.
+fn tail_returns_to(block: &mut Block, line: &mut u32, ret: &str) -> bool {
     fn all_at_tail(block: &Block) -> bool {
         block.iter().enumerate().all(|(i, s)| match &s.kind {
             StmtKind::Return(_) => i + 1 == block.len(),
@@ -2245,16 +2471,16 @@ fn tail_returns_to_local(block: &mut Block, line: &mut u32) -> bool {
             _ => true,
         })
     }
-    fn convert(block: &mut Block, line: &mut u32) {
+    fn convert(block: &mut Block, line: &mut u32, ret: &str) {
         if let Some(s) = block.last_mut() {
             match &mut s.kind {
                 StmtKind::Return(r) => {
                     *line = s.line;
-                    s.kind = StmtKind::Store(RETURN_LOCAL.into(), *r);
+                    s.kind = StmtKind::Store(ret.into(), *r);
                 }
                 StmtKind::If { then_body, else_body, .. } => {
-                    convert(then_body, line);
-                    convert(else_body, line);
+                    convert(then_body, line, ret);
+                    convert(else_body, line, ret);
                 }
                 _ => {}
             }
@@ -2263,7 +2489,7 @@ fn tail_returns_to_local(block: &mut Block, line: &mut u32) -> bool {
     if !all_at_tail(block) {
         return false;
     }
-    convert(block, line);
+    convert(block, line, ret);
     true
 }
 

@@ -303,3 +303,36 @@ def test_star_calls_varargs_del_and_globals_like_cpython(tmp_path):
     """
     _, _, stats = same(body, tmp_path)
     assert stats["fallbacks"] == []
+
+
+def test_inner_function_calls_are_inlined_unless_the_function_escapes():
+    inlined = core.explain(define("""
+        def f(xs, style):
+            count = 0
+            def ask(x):
+                nonlocal count
+                count += 1
+                return llm(x, style)
+            return [ask(x) for x in xs], count
+    """))
+    assert inlined["fallback"] is None
+    # No function object, no cells: ask's body is part of f, count and style are f's locals.
+    assert "make_function" not in inlined["bezoar"] and "cell" not in inlined["bezoar"]
+    assert "global llm" in inlined["bezoar"]
+    escaping = core.explain(define("""
+        def f(xs, style):
+            def ask(x):
+                return llm(x, style)
+            return [ask(x) for x in xs], sorted(xs, key=ask)
+    """))
+    assert escaping["fallback"] is None
+    # Passed to sorted: a real function over a real cell; the direct calls still inline.
+    assert "make_function" in escaping["bezoar"] and "free_get.style" in escaping["bezoar"]
+    assert "global llm" in escaping["bezoar"]
+    recursive = core.explain(define("""
+        def f(n):
+            def fact(k):
+                return 1 if k <= 1 else k * fact(k - 1)
+            return fact(n)
+    """))
+    assert recursive["fallback"] is None and "make_function" in recursive["bezoar"]

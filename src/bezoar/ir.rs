@@ -47,6 +47,9 @@ pub enum StmtKind {
     Store(String, Reg),
     /// `del x` — unbind a local (UnboundLocalError if it is unbound; later loads raise it too).
     Delete(String),
+    /// `unbind x` — make `x` unbound without checking it was bound (the locals of an inlined
+    /// inner function at the start of each call).
+    Unbind(String),
     /// `if r: ... else: ...` — `cond` must hold a Python bool (the lifter inserts `Op(Truth)`).
     If { cond: Reg, then_body: Block, else_body: Block },
     /// `for item in iter: body` — `iter` holds the object being iterated (the lifter inserts

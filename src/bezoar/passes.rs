@@ -31,7 +31,7 @@ pub fn visit(b: &[Stmt], f: &mut impl FnMut(&StmtKind)) {
 pub fn variables(f: &Function) -> BTreeSet<String> {
     let mut out: BTreeSet<String> = f.params.iter().cloned().collect();
     visit(&f.body, &mut |k| {
-        if let StmtKind::Let(_, Expr::Load(x)) | StmtKind::Store(x, _) | StmtKind::Delete(x) = k {
+        if let StmtKind::Let(_, Expr::Load(x)) | StmtKind::Store(x, _) | StmtKind::Delete(x) | StmtKind::Unbind(x) = k {
             out.insert(x.clone());
         }
     });
@@ -51,7 +51,7 @@ pub fn promotable(f: &Function, force_memory: bool) -> BTreeSet<String> {
 pub fn assigned(b: &[Stmt]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     visit(b, &mut |k| {
-        if let StmtKind::Store(x, _) | StmtKind::Delete(x) = k {
+        if let StmtKind::Store(x, _) | StmtKind::Delete(x) | StmtKind::Unbind(x) = k {
             out.insert(x.clone());
         }
     });
@@ -82,7 +82,7 @@ impl DefinedSet {
 pub fn deleted(b: &[Stmt]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     visit(b, &mut |k| {
-        if let StmtKind::Delete(x) = k {
+        if let StmtKind::Delete(x) | StmtKind::Unbind(x) = k {
             out.insert(x.clone());
         }
     });

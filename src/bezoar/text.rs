@@ -104,6 +104,7 @@ fn print_block(out: &mut String, block: &Block, depth: usize) {
             StmtKind::Let(r, e) => format!("r{r} := {}", print_expr(e)),
             StmtKind::Store(x, r) => format!("store {x} r{r}"),
             StmtKind::Delete(x) => format!("del {x}"),
+            StmtKind::Unbind(x) => format!("unbind {x}"),
             StmtKind::Return(r) => format!("return r{r}"),
             StmtKind::If { cond, .. } => format!("if r{cond}:"),
             StmtKind::For { iter, item, .. } => format!("for r{item} in r{iter}:"),
@@ -338,6 +339,8 @@ impl<'a> Parser<'a> {
             let kind = if c.eat_keyword("store") {
                 let x = c.name()?;
                 StmtKind::Store(x, self.reg(&mut c)?)
+            } else if c.eat_keyword("unbind") {
+                StmtKind::Unbind(c.name()?)
             } else if c.eat_keyword("del") {
                 StmtKind::Delete(c.name()?)
             } else if c.eat_keyword("return") {
