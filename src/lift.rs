@@ -45,9 +45,9 @@
 //! - `[e for x in xs if c]` (a nested code object called at once with `iter(xs)`): translated in
 //!   place (`Translator::inline_child`) as `r := op list(); for ri in snapshot(xs): store $cK.x ri;
 //!   if c: list_extend(r, (e,))`; set/dict comprehensions likewise (`set_update`, `setitem`).
-//! - `sum(e for x in xs)` etc.: `op expect_consumer.sum(sum, snapshot)`, the collecting loop, then
-//!   `sum(list)`; `any`/`all`: a loop storing the answer in `$tN` and breaking at the first
-//!   deciding item.
+//! - `sum(e for x in xs)` etc.: `if op is_consumer.sum(sum): [the collecting loop; sum(list)]
+//!   else: [sum(make_genexpr(code, globals, snapshot))]`; `any`/`all`: a loop storing the answer
+//!   in `$tN` and breaking at the first deciding item. Other callees get the real generator.
 //! - `lambda`/`def` inside: `op make_function(code, globals, defaults, kwdefaults, annotations,
 //!   (cells...))`; captured locals live in real cells (`$cell.x`, `make_cell`/`cell_get`/`cell_set`).
 //! - `f(*a, **k)`: `c := op star_call(f, a, k); r := c()`; `global x; x = v`: `setitem(globals,
@@ -148,9 +148,18 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
         .map(|k| k.2)
         .collect();
     loop {
-        let plain: HashSet<u32> = candidates.values().map(|k| k.2).filter(|c| !escaping.contains(c)).collect();
-        let real_cells: HashSet<String> =
-            ci.cellvars.iter().filter(|c| captured_by_function(ci, c, &plain)).cloned().collect();
+        // A function held in a real cell (an escaping function refers to it) escapes too.
+        let (plain, real_cells) = loop {
+            let plain: HashSet<u32> = candidates.values().map(|k| k.2).filter(|c| !escaping.contains(c)).collect();
+            let real_cells: HashSet<String> =
+                ci.cellvars.iter().filter(|c| captured_by_function(ci, c, &plain)).cloned().collect();
+            let held: Vec<u32> =
+                candidates.iter().filter(|(n, k)| plain.contains(&k.2) && real_cells.contains(*n)).map(|(_, k)| k.2).collect();
+            if held.is_empty() {
+                break (plain, real_cells);
+            }
+            escaping.extend(held);
+        };
         let mut t = Translator {
             ci,
             instrs: &instrs,
@@ -1064,7 +1073,7 @@ impl Translator<'_> {
         match Self::pop(stack, line)? {
             Val::Reg(r) => Ok(r),
             Val::Genexpr { .. } => Err(Fallback::new(
-                "generator expression not passed straight to list/tuple/set/frozenset/dict/sorted/sum/min/max/any/all/str.join",
+                "generator expression used other than as an argument of a call (stored, returned or operated on)",
                 line,
             )),
             v => Err(Fallback::shape(&format!("{v:?} used as a value"), line)),
@@ -1792,47 +1801,99 @@ impl Translator<'_> {
         }
     }
 
-    /// `CALL` with `n` arguments one of which is a generator expression: inlined as a loop when
-    /// the callee is a consumer for which that is equivalent (`GENEXPR_CONSUMERS`).
+    /// `CALL` with `n` arguments one of which is a generator expression. When the callee is a
+    /// consumer for which it is equivalent (`GENEXPR_CONSUMERS`), the generator is inlined as a
+    /// loop that materialises its items (`any`/`all`: a loop that breaks), guarded by a run-time
+    /// check that the callee is that builtin. Otherwise — or when the check fails — a real
+    /// generator is built from the nested code object and passed (it then runs in CPython, inside
+    /// the call), which is exact when the generator captures no local variable (a captured
+    /// variable would be a snapshot; such calls fall back, or raise when the check fails).
     fn consume_genexpr(&mut self, n: usize, stack: &mut Stack, out: &mut Block) -> Result<()> {
         let line = self.line;
-        let escapes = || {
-            Fallback::new(
-                "generator expression not passed straight to list/tuple/set/frozenset/dict/sorted/sum/min/max/any/all/str.join",
-                line,
-            )
-        };
-        let vals = stack.split_off(stack.len() - n);
+        let escapes = || Fallback::new("generator expression used other than as an argument of a call", line);
+        let mut vals = stack.split_off(stack.len() - n);
         let callable = Self::pop(stack, line)?;
         let below = Self::pop(stack, line)?;
         let kwnames = self.kwnames.take().unwrap_or_default();
-        let func = match (below, callable) {
-            (Val::Null, Val::Reg(f)) => f,
+        let (func, self_arg) = match (below, callable) {
+            (Val::Null, Val::Reg(f)) => (f, None),
+            (Val::Reg(f), Val::Reg(s)) => (f, Some(s)),
             _ => return Err(escapes()),
         };
-        let name = match (self.global_regs.get(&func), self.attr_regs.get(&func)) {
-            (Some(g), _) if g != "join" && GENEXPR_CONSUMERS.contains(&g.as_str()) => g.clone(),
-            (_, Some(a)) if a == "join" => a.clone(),
-            _ => return Err(escapes()),
-        };
-        let Some(Val::Genexpr { code, closure, iter }) = vals.first().cloned() else {
-            return Err(escapes());
+        let gpos: Vec<usize> = (0..n).filter(|&i| matches!(vals[i], Val::Genexpr { .. })).collect();
+        let g = gpos[0];
+        let Val::Genexpr { code, closure, iter } = vals[g].clone() else { unreachable!() };
+        let name = match (self_arg, self.global_regs.get(&func), self.attr_regs.get(&func)) {
+            (None, Some(g), _) if g != "join" && GENEXPR_CONSUMERS.contains(&g.as_str()) => Some(g.clone()),
+            (None, _, Some(a)) if a == "join" => Some(a.clone()),
+            _ => None,
         };
         let npos = n - kwnames.len();
         let only = |allowed: &[&str]| kwnames.iter().all(|k| allowed.contains(&k.as_str()));
-        let extra_ok = match name.as_str() {
-            "sum" => npos <= 2 && only(&["start"]),
-            // sorted() builds its list before calling key functions or comparing.
-            "sorted" => npos == 1,
-            "min" | "max" => npos == 1 && only(&["default"]),
-            _ => n == 1,
-        };
-        if !extra_ok {
-            return Err(Fallback::new(
-                format!("generator expression passed to {name}() with other arguments (they could interleave with it)"),
-                line,
-            ));
+        let child = &self.ci.children[&code];
+        let nloops = instructions(&child.code, &child.lines).filter(|i| i.opcode == FOR_ITER).count();
+        let inlinable = g == 0
+            && gpos.len() == 1
+            && match name.as_deref() {
+                Some("sum") => npos <= 2 && only(&["start"]),
+                // sorted() builds its list before calling key functions or comparing.
+                Some("sorted") => npos == 1,
+                Some("min" | "max") => npos == 1 && only(&["default"]),
+                Some("any" | "all") => n == 1 && nloops == 1,
+                Some(_) => n == 1,
+                None => false,
+            };
+        let captures: Vec<String> = gpos
+            .iter()
+            .flat_map(|&i| match &vals[i] {
+                Val::Genexpr { closure, .. } => closure.clone(),
+                _ => vec![],
+            })
+            .collect();
+        if !inlinable && !captures.is_empty() {
+            let why = match name.as_deref() {
+                Some(nm @ ("any" | "all")) if nloops != 1 => {
+                    format!("{nm}() over a generator expression with several for clauses")
+                }
+                Some(nm) => format!(
+                    "generator expression passed to {nm}() with other arguments (they could interleave with it)"
+                ),
+                None => "generator expression passed to a callee other than \
+                         list/tuple/set/frozenset/dict/sorted/sum/min/max/any/all/str.join"
+                    .to_string(),
+            };
+            return Err(Fallback::new(format!("{why}, capturing local variables ({})", captures.join(", ")), line));
         }
+        // The call with real generator objects in place of the generator expressions.
+        let real_call = |this: &mut Self, vals: &mut Vec<Val>, out: &mut Block| -> Result<Reg> {
+            for &i in &gpos {
+                let Val::Genexpr { code, iter, .. } = vals[i].clone() else { unreachable!() };
+                let code_reg = match &this.const_map {
+                    Some(m) => this.bind(Expr::Const(m[code as usize]), line, out),
+                    None => this.bind(Expr::Const(code), line, out),
+                };
+                let globals = this.bind_const(Const::Globals, line, out);
+                let gen = this.bind(Expr::Op(Intrinsic::MakeGenexpr, vec![code_reg, globals, iter]), line, out);
+                vals[i] = Val::Reg(gen);
+            }
+            let mut args = vals
+                .iter()
+                .map(|v| match v {
+                    Val::Reg(r) => Ok(*r),
+                    _ => Err(escapes()),
+                })
+                .collect::<Result<Vec<Reg>>>()?;
+            if let Some(s) = self_arg {
+                args.insert(0, s);
+            }
+            Ok(this.bind(Expr::Call { func, args, kwnames: kwnames.clone() }, line, out))
+        };
+        if !inlinable {
+            let r = real_call(self, &mut vals, out)?;
+            stack.push(Val::Reg(r));
+            return Ok(());
+        }
+        let name = name.expect("inlinable consumers have a name");
         let rest = vals[1..]
             .iter()
             .map(|v| match v {
@@ -1840,31 +1901,35 @@ impl Translator<'_> {
                 _ => Err(escapes()),
             })
             .collect::<Result<Vec<Reg>>>()?;
-        // The loop iterates over what the check returns, so none of its calls start before the
-        // check passed (unordered calls wait for their data, not for the order).
-        let iter = self.bind(Expr::Op(Intrinsic::ExpectConsumer(name.clone()), vec![func, iter]), line, out);
+        let result = self.temp();
+        let is_builtin = self.bind(Expr::Op(Intrinsic::IsConsumer(name.clone()), vec![func]), line, out);
+        let mut then_body = Vec::new();
         let r = if name == "any" || name == "all" {
-            let child = &self.ci.children[&code];
-            let loops = instructions(&child.code, &child.lines).filter(|i| i.opcode == FOR_ITER).count();
-            if loops != 1 {
-                return Err(Fallback::new(
-                    format!("{name}() over a generator expression with several for clauses"),
-                    line,
-                ));
-            }
             let flag = self.temp();
-            let init = self.bind_const(Const::Bool(name == "all"), line, out);
-            out.push(stmt(StmtKind::Store(flag.clone(), init), line));
+            let init = self.bind_const(Const::Bool(name == "all"), line, &mut then_body);
+            then_body.push(stmt(StmtKind::Store(flag.clone(), init), line));
             let mode = YieldMode::AnyAll { flag: flag.clone(), all: name == "all" };
-            self.inline_child(code, &closure, iter, Some(mode), out)?;
-            self.bind(Expr::Load(flag), line, out)
+            self.inline_child(code, &closure, iter, Some(mode), &mut then_body)?;
+            self.bind(Expr::Load(flag), line, &mut then_body)
         } else {
-            let lst = self.bind(Expr::Op(Intrinsic::BuildList, vec![]), line, out);
-            self.inline_child(code, &closure, iter, Some(YieldMode::Collect(lst)), out)?;
+            let lst = self.bind(Expr::Op(Intrinsic::BuildList, vec![]), line, &mut then_body);
+            self.inline_child(code, &closure, iter, Some(YieldMode::Collect(lst)), &mut then_body)?;
             let mut args = vec![lst];
             args.extend(rest);
-            self.bind(Expr::Call { func, args, kwnames }, line, out)
+            self.bind(Expr::Call { func, args, kwnames: kwnames.clone() }, line, &mut then_body)
         };
+        then_body.push(stmt(StmtKind::Store(result.clone(), r), line));
+        let mut else_body = Vec::new();
+        let r = if closure.is_empty() {
+            real_call(self, &mut vals, &mut else_body)?
+        } else {
+            // A shadowed builtin and a generator over local variables: refuse loudly.
+            let k = self.bind_const(Const::Str(name.clone()), line, &mut else_body);
+            self.bind(Expr::Op(Intrinsic::ConsumerMismatch, vec![func, k]), line, &mut else_body)
+        };
+        else_body.push(stmt(StmtKind::Store(result.clone(), r), line));
+        out.push(stmt(StmtKind::If { cond: is_builtin, then_body, else_body }, line));
+        let r = self.bind(Expr::Load(result), line, out);
         stack.push(Val::Reg(r));
         Ok(())
     }

@@ -23,6 +23,12 @@ def define(src: str, name: str = "f"):
 
 
 COMPILED = {
+    "inner function with defaults that a lambda also calls": """
+        def f(answers, bonus):
+            def score(a, scale=bonus):
+                return len(a) * scale
+            return sorted(answers, key=lambda a: (score(a), a)), score("abc", 1)
+    """,
     "list comprehension with condition": """
         def f(xs, style):
             return [llm(x, style) for x in xs if x]
@@ -112,20 +118,20 @@ FALLBACKS = [
      def f(xs):
          gen = (g(x) for x in xs)
          return list(gen)
-     """, "generator expression not passed straight to list/tuple/set/frozenset/dict/sorted/sum/min/max/any/all/str.join at line 2"),
+     """, "generator expression used other than as an argument of a call (stored, returned or operated on) at line 2"),
     ("""
-     def f(xs):
-         return consume(g(x) for x in xs)
-     """, "generator expression not passed straight to list/tuple/set/frozenset/dict/sorted/sum/min/max/any/all/str.join at line 2"),
+     def f(xs, k):
+         return consume(g(x, k) for x in xs)
+     """, "generator expression passed to a callee other than list/tuple/set/frozenset/dict/sorted/sum/min/max/any/all/str.join, capturing local variables (k) at line 2"),
     ("""
-     def f(xs):
+     def f(xs, k):
 
-         return max((g(x) for x in xs), key=len)
-     """, "generator expression passed to max() with other arguments (they could interleave with it) at line 3"),
+         return max((g(x, k) for x in xs), key=len)
+     """, "generator expression passed to max() with other arguments (they could interleave with it), capturing local variables (k) at line 3"),
     ("""
      def f(xs, ys):
          return any(x == y for x in xs for y in ys)
-     """, "any() over a generator expression with several for clauses at line 2"),
+     """, "any() over a generator expression with several for clauses, capturing local variables (ys) at line 2"),
     ("""
      def f(xs):
          k = xs
@@ -189,17 +195,43 @@ def test_any_all_make_exactly_the_calls_cpython_makes(tmp_path):
     assert repr(calls) in plain.stdout
 
 
-def test_shadowed_consumer_is_an_error_not_a_silent_change(tmp_path):
+def test_generators_for_other_callees_are_real_generators(tmp_path):
+    body = """
+    def sum(it):
+        return [fetch(x) for x in ["first"]] + list(it)
+
+    def consume(it):
+        out = []
+        for v in it:
+            log("got", v)
+            out.append(v)
+        return out
+
+    @poppy
+    def f(xs):
+        a = sum(fetch(x) for x in xs)          # shadowed builtin: the real generator runs inside
+        b = consume(fetch(x) for x in xs)      # interleaves with consume's own calls
+        c = max((len(x) for x in xs), key=lambda n: -n)
+        return a, b, c
+
+    report(f(("a", "b")))
+    print(CALLS)
+    """
+    _, _, stats = same(body, tmp_path)
+    assert stats["fallbacks"] == []
+
+
+def test_shadowed_consumer_of_a_generator_over_locals_is_an_error_not_a_silent_change(tmp_path):
     body = """
     def sum(it):
         return [fetch(x) for x in ["first"]] + list(it)
 
     @poppy
-    def f(xs):
-        return sum(fetch(x) for x in xs)
+    def f(xs, k):
+        return sum(fetch(x + k) for x in xs)
 
     try:
-        report(f(("a", "b")))
+        report(f(("a", "b"), "!"))
     except TypeError as e:
         print("TypeError", "poppy_jit" in str(e))
     print(CALLS)
@@ -208,8 +240,8 @@ def test_shadowed_consumer_is_an_error_not_a_silent_change(tmp_path):
     plain, _ = run(body, False, tmp_path=tmp_path)
     popped, _ = run(body, True, tmp_path=tmp_path)
     assert "result" in plain.stdout
-    # Materialising the generator for a non-builtin consumer would reorder its calls: poppy
-    # refuses before making any of them.
+    # Materialising the generator for a non-builtin consumer would reorder its calls, and a real
+    # generator would need real cells: poppy refuses before making any of the calls.
     assert popped.stdout.splitlines() == ["TypeError True", "[]"]
 
 

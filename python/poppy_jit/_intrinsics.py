@@ -173,19 +173,25 @@ def _unpack_ex(x, before, after):
     return (*items[:before], items[before:len(items) - after], *items[len(items) - after:])
 
 
-def _expect_consumer(f, items, name):
-    """A generator expression was lifted as a loop that materialises its items, assuming the call
-    receiving it is `builtins.<name>` (or a `str.join` bound method): check that it is."""
+def _is_consumer(f, name):
+    """Whether `f` is the builtin a generator expression was compiled for (`builtins.<name>`, or
+    the `join` method of a str/bytes/bytearray), so it may be inlined as a loop."""
     if name == "join":
-        ok = (isinstance(f, types.BuiltinMethodType) and f.__name__ == "join"
-              and type(getattr(f, "__self__", None)) is str)
-    else:
-        ok = f is getattr(builtins, name, None)
-    if not ok:
-        raise TypeError(
-            f"poppy_jit: a generator expression is passed to {f!r}, which is not builtins.{name}; "
-            "it was compiled assuming that builtin (run this function without PYTHONPOPPY=1)")
-    return items
+        return (isinstance(f, types.BuiltinMethodType) and f.__name__ == "join"
+                and type(getattr(f, "__self__", None)) in (str, bytes, bytearray))
+    return f is getattr(builtins, name, None)
+
+
+def _consumer_mismatch(f, name):
+    raise TypeError(
+        f"poppy_jit: a generator expression over local variables is passed to {f!r}, which is not "
+        f"builtins.{name}; it was compiled assuming that builtin (run this function without "
+        "PYTHONPOPPY=1)")
+
+
+def _make_genexpr(code, globals, items):
+    """The generator object CPython would pass (its code runs in CPython when it is consumed)."""
+    return types.FunctionType(code, globals)(iter(items))
 
 
 def _make_cell(*v):
@@ -283,7 +289,8 @@ INTRINSICS.update({
     "star_call": _star_call, "dict_merge": _dict_merge, "load_global": _load_global,
     "make_cell": _make_cell, "cell_get": _cell_get, "cell_set": _cell_set,
     "make_function": _make_function,
-    "expect_consumer": _expect_consumer,
+    "is_consumer": _is_consumer, "consumer_mismatch": _consumer_mismatch,
+    "make_genexpr": _make_genexpr,
     "setattr": _setattr, "delattr": _delattr, "setitem": _setitem, "delitem": _delitem,
     "build_map": _build_map, "build_set": _build_set, "build_slice": _build_slice,
     "list_extend": _list_extend, "dict_update": _dict_update, "set_update": _set_update,

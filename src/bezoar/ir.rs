@@ -136,11 +136,16 @@ pub enum Intrinsic {
     UnpackSequence(u32),
     /// `a, *b, c = x`: a tuple of `before` items, a list, then `after` items.
     UnpackEx { before: u32, after: u32 },
-    /// Checks that the callee receiving an inlined (materialised) generator expression is the
-    /// builtin the lifter assumed (`builtins.<name>`, or a `str.join` bound method for `"join"`);
-    /// raises TypeError otherwise. Operands: [callee, items]. Returns the items (the inlined
-    /// loop iterates over the result, so it waits for the check).
-    ExpectConsumer(String),
+    /// Whether the callee receiving a generator expression is the builtin the lifter assumed
+    /// (`builtins.<name>`, or the `join` of a str/bytes/bytearray for `"join"`), so that the
+    /// generator may be inlined as a loop. Operands: [callee].
+    IsConsumer(String),
+    /// Raises the TypeError of a shadowed consumer that the lifter cannot handle. Operands:
+    /// [callee, name].
+    ConsumerMismatch,
+    /// A real generator from a generator expression's code object, over an iterator of the
+    /// items. Operands: [code, globals, items].
+    MakeGenexpr,
     /// `types.CellType(v)` / an empty cell: a local captured by an inner function lives in a
     /// real cell (late binding, `nonlocal` writes). Operands: [] or [v].
     MakeCell,
@@ -234,7 +239,9 @@ impl Intrinsic {
             Intrinsic::ListToTuple => "list_to_tuple".into(),
             Intrinsic::UnpackSequence(_) => "unpack_sequence".into(),
             Intrinsic::UnpackEx { .. } => "unpack_ex".into(),
-            Intrinsic::ExpectConsumer(_) => "expect_consumer".into(),
+            Intrinsic::IsConsumer(_) => "is_consumer".into(),
+            Intrinsic::ConsumerMismatch => "consumer_mismatch".into(),
+            Intrinsic::MakeGenexpr => "make_genexpr".into(),
             Intrinsic::MakeCell => "make_cell".into(),
             Intrinsic::CellGet { .. } => "cell_get".into(),
             Intrinsic::CellSet => "cell_set".into(),
@@ -248,7 +255,7 @@ impl Intrinsic {
     /// Static operands passed after the register operands (attribute names, unpack counts).
     pub fn static_operands(&self) -> Vec<Const> {
         match self {
-            Intrinsic::GetAttr(n) | Intrinsic::SetAttr(n) | Intrinsic::DelAttr(n) | Intrinsic::ExpectConsumer(n)
+            Intrinsic::GetAttr(n) | Intrinsic::SetAttr(n) | Intrinsic::DelAttr(n) | Intrinsic::IsConsumer(n)
             | Intrinsic::LoadGlobal(n) => {
                 vec![Const::Str(n.clone())]
             }

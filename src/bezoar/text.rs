@@ -179,7 +179,7 @@ fn intrinsic_name(op: &Intrinsic) -> String {
         Intrinsic::DelAttr(a) => format!("delattr.{a}"),
         Intrinsic::UnpackSequence(n) => format!("unpack_sequence.{n}"),
         Intrinsic::UnpackEx { before, after } => format!("unpack_ex.{before}.{after}"),
-        Intrinsic::ExpectConsumer(n) => format!("expect_consumer.{n}"),
+        Intrinsic::IsConsumer(n) => format!("is_consumer.{n}"),
         Intrinsic::LoadGlobal(n) => format!("load_global.{n}"),
         Intrinsic::CellGet { name, free } => format!("{}.{name}", if *free { "free_get" } else { "cell_get" }),
         other => other.key(),
@@ -451,7 +451,7 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
         ("getattr", attr) if !attr.is_empty() => Intrinsic::GetAttr(attr.to_string()),
         ("setattr", attr) if !attr.is_empty() => Intrinsic::SetAttr(attr.to_string()),
         ("delattr", attr) if !attr.is_empty() => Intrinsic::DelAttr(attr.to_string()),
-        ("expect_consumer", n) if !n.is_empty() => Intrinsic::ExpectConsumer(n.to_string()),
+        ("is_consumer", n) if !n.is_empty() => Intrinsic::IsConsumer(n.to_string()),
         ("load_global", n) if !n.is_empty() => Intrinsic::LoadGlobal(n.to_string()),
         ("cell_get" | "free_get", n) if !n.is_empty() => {
             Intrinsic::CellGet { name: n.to_string(), free: head == "free_get" }
@@ -496,6 +496,8 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "make_cell" => Intrinsic::MakeCell,
             "cell_set" => Intrinsic::CellSet,
             "make_function" => Intrinsic::MakeFunction,
+            "make_genexpr" => Intrinsic::MakeGenexpr,
+            "consumer_mismatch" => Intrinsic::ConsumerMismatch,
             "star_call" => Intrinsic::StarCall,
             "dict_merge" => Intrinsic::DictMerge,
             _ => return None,

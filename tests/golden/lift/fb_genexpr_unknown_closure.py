@@ -1,0 +1,2 @@
+def f(xs, k):
+    return consume(g(x, k) for x in xs)
