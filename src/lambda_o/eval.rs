@@ -1157,7 +1157,20 @@ impl<'a, H: Host> Eval<'a, H> {
         match r {
             Ok(v) => {
                 let result = self.ctrls[cid].result;
-                self.resolve(result, Value::Prim(v));
+                match self.host.as_term(&v) {
+                    None => self.resolve(result, Value::Prim(v)),
+                    Some((prog, fid, args)) => {
+                        // Resolve to a λO expression: instantiate it; the call's result follows
+                        // the expression's.
+                        let token = Token { r: self.futs.new_resolved(), w: self.futs.new_resolved() };
+                        let mut params = vec![self.new_slot(Value::Seq(token))];
+                        for a in args {
+                            params.push(self.new_slot(Value::Prim(a)));
+                        }
+                        self.stats.term_resolutions += 1;
+                        self.call_into(&prog, fid, &[], &params, result);
+                    }
+                }
                 self.ctrls[cid].phase = Phase::Completed;
                 let w = self.ctrl_work[cid];
                 self.ready.push_back(w);
