@@ -321,6 +321,16 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         d.set_item("peak_in_flight", t.run.peak_in_flight)?;
         d.set_item("queue_wait_ms", t.run.queue_wait_ns as f64 / 1e6)?;
         d.set_item("nested_plain_runs", t.declined_nested)?;
+        let (gil_wait_ns, blocking_calls) = crate::stats::worker_totals();
+        d.set_item("blocking_calls", blocking_calls)?;
+        // Worker threads' waits for the GIL before running a blocking external (docs/observability.md).
+        d.set_item("gil_wait_ms", gil_wait_ns as f64 / 1e6)?;
+        // The Cranelift tier does not exist yet: nothing is compiled to machine code.
+        let jit = PyDict::new_bound(py);
+        jit.set_item("tier", "none")?;
+        jit.set_item("functions", 0u64)?;
+        jit.set_item("ms", 0.0f64)?;
+        d.set_item("jit", jit)?;
         Ok(d.unbind())
     })
 }
@@ -328,6 +338,7 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
 #[pyfunction]
 fn reset_stats(py: Python<'_>) {
     with_totals(py, |t| *t = Totals::default());
+    crate::stats::reset_worker_totals();
 }
 
 /// Bezoar and λO text of a function, or why it falls back.
@@ -362,6 +373,7 @@ fn program_text(py: Python<'_>, p: &Program<Obj>) -> String {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<crate::host::GlobalLoader>()?;
+    crate::host::pool::register(m)?;
     m.add_function(wrap_pyfunction!(enable, m)?)?;
     m.add_function(wrap_pyfunction!(disable, m)?)?;
     m.add_function(wrap_pyfunction!(is_enabled, m)?)?;

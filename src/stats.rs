@@ -1,5 +1,22 @@
 //! Counters kept by every layer (exposed as `poppy_jit.stats()`).
 use crate::lambda_o::Class;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Nanoseconds the runtime's worker threads (src/host/pool.rs) waited to acquire the GIL before
+/// running a blocking external. Atomic: workers add to it before they hold the GIL.
+pub static GIL_WAIT_NS: AtomicU64 = AtomicU64::new(0);
+/// Blocking externals run by the worker threads.
+pub static BLOCKING_JOBS: AtomicU64 = AtomicU64::new(0);
+
+/// (GIL wait in ns, blocking jobs run) since the last reset.
+pub fn worker_totals() -> (u64, u64) {
+    (GIL_WAIT_NS.load(Ordering::Relaxed), BLOCKING_JOBS.load(Ordering::Relaxed))
+}
+
+pub fn reset_worker_totals() {
+    GIL_WAIT_NS.store(0, Ordering::Relaxed);
+    BLOCKING_JOBS.store(0, Ordering::Relaxed);
+}
 
 /// Counters of one λO run (merged into the process-wide totals when the run ends).
 #[derive(Clone, Debug, Default)]
