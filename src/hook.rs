@@ -321,10 +321,11 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         d.set_item("peak_in_flight", t.run.peak_in_flight)?;
         d.set_item("queue_wait_ms", t.run.queue_wait_ns as f64 / 1e6)?;
         d.set_item("nested_plain_runs", t.declined_nested)?;
-        let (gil_wait_ns, blocking_calls) = crate::stats::worker_totals();
-        d.set_item("blocking_calls", blocking_calls)?;
-        // Worker threads' waits for the GIL before running a blocking external (docs/observability.md).
-        d.set_item("gil_wait_ms", gil_wait_ns as f64 / 1e6)?;
+        // Blocking externals on the runtime's worker threads (docs/observability.md).
+        let w = crate::stats::worker_totals();
+        d.set_item("blocking_calls", w.jobs)?;
+        d.set_item("gil_wait_ms", w.gil_wait_ns as f64 / 1e6)?;
+        d.set_item("blocking_handoff_ms", w.handoff_ns as f64 / 1e6)?;
         // The Cranelift tier does not exist yet: nothing is compiled to machine code.
         let jit = PyDict::new_bound(py);
         jit.set_item("tier", "none")?;

@@ -7,15 +7,29 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub static GIL_WAIT_NS: AtomicU64 = AtomicU64::new(0);
 /// Blocking externals run by the worker threads.
 pub static BLOCKING_JOBS: AtomicU64 = AtomicU64::new(0);
+/// Nanoseconds from a worker handing a result to the evaluator's event loop to the loop running
+/// the completion (the evaluator thread's wake-up, mostly its wait to re-acquire the GIL).
+pub static HANDOFF_NS: AtomicU64 = AtomicU64::new(0);
 
-/// (GIL wait in ns, blocking jobs run) since the last reset.
-pub fn worker_totals() -> (u64, u64) {
-    (GIL_WAIT_NS.load(Ordering::Relaxed), BLOCKING_JOBS.load(Ordering::Relaxed))
+/// Totals of the blocking-call workers since the last reset.
+pub struct WorkerTotals {
+    pub gil_wait_ns: u64,
+    pub jobs: u64,
+    pub handoff_ns: u64,
+}
+
+pub fn worker_totals() -> WorkerTotals {
+    WorkerTotals {
+        gil_wait_ns: GIL_WAIT_NS.load(Ordering::Relaxed),
+        jobs: BLOCKING_JOBS.load(Ordering::Relaxed),
+        handoff_ns: HANDOFF_NS.load(Ordering::Relaxed),
+    }
 }
 
 pub fn reset_worker_totals() {
     GIL_WAIT_NS.store(0, Ordering::Relaxed);
     BLOCKING_JOBS.store(0, Ordering::Relaxed);
+    HANDOFF_NS.store(0, Ordering::Relaxed);
 }
 
 /// Counters of one λO run (merged into the process-wide totals when the run ends).

@@ -27,13 +27,13 @@
 //!   arrives later finds its future done and is dropped. A callee's exception is delivered as
 //!   raised (with its traceback), `StopIteration` included.
 use super::Obj;
-use crate::stats::{BLOCKING_JOBS, GIL_WAIT_NS};
+use crate::stats::{BLOCKING_JOBS, GIL_WAIT_NS, HANDOFF_NS};
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyTuple};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Most worker threads at once.
@@ -220,7 +220,8 @@ fn run_job(py: Python<'_>, job: Job) {
         }
     };
     // A closed loop (its thread ended) raises: nobody waits for this result any more.
-    let _ = job.loop_.bind(py).call_method1("call_soon_threadsafe", (deliver, job.fut, ok, value));
+    let sent = since_anchor();
+    let _ = job.loop_.bind(py).call_method1("call_soon_threadsafe", (deliver, job.fut, ok, value, sent));
 }
 
 /// The future of one blocking call, completed on the evaluator's loop thread. Not an asyncio
@@ -294,14 +295,22 @@ impl BlockingCall {
     }
 }
 
-/// Runs on the evaluator's loop: complete the call unless the run gave up on it.
+/// Nanoseconds since a fixed instant of this process (timestamps passed through Python).
+fn since_anchor() -> u64 {
+    static ANCHOR: OnceLock<Instant> = OnceLock::new();
+    ANCHOR.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Runs on the evaluator's loop: complete the call unless the run gave up on it. `sent` is when
+/// the worker handed the outcome over (`since_anchor`).
 #[pyfunction]
-fn deliver(call: &Bound<'_, BlockingCall>, ok: bool, value: Obj) {
+fn deliver(call: &Bound<'_, BlockingCall>, ok: bool, value: Obj, sent: u64) {
     let callbacks = {
         let mut c = call.borrow_mut();
         if c.done() {
             return; // cancelled by an aborted run: the result is dropped
         }
+        HANDOFF_NS.fetch_add(since_anchor().saturating_sub(sent), Ordering::Relaxed);
         c.state = if ok { CallState::Returned(value) } else { CallState::Raised(value) };
         std::mem::take(&mut c.callbacks)
     };
