@@ -249,3 +249,32 @@ def test_blocking_calls_after_exit_began_run_inline(tmp_path):
     p = _run(body, tmp_path)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == ["during worker", "at exit main"]
+
+
+def test_blocking_calls_in_a_forked_child(tmp_path):
+    # The parent's idle workers do not exist in a child: the child's pool starts empty.
+    body = """
+    @unordered(blocking=True)
+    def double(x):
+        time.sleep(0.02)
+        return 2 * x
+
+    @poppy
+    def main(n):
+        total = 0
+        for i in range(n):
+            total = total + double(i)
+        return total
+
+    print("parent", main(4), _core.blocking_pool_info()["live"], flush=True)
+    pid = os.fork()
+    if pid == 0:
+        print("child before", _core.blocking_pool_info()["live"], flush=True)
+        print("child", main(4), flush=True)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    print("child status", status)
+    """
+    p = _run(body, tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["parent 12 4", "child before 0", "child 12", "child status 0"]

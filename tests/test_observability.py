@@ -513,16 +513,11 @@ def test_stats_counters_follow_the_program(tmp_path):
             return x
 
         @sequential
-        def slow_show(x):
-            time.sleep(0.03)
-
-        @sequential
         def show(x):
             pass
 
         @poppy
         def main(n):
-            slow_show("first")       # the shows below are known at once but must wait for it
             total = 0
             for i in range(n):
                 total = total + ask(i) + peek(i)
@@ -540,9 +535,9 @@ def test_stats_counters_follow_the_program(tmp_path):
         assert st["runs"] == 1 and st["functions_compiled"] == (1 if st["n"] == 3 else 0)
         # 3 or 8 asks at once (their peeks and shows run as they come back)
         assert st["peak_in_flight"] >= st["n"]
-        # shows waited (arguments known) behind slow_show: a controller's wait, at most the sum of
-        # every call's share of the run
-        assert 0 < st["queue_wait_ms"]
+        # show(i)'s argument is known at once, but it is ordered after ask(i), which sleeps 20 ms:
+        # the controller holds it back at least that long
+        assert st["queue_wait_ms"] >= 20
         assert 0 < st["runtime_cpu_ms"] <= st["runtime_ms"]
         assert st["gil_wait_ms"] == st["blocking_handoff_ms"] == st["blocking_calls"] == 0
         assert st["jit"] == {"tier": "none", "functions": 0, "ms": 0.0}
@@ -552,7 +547,7 @@ def test_stats_counters_follow_the_program(tmp_path):
     assert eb["sequential"] - ea["sequential"] == 5
     assert eb["unordered"] - ea["unordered"] >= 5
     assert b["reductions"] > a["reductions"] > 0
-    assert b["queue_wait_ms"] > 0 and a["compile_ms"] > 0 and b["compile_ms"] == 0
+    assert a["compile_ms"] > 0 and b["compile_ms"] == 0
 
 
 @needs_core
