@@ -192,21 +192,27 @@ def test_keyboard_interrupt_does_not_wait_for_running_blocking_calls(tmp_path):
             print("at exit live", info["live"], "closed", info["closed"], flush=True)
 
         @unordered(blocking=True)
-        def slow(x):
+        def slow(x, secs):
             print("blocking started", x, flush=True)
-            time.sleep(2)
+            time.sleep(secs)
             print("blocking finished", x, flush=True)
             return x
 
         @poppy
         def main():
-            a = slow(1)
+            a = slow(1, 1.0)
             log("got", a)
+
+        @poppy
+        def again():
+            return slow(2, 1.5) + slow(3, 0.1)
 
         try:
             main()
         except KeyboardInterrupt:
             print("interrupted", time.monotonic(), flush=True)
+        # The interrupted call's result arrives while this run waits: it must be dropped.
+        print("again", again(), flush=True)
         print("threads", threading.active_count(), flush=True)
         """))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONPOPPY")}
@@ -221,9 +227,11 @@ def test_keyboard_interrupt_does_not_wait_for_running_blocking_calls(tmp_path):
     lines = out.splitlines()
     interrupted = [float(ln.split()[1]) for ln in lines if ln.startswith("interrupted")]
     assert interrupted, (out, err)
-    # The run ended without waiting for the 2 s call, which then finished on its own before the
-    # interpreter exited; its result was dropped (no "log got" line).
+    # The run ended without waiting for the 1 s call, which then finished on its own during the
+    # next run; its result was dropped (no "log got" line, the next run's result is its own).
     assert lines.index(f"interrupted {interrupted[0]}") < lines.index("blocking finished 1")
+    assert lines.index("blocking finished 1") < lines.index("again 5")
+    assert lines.count("blocking finished 1") == 1
     assert not any(ln.startswith("log") for ln in lines)
     assert "threads 1" in lines
     assert "at exit live 0 closed True" in lines
@@ -278,3 +286,44 @@ def test_blocking_calls_in_a_forked_child(tmp_path):
     p = _run(body, tmp_path, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == ["parent 12 4", "child before 0", "child 12", "child status 0"]
+
+
+
+def test_interpreter_exit_waits_for_a_running_blocking_call(tmp_path):
+    path = tmp_path / "prog.py"
+    path.write_text(PRELUDE + textwrap.dedent(
+        """
+        import atexit
+
+        @atexit.register  # runs after the pool's exit hook (threading's run first)
+        def _at_exit():
+            info = _core.blocking_pool_info()
+            print("at exit live", info["live"], "closed", info["closed"], flush=True)
+
+        @unordered(blocking=True)
+        def slow(x):
+            print("blocking started", x, flush=True)
+            time.sleep(1)
+            print("blocking finished", x, flush=True)
+            return x
+
+        @poppy
+        def main():
+            log("got", slow(1))
+
+        try:
+            main()
+        except KeyboardInterrupt:
+            print("interrupted; exiting", flush=True)
+        """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONPOPPY")}
+    env["PYTHONPOPPY"] = "1"
+    p = subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    assert p.stdout.readline().strip() == "blocking started 1"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    # The call finished (its thread was waited for) before the interpreter finalized.
+    assert out.splitlines() == ["interrupted; exiting", "blocking finished 1",
+                                "at exit live 0 closed True"], (out, err)
