@@ -130,7 +130,10 @@ pub fn submit(
     } else if st.workers < MAX_WORKERS {
         st.workers += 1;
         st.live += 1;
-        let spawned = std::thread::Builder::new().name("poppy-blocking".into()).spawn(move || worker_main(pool));
+        let spawned = std::thread::Builder::new()
+            .name("poppy-blocking".into())
+            .stack_size(stack_size(py))
+            .spawn(move || worker_main(pool));
         if spawned.is_err() {
             st.workers -= 1;
             st.live -= 1;
@@ -144,6 +147,19 @@ pub fn submit(
         }
     }
     Ok(true)
+}
+
+/// Worker stack size: `threading.stack_size()` when set, else 8 MiB, the usual size of a Python
+/// thread's stack on Linux (Rust's default, 2 MiB, is less than C-level recursion in a callee, e.g.
+/// `json.dumps` of deeply nested data, may need).
+fn stack_size(py: Python<'_>) -> usize {
+    const DEFAULT: usize = 8 << 20;
+    py.import_bound("threading")
+        .and_then(|t| t.call_method0("stack_size"))
+        .and_then(|s| s.extract::<usize>())
+        .ok()
+        .filter(|&s| s > 0)
+        .unwrap_or(DEFAULT)
 }
 
 /// Close the pool when the interpreter exits, before finalization (threading._shutdown runs
