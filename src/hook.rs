@@ -319,6 +319,8 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         ext.set_item("sequential", t.run.dispatched[2])?;
         d.set_item("external_calls", ext)?;
         d.set_item("peak_in_flight", t.run.peak_in_flight)?;
+        // Most λO variables alive at once in one run (reclaimed ones not counted).
+        d.set_item("peak_slots", t.run.peak_slots)?;
         d.set_item("queue_wait_ms", t.run.queue_wait_ns as f64 / 1e6)?;
         d.set_item("nested_plain_runs", t.declined_nested)?;
         // Blocking externals on the runtime's worker threads (docs/observability.md).
