@@ -18,11 +18,13 @@
 //! - **Thread state.** A worker keeps one Python thread state for its life (taken with the GIL
 //!   when it starts, released only while it waits for work), so a callee's `threading.local`
 //!   data survive from one call to the next like on any worker thread.
-//! - **GIL waits.** `gil_wait_ns` sums, over jobs, the time from a worker having its job to it
-//!   holding the GIL to run it (for a new worker, including the first acquisition that creates
-//!   its thread state). The result is handed back within that same hold, so delivery takes no
-//!   second acquisition. Waits inside the callee (e.g. re-acquiring after `time.sleep`) are the
-//!   callee's own and not counted.
+//! - **GIL waits** (`crate::stats`). `GIL_WAIT_NS` sums, over jobs, the time from a worker having
+//!   its job to it holding the GIL to run it (for a new worker, including the first acquisition
+//!   that creates its thread state). The result is handed back within that same hold, so delivery
+//!   takes no second acquisition. Waits inside the callee (e.g. re-acquiring after `time.sleep`)
+//!   are the callee's own and not counted. `HANDOFF_NS` sums the time from handing a result over
+//!   to the evaluator's loop running `deliver` (the evaluator's wake-up and GIL re-acquisition,
+//!   or the rest of its busy stretch if it was not waiting).
 //! - **Aborted runs.** The run's futures are cancelled at once (`PyHost::finish`); a result that
 //!   arrives later finds its future done and is dropped. A callee's exception is delivered as
 //!   raised (with its traceback), `StopIteration` included.
@@ -363,7 +365,9 @@ fn forget_thread(py: Python<'_>) {
 }
 
 /// Interpreter exit: stop taking jobs, let idle workers go, and wait (without the GIL) for busy
-/// ones to finish their call. A KeyboardInterrupt stops the wait (checked every 100 ms).
+/// ones to finish their call. A KeyboardInterrupt stops the wait (signals are checked every
+/// 100 ms, only here); a worker still running then may be stopped by CPython when it next asks
+/// for the GIL during finalization, as a daemon thread would.
 #[pyfunction]
 fn shutdown(py: Python<'_>) -> PyResult<()> {
     let pool = pool(py);
