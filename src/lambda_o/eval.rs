@@ -753,6 +753,34 @@ impl<'a, H: Host> Eval<'a, H> {
                         self.stats.inlined_calls += 1;
                         self.call_into(&c.prog, c.func, &c.env, &params, dst);
                     }
+                    Value::Prim(p) if kwnames.is_empty() && self.host.is_eager(&p) => {
+                        let argv: Option<Vec<H::Prim>> = arg_slots
+                            .iter()
+                            .map(|&a| match self.value(a) {
+                                Some(Value::Prim(v)) => Some(v.clone()),
+                                _ => None,
+                            })
+                            .collect();
+                        let Some(argv) = argv else {
+                            // A pending, error or non-primitive argument: a controller handles
+                            // it (and hands the order on at once).
+                            self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst, stmt.line);
+                            return true;
+                        };
+                        match self.host.eager_call(&p, &argv) {
+                            Ok(v) => {
+                                let r = self.new_slot(Value::Prim(v));
+                                self.resolve(dst, Value::Tuple(Rc::from([seq, r])));
+                            }
+                            Err(e) => {
+                                // Failures keep their place in program order: a controller
+                                // that failed at once (it still forwards the order).
+                                self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst, stmt.line);
+                                let cid = self.ctrls.len() - 1;
+                                self.fail(cid, e);
+                            }
+                        }
+                    }
                     Value::Prim(p) => match self.host.inline_target(&p, arg_slots.len(), kwnames) {
                         Some(prog) => {
                             self.stats.inlined_calls += 1;
@@ -1129,7 +1157,20 @@ impl<'a, H: Host> Eval<'a, H> {
         match r {
             Ok(v) => {
                 let result = self.ctrls[cid].result;
-                self.resolve(result, Value::Prim(v));
+                match self.host.as_term(&v) {
+                    None => self.resolve(result, Value::Prim(v)),
+                    Some((prog, fid, args)) => {
+                        // Resolve to a λO expression: instantiate it; the call's result follows
+                        // the expression's.
+                        let token = Token { r: self.futs.new_resolved(), w: self.futs.new_resolved() };
+                        let mut params = vec![self.new_slot(Value::Seq(token))];
+                        for a in args {
+                            params.push(self.new_slot(Value::Prim(a)));
+                        }
+                        self.stats.term_resolutions += 1;
+                        self.call_into(&prog, fid, &[], &params, result);
+                    }
+                }
                 self.ctrls[cid].phase = Phase::Completed;
                 let w = self.ctrl_work[cid];
                 self.ready.push_back(w);
