@@ -321,6 +321,8 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         d.set_item("peak_in_flight", t.run.peak_in_flight)?;
         // Most λO variables alive at once in one run (reclaimed ones not counted).
         d.set_item("peak_slots", t.run.peak_slots)?;
+        // External calls whose result was a λO expression (the Python host produces none yet).
+        d.set_item("term_resolutions", t.run.term_resolutions)?;
         d.set_item("queue_wait_ms", t.run.queue_wait_ns as f64 / 1e6)?;
         d.set_item("nested_plain_runs", t.declined_nested)?;
         // Blocking externals on the runtime's worker threads (docs/observability.md).
