@@ -327,3 +327,72 @@ def test_interpreter_exit_waits_for_a_running_blocking_call(tmp_path):
     # The call finished (its thread was waited for) before the interpreter finalized.
     assert out.splitlines() == ["interrupted; exiting", "blocking finished 1",
                                 "at exit live 0 closed True"], (out, err)
+
+
+def test_blocking_calls_nested_in_busy_workers_do_not_deadlock(tmp_path):
+    # 40 blocking calls (more than the 32 threads) each run a @poppy function that makes a
+    # blocking call of its own while every worker is busy: those run on the calling worker.
+    body = """
+    started = threading.Barrier(32)
+
+    @unordered(blocking=True)
+    def inner(x):
+        return x + 1
+
+    @poppy
+    def nested(x):
+        return inner(x) * 2
+
+    @unordered(blocking=True)
+    def outer(x):
+        try:
+            started.wait(timeout=5)  # the first 32 wait until every thread is busy
+        except threading.BrokenBarrierError:
+            pass
+        return nested(x)
+
+    @poppy
+    def main(n):
+        total = 0
+        for i in range(n):
+            total = total + outer(i)
+        return total
+
+    print("result", main(40))
+    """
+    p = _run(body, tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [f"result {sum(2 * (i + 1) for i in range(40))}"]
+
+
+def test_thread_local_data_of_callees_is_released_before_exit(tmp_path):
+    # Objects a callee keeps in a threading.local die with the worker; their __del__ runs Python
+    # code, which must happen before the interpreter finalizes (else the worker is killed when it
+    # asks for the GIL again, and the process aborts).
+    body = """
+    local = threading.local()
+
+    class Resource:
+        def __del__(self):
+            time.sleep(0.02)  # lets the GIL go
+            print("released", flush=True)
+
+    @unordered(blocking=True)
+    def use(x):
+        if not hasattr(local, "r"):
+            local.r = Resource()
+        time.sleep(0.05)
+        return x
+
+    @poppy
+    def main(n):
+        total = 0
+        for i in range(n):
+            total = total + use(i)
+        return total
+
+    print("result", main(3), flush=True)
+    """
+    p = _run(body, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["result 3", "released", "released", "released"]

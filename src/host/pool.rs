@@ -14,7 +14,9 @@
 //!   exit (`threading._register_atexit`, as concurrent.futures does) the pool closes: idle workers
 //!   exit at once, busy ones after their current call (threads cannot be cancelled), and the exit
 //!   waits for them, so no worker touches Python during finalization. After closing, blocking
-//!   externals run inline on the evaluator thread.
+//!   externals run inline on the evaluator thread. So does a blocking call made from a worker
+//!   (a blocking external running a @poppy function) when every thread is busy: queueing it
+//!   could deadlock, every worker waiting for a call queued behind them.
 //! - **Thread state.** A worker keeps one Python thread state for its life (taken with the GIL
 //!   when it starts, released only while it waits for work), so a callee's `threading.local`
 //!   data survive from one call to the next like on any worker thread.
@@ -126,6 +128,12 @@ pub fn submit(
     if st.closed {
         return Ok(false);
     }
+    if IS_WORKER.with(|w| w.get()) && st.idle <= st.queue.len() && st.workers >= MAX_WORKERS {
+        // A blocking external running a @poppy function that makes blocking calls, with every
+        // thread busy: queueing could wait for this very thread (all of them could be doing the
+        // same). Run it here instead.
+        return Ok(false);
+    }
     st.queue.push_back(job);
     if st.idle >= st.queue.len() {
         pool.work.notify_one();
@@ -204,7 +212,13 @@ fn next_job(pool: &Pool) -> Option<Job> {
     }
 }
 
+thread_local! {
+    /// This thread is one of the pool's workers.
+    static IS_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 fn worker_main(pool: &'static Pool) {
+    IS_WORKER.with(|w| w.set(true));
     let started = Instant::now();
     Python::with_gil(|py| {
         let mut waited = started.elapsed();
@@ -218,6 +232,18 @@ fn worker_main(pool: &'static Pool) {
             run_job(py, job);
         }
         forget_thread(py);
+        // Drop this thread's Python thread-local data (threading.local values, e.g. the event
+        // loop of a @poppy run made by a callee) while it still counts as live: their __del__
+        // may run Python code and let the GIL go. Once `live` says this thread is gone, the
+        // interpreter may be finalizing, and taking the GIL again would kill the thread
+        // (pthread_exit through Rust frames: abort). Deleting the thread state afterwards
+        // (end of with_gil) frees nothing that runs Python code.
+        unsafe {
+            let d = pyo3::ffi::PyThreadState_GetDict();
+            if !d.is_null() {
+                pyo3::ffi::PyDict_Clear(d);
+            }
+        }
         let mut st = pool.lock();
         st.live -= 1;
         pool.ended.notify_all();
