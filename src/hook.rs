@@ -319,10 +319,6 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         ext.set_item("sequential", t.run.dispatched[2])?;
         d.set_item("external_calls", ext)?;
         d.set_item("peak_in_flight", t.run.peak_in_flight)?;
-        // Most λO variables alive at once in one run (reclaimed ones not counted).
-        d.set_item("peak_slots", t.run.peak_slots)?;
-        // External calls whose result was a λO expression (the Python host produces none yet).
-        d.set_item("term_resolutions", t.run.term_resolutions)?;
         d.set_item("queue_wait_ms", t.run.queue_wait_ns as f64 / 1e6)?;
         // Memory of the evaluator: most λO variables alive at once in a run, and the fixed
         // bytes of one variable / statement / controller (reclaimed variables are reused).

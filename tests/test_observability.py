@@ -481,7 +481,7 @@ def test_format_stats_flattens_nested_counters():
 STATS_KEYS = {"functions_compiled", "compile_ms", "fallbacks", "runs", "runtime_ms",
               "runtime_cpu_ms", "reductions", "inlined_calls", "external_calls", "peak_in_flight",
               "queue_wait_ms", "nested_plain_runs", "blocking_calls", "gil_wait_ms",
-              "blocking_handoff_ms", "jit", "peak_slots", "term_resolutions"}
+              "blocking_handoff_ms", "jit", "peak_slots", "term_resolutions", "runtime_layout"}
 
 
 def _stats_of(tmp_path, body):
