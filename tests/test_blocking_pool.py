@@ -395,4 +395,5 @@ def test_thread_local_data_of_callees_is_released_before_exit(tmp_path):
     """
     p = _run(body, tmp_path)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.splitlines() == ["result 3", "released", "released", "released"]
+    # (the three threads may print at the same time: count, do not split lines)
+    assert p.stdout.startswith("result 3\n") and p.stdout.count("released") == 3
