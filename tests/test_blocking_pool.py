@@ -397,3 +397,48 @@ def test_thread_local_data_of_callees_is_released_before_exit(tmp_path):
     assert p.returncode == 0, p.stderr
     # (the three threads may print at the same time: count, do not split lines)
     assert p.stdout.startswith("result 3\n") and p.stdout.count("released") == 3
+
+
+def test_cancelling_await_run_does_not_wait_for_running_blocking_calls(tmp_path):
+    body = """
+    import asyncio
+    started = threading.Event()
+
+    @unordered(blocking=True)
+    def slow(x):
+        started.set()
+        time.sleep(1)
+        print("blocking finished", x, flush=True)
+        return x
+
+    @poppy
+    def main():
+        a = slow(1)
+        log("got", a)
+        return a
+
+    @poppy
+    def again(x):
+        return slow(x) + 1
+
+    async def app():
+        task = asyncio.ensure_future(poppy_jit.run(main))
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            print("caller cancelled", flush=True)
+        # The same worker thread runs again while the dropped result of slow(1) arrives.
+        print("again", await poppy_jit.run(again, 5), flush=True)
+
+    asyncio.run(app())
+    """
+    p = _run(body, tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "caller cancelled"  # before the 1 s call finished
+    assert sorted(lines[1:-1]) == ["blocking finished 1", "blocking finished 5"]
+    assert lines[-1] == "again 6"
+    assert not any(ln.startswith("log") for ln in lines)
