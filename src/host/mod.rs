@@ -3,8 +3,9 @@
 //! - Classification and the intrinsic callables come from `poppy_jit._rt` (the annotation library
 //!   is Python data that users extend).
 //! - Sync externals run inline in `dispatch`; `async def` externals become tasks on this thread's
-//!   event loop and `blocking=True` ones run on worker threads, both through `_rt.Executor`, whose
-//!   done-callbacks stop the loop so `wait` returns as soon as something finished (no polling).
+//!   event loop and `blocking=True` ones run on the runtime's worker threads (`pool`); both
+//!   complete futures of the loop, whose done-callbacks stop it so `wait` returns as soon as
+//!   something finished (no polling).
 use crate::bezoar::{Const, Intrinsic};
 use crate::lambda_o::{Class, Dispatch, Host, PrimFactory, ProgramRef, TaskId};
 use pyo3::prelude::*;
@@ -14,6 +15,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
+
+pub mod pool;
 
 pub type Obj = Py<PyAny>;
 
@@ -88,8 +91,16 @@ struct DoneCallback {
 #[pymethods]
 impl DoneCallback {
     fn __call__(&self, py: Python<'_>, fut: Bound<'_, PyAny>) -> PyResult<()> {
-        self.queue.borrow_mut().push((self.task, fut.unbind()));
-        self.stop.call0(py)?;
+        let first = {
+            let mut q = self.queue.borrow_mut();
+            q.push((self.task, fut.unbind()));
+            q.len() == 1
+        };
+        // One stop per batch: the loop finishes its current iteration (running every other
+        // callback already scheduled) before returning to the evaluator.
+        if first {
+            self.stop.call0(py)?;
+        }
         Ok(())
     }
 }
@@ -157,6 +168,35 @@ fn call_args<'py>(
         kw.set_item(k, v.bind(py))?;
     }
     Ok((pos, Some(kw)))
+}
+
+/// `f(*positional, **keywords)` through the vectorcall protocol: no argument tuple or keyword
+/// dict is built (the last `kwnames.len()` of `args` are the keyword values).
+fn vcall<'py>(py: Python<'py>, f: &Bound<'py, PyAny>, args: &[Obj], kwnames: &[String]) -> PyResult<Bound<'py, PyAny>> {
+    let mut small = [std::ptr::null_mut::<pyo3::ffi::PyObject>(); 8];
+    let mut big = Vec::new();
+    let ptrs: &[*mut pyo3::ffi::PyObject] = if args.len() <= small.len() {
+        for (slot, a) in small.iter_mut().zip(args) {
+            *slot = a.as_ptr();
+        }
+        &small[..args.len()]
+    } else {
+        big.extend(args.iter().map(|a| a.as_ptr()));
+        &big
+    };
+    let kw = (!kwnames.is_empty()).then(|| PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k))));
+    let npos = args.len() - kwnames.len();
+    // SAFETY: the argument pointers are borrowed from `args`, alive for the whole call; the
+    // kwnames tuple (if any) is alive until the end of this function; the GIL is held (`py`).
+    unsafe {
+        let r = pyo3::ffi::PyObject_Vectorcall(
+            f.as_ptr(),
+            ptrs.as_ptr(),
+            npos,
+            kw.as_ref().map_or(std::ptr::null_mut(), |k| k.as_ptr()),
+        );
+        Bound::from_owned_ptr_or_err(py, r)
+    }
 }
 
 pub struct PyHost<'py> {
@@ -266,12 +306,11 @@ impl<'py> PyHost<'py> {
             let loader = f.bind(py).downcast::<GlobalLoader>()?.get();
             return Ok(Dispatch::Done(loader.lookup(py, args[0].bind(py)).map_err(PyErrRef::new)));
         }
-        let (pos, kw) = call_args(py, args, kwnames)?;
         if let Callee::External { inner, is_async, blocking, .. } = &*callee {
             // Call the undecorated function directly (the decorator's wrapper would block).
             let inner = inner.bind(py);
             if *is_async {
-                let coro = match inner.call(pos, kw.as_ref()) {
+                let coro = match vcall(py, inner, args, kwnames) {
                     Ok(c) => c,
                     Err(e) => return Ok(Dispatch::Done(Err(PyErrRef::new(e)))),
                 };
@@ -281,16 +320,18 @@ impl<'py> PyHost<'py> {
                 return Ok(Dispatch::Pending);
             }
             if *blocking {
-                let kw = kw.unwrap_or_else(|| PyDict::new_bound(py));
-                let rt = self.rt.clone();
+                // On a runtime-owned worker thread (pool.rs); inline once the pool is closed.
+                let (pos, kw) = call_args(py, args, kwnames)?;
                 let ex = self.executor()?;
-                let fut = rt.call_method1("submit_blocking", (ex.loop_.clone(), inner, pos, kw))?;
-                ex.watch(py, task, fut)?;
-                return Ok(Dispatch::Pending);
+                let call = Bound::new(py, pool::BlockingCall::new())?;
+                if pool::submit(py, inner, pos.clone(), kw.clone(), &ex.loop_, &call)? {
+                    ex.watch(py, task, call.into_any())?;
+                    return Ok(Dispatch::Pending);
+                }
             }
-            return Ok(Dispatch::Done(inner.call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)));
+            return Ok(Dispatch::Done(vcall(py, inner, args, kwnames).map(|v| v.unbind()).map_err(PyErrRef::new)));
         }
-        Ok(Dispatch::Done(f.bind(py).call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)))
+        Ok(Dispatch::Done(vcall(py, f.bind(py), args, kwnames).map(|v| v.unbind()).map_err(PyErrRef::new)))
     }
 }
 
@@ -329,6 +370,16 @@ impl<'py> Host for PyHost<'py> {
             return None;
         }
         crate::hook::inline_program(self.py, f.bind(self.py), nargs)
+    }
+
+    fn is_eager(&mut self, f: &Obj) -> bool {
+        matches!(&*self.callee(f), Callee::Loader)
+    }
+
+    fn eager_call(&mut self, f: &Obj, args: &[Obj]) -> Result<Obj, PyErrRef> {
+        let py = self.py;
+        let loader = f.bind(py).downcast::<GlobalLoader>().map_err(|e| PyErrRef::new(e.into()))?.get();
+        loader.lookup(py, args[0].bind(py)).map_err(PyErrRef::new)
     }
 
     fn classify_callee(&mut self, f: &Obj) -> Option<Class> {
@@ -382,26 +433,28 @@ impl<'py> Host for PyHost<'py> {
 
     fn wait(&mut self) -> Result<Vec<(TaskId, Result<Obj, PyErrRef>)>, PyErrRef> {
         let py = self.py;
+        let rt = self.rt.clone();
         let ex = self.executor().map_err(PyErrRef::new)?;
         if ex.queue.borrow().is_empty() {
             // An exception out of the loop itself (KeyboardInterrupt while waiting) aborts the run.
             ex.run_forever.call0().map_err(PyErrRef::new)?;
+            if ex.queue.borrow().is_empty() {
+                // Woken with nothing finished: was the run cancelled (`await poppy_jit.run`'s
+                // caller was)? Then abort; `finish` cancels what is in flight.
+                let cancelled = rt.call_method0("take_cancel").and_then(|c| c.is_truthy()).map_err(PyErrRef::new)?;
+                if cancelled {
+                    let e = pyo3::exceptions::asyncio::CancelledError::new_err("poppy_jit.run was cancelled");
+                    return Err(PyErrRef::new(e));
+                }
+            }
         }
         let done: Vec<(TaskId, Obj)> = std::mem::take(&mut *ex.queue.borrow_mut());
         let mut out = Vec::with_capacity(done.len());
         for (task, fut) in done {
             ex.running.remove(&task);
-            let fut = fut.bind(py);
-            let r = if fut.call_method0("cancelled").and_then(|c| c.is_truthy()).map_err(PyErrRef::new)? {
-                Err(PyErrRef::new(pyo3::exceptions::asyncio::CancelledError::new_err(())))
-            } else {
-                let exc = fut.call_method0("exception").map_err(PyErrRef::new)?;
-                if exc.is_none() {
-                    Ok(fut.call_method0("result").map_err(PyErrRef::new)?.unbind())
-                } else {
-                    Err(PyErrRef::new(PyErr::from_value_bound(exc)))
-                }
-            };
+            // `result()` returns the value, or raises the call's exception (CancelledError for a
+            // cancelled task): either way, that is the call's outcome.
+            let r = fut.bind(py).call_method0(pyo3::intern!(py, "result")).map(|v| v.unbind()).map_err(PyErrRef::new);
             out.push((task, r));
         }
         Ok(out)
