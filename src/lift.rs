@@ -931,6 +931,21 @@ fn known_functions(ci: &CodeInfo, instrs: &[Instr]) -> HashMap<String, KnownFunc
             .count()
     };
     let lp = ci.localsplus();
+    // Names nested code assigns through a cell (`nonlocal g` / a walrus in a comprehension).
+    fn written_by_children(ci: &CodeInfo, out: &mut HashSet<String>) {
+        for ch in ci.children.values() {
+            let lp = ch.localsplus();
+            let first_free = lp.len() - ch.freevars.len();
+            for i in instructions(&ch.code, &ch.lines) {
+                if matches!(i.opcode, STORE_DEREF | DELETE_DEREF) && i.arg as usize >= first_free {
+                    out.extend(lp.get(i.arg as usize).cloned());
+                }
+            }
+            written_by_children(ch, out);
+        }
+    }
+    let mut rebound = HashSet::new();
+    written_by_children(ci, &mut rebound);
     let mut out = HashMap::new();
     for w in instrs.windows(3) {
         let (k, mf, st) = (&w[0], &w[1], &w[2]);
@@ -940,7 +955,7 @@ fn known_functions(ci: &CodeInfo, instrs: &[Instr]) -> HashMap<String, KnownFunc
             && stores(st.arg) == 1
             && ci.children.get(&k.arg).is_some_and(|c| !is_comprehension(c))
         {
-            if let Some(name) = lp.get(st.arg as usize) {
+            if let Some(name) = lp.get(st.arg as usize).filter(|n| !rebound.contains(*n)) {
                 out.insert(name.clone(), (owner.clone(), Vec::new(), k.arg));
             }
         }

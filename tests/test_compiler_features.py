@@ -368,3 +368,26 @@ def test_inner_function_calls_are_inlined_unless_the_function_escapes():
             return fact(n)
     """))
     assert recursive["fallback"] is None and "make_function" in recursive["bezoar"]
+
+
+def test_inner_functions_rebound_by_nested_code_are_not_inlined_as_the_first_one(tmp_path):
+    body = """
+    @poppy
+    def f(xs):
+        def g(v):
+            return v + 1
+        a = g(1)
+        c = [g := (lambda v: v * 10) for _ in xs][0](2)
+        def h(v):
+            return v
+        def swap():
+            nonlocal h
+            h = lambda v: -v
+        b = h(1)
+        swap()
+        return a, c, g(3), b, h(1)
+
+    report(f((1,)))
+    """
+    _, _, stats = same(body, tmp_path)
+    assert stats["fallbacks"] == []
