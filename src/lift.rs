@@ -1760,11 +1760,34 @@ impl Translator<'_> {
     /// locals, returns into `$cK.$ret`), so its calls run inside λO like the function's own. Its
     /// free variables are the real cells of the enclosing function, so late binding and
     /// `nonlocal` hold. `None` when the function is not of that kind (then it is called).
-    fn inline_call(&mut self, (owner, owner_path, code): KnownFunc, args: &[Reg], out: &mut Block) -> Option<Reg> {
+    fn inline_call(
+        &mut self,
+        (owner, owner_path, code): KnownFunc,
+        args: &[Reg],
+        kwnames: &[String],
+        out: &mut Block,
+    ) -> Option<Reg> {
         let child = &owner.children[&code];
-        let plain = child.kwonlyargcount == 0
-            && child.argcount as usize == args.len()
-            && child.flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE) == 0
+        // Bind every parameter from the call (no defaults): positional ones in order, the rest
+        // by keyword (not positional-only ones), each once.
+        let nparams = (child.argcount + child.kwonlyargcount) as usize;
+        let npos = args.len() - kwnames.len();
+        let mut bound: Vec<Option<Reg>> = vec![None; nparams];
+        if npos > child.argcount as usize || args.len() != nparams {
+            return None;
+        }
+        for (i, a) in args[..npos].iter().enumerate() {
+            bound[i] = Some(*a);
+        }
+        for (name, a) in kwnames.iter().zip(&args[npos..]) {
+            let i = child.varnames[..nparams].iter().position(|p| p == name)?;
+            if i < child.posonlyargcount as usize || bound[i].is_some() {
+                return None;
+            }
+            bound[i] = Some(*a);
+        }
+        let args: Vec<Reg> = bound.into_iter().collect::<Option<_>>()?;
+        let plain = child.flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE) == 0
             && child.exceptiontable.is_empty()
             && !instructions(&child.code, &child.lines).any(|i| matches!(i.opcode, STORE_GLOBAL | DELETE_GLOBAL));
         if !plain || self.inlining.contains(&code) {
@@ -1779,6 +1802,7 @@ impl Translator<'_> {
         self.inlining.insert(code);
         let translated = self.translate_child((&owner, &owner_path), code, &child.freevars.clone(), None, None);
         self.inlining.remove(&code);
+        let args = &args[..];
         let result = translated.ok().and_then(|(mut body, locals)| {
             nest_after_exits(&mut body);
             drop_tail_continues(&mut body, false);
@@ -2242,8 +2266,8 @@ impl Translator<'_> {
                 if kwnames.len() > args.len() {
                     return Err(Fallback::shape("more keyword names than arguments", line));
                 }
-                if let Some((k, _)) = self.func_regs.get(&func).filter(|_| kwnames.is_empty()).cloned() {
-                    if let Some(r) = self.inline_call(k, &args, out) {
+                if let Some((k, _)) = self.func_regs.get(&func).cloned() {
+                    if let Some(r) = self.inline_call(k, &args, &kwnames, out) {
                         self.func_regs.remove(&func);
                         stack.push(Val::Reg(r));
                         return Ok(());

@@ -361,6 +361,18 @@ def test_inner_function_calls_are_inlined_unless_the_function_escapes():
     # Passed to sorted: a real function over a real cell; the direct calls still inline.
     assert "make_function" in escaping["bezoar"] and "free_get.style" in escaping["bezoar"]
     assert "global llm" in escaping["bezoar"]
+    keywords = core.explain(define("""
+        def f(xs):
+            def ask(p, style, *, n):
+                return llm(p, style, n)
+            def pos(a, /, b):
+                return a + b
+            return [ask(x, n=2, style="loud") for x in xs], pos(1, b=2), pos(a=1, b=2)
+    """))
+    # Keyword arguments naming parameters are inlined; `pos(a=1, ...)` is CPython's TypeError,
+    # so that call stays a call of a real function.
+    assert keywords["fallback"] is None
+    assert keywords["bezoar"].count("make_function") == 1
     recursive = core.explain(define("""
         def f(n):
             def fact(k):
