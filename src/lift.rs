@@ -197,6 +197,9 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
             func_regs: HashMap::new(),
             inlining: HashSet::new(),
             plain_funcs: plain.clone(),
+            tuple_lens: HashMap::new(),
+            map_keys: HashMap::new(),
+            fn_defaults: HashMap::new(),
             real_cells,
         };
         let res = t.region(0, cfg.exit(), Vec::new(), false);
@@ -912,6 +915,13 @@ struct Translator<'a> {
     inlining: HashSet<u32>,
     /// Codes (among this function's constants) of the plain inner functions.
     plain_funcs: HashSet<u32>,
+    /// Lengths of the tuples built by `BuildTuple`, keys of the dicts built by `BuildMap` (to
+    /// know a plain function's defaults), and those defaults by code: the number of positional
+    /// defaults (held in the local `$fnK.defaults`) and the names of the keyword-only ones
+    /// (`$fnK.kwdefaults`).
+    tuple_lens: HashMap<Reg, usize>,
+    map_keys: HashMap<Reg, Vec<String>>,
+    fn_defaults: HashMap<u32, (usize, Vec<String>)>,
 }
 
 /// An inner function known by its code object: (the code object defining it, that code object's
@@ -1040,8 +1050,23 @@ impl Translator<'_> {
 
     fn bind(&mut self, e: Expr, line: u32, out: &mut Block) -> Reg {
         let r = self.new_reg();
-        if let Expr::Const(k) = e {
-            self.const_regs.insert(r, k);
+        match &e {
+            Expr::Const(k) => {
+                self.const_regs.insert(r, *k);
+            }
+            Expr::Op(Intrinsic::BuildTuple, items) => {
+                self.tuple_lens.insert(r, items.len());
+            }
+            Expr::Op(Intrinsic::BuildMap, kv) => {
+                let keys = kv.chunks(2).map(|p| match self.const_regs.get(&p[0]).and_then(|k| self.consts.get(*k as usize)) {
+                    Some(Const::Str(name)) => Some(name.clone()),
+                    _ => None,
+                });
+                if let Some(keys) = keys.collect::<Option<Vec<_>>>() {
+                    self.map_keys.insert(r, keys);
+                }
+            }
+            _ => {}
         }
         out.push(stmt(StmtKind::Let(r, e), line));
         r
@@ -1726,6 +1751,9 @@ impl Translator<'_> {
             func_regs: std::mem::take(&mut self.func_regs),
             inlining: std::mem::take(&mut self.inlining),
             plain_funcs: HashSet::new(),
+            tuple_lens: HashMap::new(),
+            map_keys: HashMap::new(),
+            fn_defaults: std::mem::take(&mut self.fn_defaults),
         };
         for (i, c) in child.localsplus().iter().enumerate().take(first_free) {
             if child.cellvars.contains(c) && captured_by_function(child, c, &HashSet::new()) {
@@ -1746,6 +1774,7 @@ impl Translator<'_> {
         self.known_funcs = sub.known_funcs;
         self.func_regs = sub.func_regs;
         self.inlining = sub.inlining;
+        self.fn_defaults = sub.fn_defaults;
         self.line = line;
         let (body, end) = res?;
         if end.is_some() {
@@ -1773,7 +1802,7 @@ impl Translator<'_> {
         let nparams = (child.argcount + child.kwonlyargcount) as usize;
         let npos = args.len() - kwnames.len();
         let mut bound: Vec<Option<Reg>> = vec![None; nparams];
-        if npos > child.argcount as usize || args.len() != nparams {
+        if npos > child.argcount as usize || args.len() > nparams {
             return None;
         }
         for (i, a) in args[..npos].iter().enumerate() {
@@ -1785,6 +1814,29 @@ impl Translator<'_> {
                 return None;
             }
             bound[i] = Some(*a);
+        }
+        // Parameters not given take their defaults (when the def's defaults are known).
+        let (ndefaults, kwdefaults) = self.fn_defaults.get(&code).cloned().unwrap_or_default();
+        let argcount = child.argcount as usize;
+        let mut fills = Vec::new();
+        for (i, b) in bound.iter().enumerate() {
+            if b.is_some() {
+                continue;
+            }
+            let name = &child.varnames[i];
+            if i < argcount && i >= argcount - ndefaults.min(argcount) {
+                fills.push((i, format!("$fn{code}.defaults"), Const::Int((i + ndefaults - argcount) as i64)));
+            } else if i >= argcount && kwdefaults.contains(name) {
+                fills.push((i, format!("$fn{code}.kwdefaults"), Const::Str(name.clone())));
+            } else {
+                return None; // CPython's TypeError comes from calling the real function
+            }
+        }
+        let mut default_stmts = Vec::new();
+        for (i, holder, key) in fills {
+            let h = self.bind(Expr::Load(holder), self.line, &mut default_stmts);
+            let k = self.bind_const(key, self.line, &mut default_stmts);
+            bound[i] = Some(self.bind(Expr::Op(Intrinsic::GetItem, vec![h, k]), self.line, &mut default_stmts));
         }
         let args: Vec<Reg> = bound.into_iter().collect::<Option<_>>()?;
         let plain = child.flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE) == 0
@@ -1829,6 +1881,7 @@ impl Translator<'_> {
         });
         match result {
             Some((stmts, r)) => {
+                out.extend(default_stmts);
                 out.extend(stmts);
                 Some(r)
             }
@@ -1979,13 +2032,33 @@ impl Translator<'_> {
     fn make_function(&mut self, code: u32, flags: u32, stack: &mut Stack, out: &mut Block) -> Result<()> {
         let line = self.line;
         if self.plain_funcs.contains(&code) {
-            // Every call of it is inlined (with all its parameters): no function object (its
-            // local holds None, unused). Defaults and annotations were evaluated, as in CPython.
-            for bit in [1, 2, 4, 8] {
+            // Every call of it is inlined: no function object (its local holds None, unused).
+            // Defaults and annotations were evaluated, as in CPython; the defaults are kept in
+            // locals for the inlined calls that use them.
+            let mut operands: [Option<Val>; 4] = Default::default();
+            for (i, bit) in [8, 4, 2, 1].into_iter().enumerate() {
                 if flags & bit != 0 {
-                    Self::pop(stack, line)?;
+                    operands[i] = Some(Self::pop(stack, line)?);
                 }
             }
+            let mut info = (0, Vec::new());
+            if let Some(Val::Reg(d)) = operands[3].clone() {
+                let n = match self.const_regs.get(&d).and_then(|k| self.consts.get(*k as usize)) {
+                    Some(Const::Tuple(items)) => Some(items.len()),
+                    _ => self.tuple_lens.get(&d).copied(),
+                };
+                if let Some(n) = n {
+                    out.push(stmt(StmtKind::Store(format!("$fn{code}.defaults"), d), line));
+                    info.0 = n;
+                }
+            }
+            if let Some(Val::Reg(d)) = operands[2].clone() {
+                if let Some(keys) = self.map_keys.get(&d).cloned() {
+                    out.push(stmt(StmtKind::Store(format!("$fn{code}.kwdefaults"), d), line));
+                    info.1 = keys;
+                }
+            }
+            self.fn_defaults.insert(code, info);
             let none = self.bind_const(Const::None, line, out);
             stack.push(Val::Reg(none));
             return Ok(());

@@ -403,3 +403,40 @@ def test_inner_functions_rebound_by_nested_code_are_not_inlined_as_the_first_one
     """
     _, _, stats = same(body, tmp_path)
     assert stats["fallbacks"] == []
+
+
+def test_inlined_inner_function_calls_use_defaults_like_cpython(tmp_path):
+    body = """
+    @poppy
+    def f(xs, base):
+        def ask(p, style="plain", *, n=base, tag):
+            return fetch(f"{p}{n}{tag}{style}")
+        def acc(v, into=[]):
+            into.append(v)
+            return len(into)
+        out = [ask(x, tag="t") for x in xs]
+        out.append(ask("z", "q", tag="u", n=5))
+        return out, acc(1), acc(2)
+
+    @poppy
+    def missing():
+        def need(a, b=1):
+            return a + b
+        return need()
+
+    report(f(("a", "b"), 7))
+    try:
+        missing()
+    except TypeError as e:
+        print("TypeError", e)
+    print(sorted(CALLS))
+    """
+    _, _, stats = same(body, tmp_path)
+    assert stats["fallbacks"] == []
+    e = core.explain(define("""
+        def f(xs, base):
+            def ask(p, style="plain", *, n=base):
+                return llm(p, style, n)
+            return [ask(x) for x in xs]
+    """))
+    assert e["fallback"] is None and "make_function" not in e["bezoar"]
