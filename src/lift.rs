@@ -104,17 +104,13 @@ impl Fallback {
 /// The Python construct behind an unsupported opcode, when it has one obvious source.
 fn describe_unsupported(op: u8) -> Option<&'static str> {
     Some(match op {
-        MAKE_FUNCTION => "lambda, comprehension or inner function",
         DELETE_GLOBAL => "del of a global",
-        STORE_DEREF | LOAD_DEREF | LOAD_CLOSURE | DELETE_DEREF | MAKE_CELL | COPY_FREE_VARS | LOAD_CLASSDEREF => {
-            "closure (nonlocal or captured variable)"
-        }
+        DELETE_DEREF | LOAD_CLASSDEREF => "closure (del of a captured variable, or a class body)",
         LOAD_NAME | STORE_NAME | DELETE_NAME => "module or class body",
         RAISE_VARARGS | RERAISE => "raise statement",
         LOAD_ASSERTION_ERROR => "assert statement",
         IMPORT_NAME | IMPORT_FROM | IMPORT_STAR => "import inside the function",
         BEFORE_WITH | BEFORE_ASYNC_WITH => "with statement",
-        MAP_ADD => "comprehension",
         MATCH_CLASS | MATCH_MAPPING | MATCH_SEQUENCE | MATCH_KEYS | GET_LEN => "match statement",
         YIELD_VALUE | GET_AWAITABLE | SEND | GET_YIELD_FROM_ITER => "yield or await",
         _ => return None,

@@ -139,7 +139,7 @@ FALLBACKS = [
 
          del k
          return g
-     """, "closure (nonlocal or captured variable) (DELETE_DEREF) at line 5"),
+     """, "closure (del of a captured variable, or a class body) (DELETE_DEREF) at line 5"),
     ("""
      def outer(k):
          def f(xs):
