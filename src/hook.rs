@@ -331,6 +331,7 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         mem.set_item("controller_bytes", ctrl)?;
         d.set_item("runtime_layout", mem)?;
         d.set_item("term_resolutions", t.run.term_resolutions)?;
+        d.set_item("cancelled_calls", t.run.cancelled_calls)?;
         d.set_item("nested_plain_runs", t.declined_nested)?;
         // Blocking externals on the runtime's worker threads (docs/observability.md).
         let w = crate::stats::worker_totals();

@@ -493,3 +493,58 @@ def test_cancelling_the_caller_of_await_run_cancels_the_runs_externals(tmp_path)
     assert "logged False" in lines  # the sequential log after the cancelled calls never ran
     abort_ms = next(int(line.split()[2]) for line in lines if line.startswith("abort ms"))
     print(f"cancellation of the caller: externals cancelled and reaped in {abort_ms} ms")
+
+
+def test_a_failure_cancels_the_speculative_calls_after_it(tmp_path):
+    """A sequential call raises while unordered calls *after* it in program order (which CPython
+    never makes) are in flight: they are cancelled and the run raises at once, instead of waiting
+    for them; a slow call *before* it in program order still completes first."""
+    src = PRELUDE + textwrap.dedent(
+        """
+        import time
+
+        @unordered
+        async def slow(x, delay):
+            try:
+                await asyncio.sleep(delay)
+                print("finished", x, flush=True)
+                return x
+            except asyncio.CancelledError:
+                print("cancelled", x, flush=True)
+                raise
+
+        @sequential
+        def check(x):
+            raise ValueError(f"bad {x}")
+
+        @poppy
+        def main():
+            a = slow("before", 0.5)
+            check(slow("input", 0.2))  # so that the call after it has started when it raises
+            b = slow("after", 30)
+            return a, b
+
+        t0 = time.monotonic()
+        try:
+            main()
+        except ValueError as e:
+            print("raised", e, flush=True)
+        print("seconds", round(time.monotonic() - t0, 1))
+        from poppy_jit import _loop
+        print("tasks", len(asyncio.all_tasks(_loop.get_loop())))
+        if os.environ.get("PYTHONPOPPY") == "1":
+            print("cancelled_calls", poppy_jit.stats()["cancelled_calls"])
+        """
+    )
+    path = tmp_path / "prog.py"
+    path.write_text(src)
+    env = dict(os.environ, PYTHONPOPPY="1")
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert "finished before" in lines  # earlier in program order: runs to completion
+    assert "cancelled after" in lines and "finished after" not in lines
+    assert "raised bad input" in lines
+    assert float(next(ln.split()[1] for ln in lines if ln.startswith("seconds"))) < 10
+    assert "tasks 0" in lines
+    assert "cancelled_calls 1" in lines

@@ -450,6 +450,18 @@ impl<'py> Host for PyHost<'py> {
         }
     }
 
+    fn cancel(&mut self, task: TaskId) {
+        let py = self.py;
+        let Some(ex) = self.executor.as_mut() else { return };
+        let Some(fut) = ex.running.get(&task) else { return };
+        let fut = fut.bind(py);
+        // Blocking calls run to completion on their threads (they report as usual); asyncio
+        // tasks are cancelled and report CancelledError through their done-callback.
+        if !fut.is_instance_of::<pool::BlockingCall>() {
+            let _ = fut.call_method0("cancel");
+        }
+    }
+
     fn wait(&mut self) -> Result<Vec<(TaskId, Result<Obj, PyErrRef>)>, PyErrRef> {
         let py = self.py;
         let rt = self.rt.clone();
