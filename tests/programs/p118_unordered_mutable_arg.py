@@ -1,0 +1,38 @@
+# KNOWN BUG (xfail): an @unordered external (async `llm`, blocking `lookup`) called with a
+# mutable argument (a list, a dict) that the @poppy function mutates right after the call.
+# CPython passes the object as it is at the call; under PYTHONPOPPY=1 the coroutine body (or the
+# worker thread) reads the argument after the later mutation (`buf.append`, a sequential helper clearing a dict), so the
+# external sees the mutated object: different return value, stdout and trace.
+# difftest: xfail=1
+from poppy_jit import poppy
+from _ext import llm, lookup, set_latency_scale
+
+set_latency_scale(0.1)
+
+
+def clear(d):
+    d.clear()
+
+
+@poppy
+def mutate_after_unordered(words):
+    buf = list(words)
+    a = llm(buf)
+    buf.append("tail")
+    b = lookup(buf)
+    buf.pop(0)
+    return a, b[:20], buf
+
+
+@poppy
+def dict_passed_then_cleared(d):
+    snapshot = llm(f"summarise {sorted(d.items())}")
+    raw = llm(d)
+    clear(d)
+    after = llm(f"after {d}")
+    return snapshot.split()[0], raw.split()[-1], after.split()[-1], d
+
+
+
+print(mutate_after_unordered(["x", "y"]))
+print(dict_passed_then_cleared({"b": 2, "a": 1}))
