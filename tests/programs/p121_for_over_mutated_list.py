@@ -1,7 +1,7 @@
 # KNOWN BUG (xfail): a `for` loop over a list that the loop body mutates (the worklist pattern:
-# append sub-tasks to the list being iterated; or remove a later element). CPython's list iterator
-# sees the mutation (appended items are visited, removed ones skipped); under PYTHONPOPPY=1 the
-# compiled loop iterates over a snapshot taken when the loop starts, so appended tasks are never
+# append sub-tasks to the list being iterated, directly or through enumerate(); or remove a later
+# element). CPython's list iterator sees the mutation (appended items are visited, removed ones
+# skipped); under PYTHONPOPPY=1 the compiled loop iterates over a snapshot taken when the loop starts, so appended tasks are never
 # run (missing LLM calls) and removed ones still are: different stdout and trace, no error.
 # difftest: xfail=1
 from poppy_jit import poppy
@@ -49,6 +49,18 @@ def remove_during_loop(items):
     return out
 
 
+@poppy
+def enumerate_growing(seed):
+    lst = [seed]
+    out = []
+    for i, x in enumerate(lst):
+        out.append((i, llm(f"count: {x}")))
+        if len(lst) < 3:
+            lst.append(x + "+")
+    return out
+
+
 print(worklist("t"))
 print(helper_appends_during_loop("s"))
 print(remove_during_loop(["a", "b", "c", "d"]))
+print(enumerate_growing("e"))
