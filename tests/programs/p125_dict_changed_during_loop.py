@@ -25,4 +25,5 @@ def dict_grow(d):
     return out
 
 
+print(dict_grow({}))
 print(dict_grow({"a": 0}))
