@@ -64,6 +64,13 @@ def test_program_differential(path):
     assert stats is not None, "the PYTHONPOPPY=1 run wrote no poppy_jit.stats()"
     summary = difftest.compile_summary(path, stats)
     assert summary["compiled"] + len(summary["fallbacks"]) >= 1
+    # stats()["compile_times"]: one entry per translation, consistent with the counters.
+    times = stats["compile_times"]
+    assert sum(e["compiled"] for e in times) == stats["functions_compiled"]
+    assert [e["function"] for e in times if not e["compiled"]] == \
+        [fb["function"] for fb in stats["fallbacks"]]
+    assert all(e["ms"] > 0 for e in times)
+    assert abs(sum(e["ms"] for e in times) - stats["compile_ms"]) < 1e-6 * len(times) + 1e-9
 
 
 def test_fallback_reasons_must_name_a_line():
