@@ -2,7 +2,9 @@
 # mutable argument (a list, a dict) that the @poppy function mutates right after the call.
 # CPython passes the object as it is at the call; under PYTHONPOPPY=1 the coroutine body (or the
 # worker thread) reads the argument after the later mutation (`buf.append`, a sequential helper clearing a dict), so the
-# external sees the mutated object: different return value, stdout and trace.
+# external sees the mutated object: different return value, stdout and trace. The other direction
+# too: an @unordered call *after* a mutation that waits for an LLM reply (`lst.append(llm(...))`)
+# runs before the mutation and sees the old list (read_before_append).
 # difftest: xfail=1
 from poppy_jit import poppy
 from _ext import llm, lookup, set_latency_scale
@@ -33,6 +35,15 @@ def dict_passed_then_cleared(d):
     return snapshot.split()[0], raw.split()[-1], after.split()[-1], d
 
 
+@poppy
+def read_before_append(xs):
+    lst = list(xs)
+    a = lookup(lst)
+    lst.append(llm("count: appended")[:2])
+    b = lookup(lst)
+    return a, b
+
 
 print(mutate_after_unordered(["x", "y"]))
 print(dict_passed_then_cleared({"b": 2, "a": 1}))
+print(read_before_append(["q"]))
