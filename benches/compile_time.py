@@ -69,7 +69,8 @@ def app_samples(runs: int) -> dict:
                 if "error" in r:
                     raise RuntimeError(f"{app} failed:\n{r['error']}")
                 entries = r["stats"][0].get("compile_times", [])
-                first = first and not _add(samples, app, entries, first)
+                seen = _add(samples, app, entries, first)
+                first = first and not seen
     return samples
 
 
