@@ -2,7 +2,7 @@
 # on the event loop, each running a @poppy helper: a nested run, plain), sorted() with a @poppy key
 # function, breadth-first search with a while loop over a queue that grows, and a wide fan-out of
 # 40 independent LLM calls.
-# difftest: min_in_flight=20
+# difftest: min_in_flight=10
 import asyncio
 
 from poppy_jit import poppy, unordered
