@@ -14,6 +14,8 @@ pub struct RunStats {
     pub peak_in_flight: u64,
     /// Sum over external calls of the time between "arguments ready" and dispatch (controller wait).
     pub queue_wait_ns: u64,
+    /// Most λO variables (slots) alive at once in one run (reclaimed ones not counted).
+    pub peak_slots: u64,
 }
 
 impl RunStats {
@@ -34,5 +36,6 @@ impl RunStats {
         }
         self.peak_in_flight = self.peak_in_flight.max(o.peak_in_flight);
         self.queue_wait_ns += o.queue_wait_ns;
+        self.peak_slots = self.peak_slots.max(o.peak_slots);
     }
 }

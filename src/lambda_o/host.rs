@@ -82,6 +82,18 @@ pub trait Host {
         None
     }
 
+    /// Whether calling `f` is cheap, synchronous, unordered and never observable (a global
+    /// name look-up): such a call is made as soon as its arguments are known, by the statement
+    /// itself, with no controller; the order passes through it unchanged.
+    fn is_eager(&mut self, _f: &Self::Prim) -> bool {
+        false
+    }
+
+    /// Make an eager call (see `is_eager`), with positional arguments only.
+    fn eager_call(&mut self, _f: &Self::Prim, _args: &[Self::Prim]) -> Result<Self::Prim, Self::Error> {
+        Err(self.internal_error("TypeError", "poppy_jit: eager call of a callee that is not eager"))
+    }
+
     /// The reordering class of calling `f` with these (resolved) arguments.
     fn classify(&mut self, f: &Self::Prim, args: &[Self::Prim], kwnames: &[String]) -> Class;
 

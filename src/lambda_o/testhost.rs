@@ -199,6 +199,19 @@ impl Host for TestHost {
         }
     }
 
+    fn is_eager(&mut self, f: &TPrim) -> bool {
+        matches!(f, TPrim::Ext(n) if n == "global")
+    }
+
+    fn eager_call(&mut self, f: &TPrim, args: &[TPrim]) -> Result<TPrim, String> {
+        let TPrim::Ext(name) = f else { return Err(format!("not callable: {f:?}")) };
+        let name = name.clone();
+        let result = self.apply(&name, args);
+        let class = TestHost::class_of(&name);
+        self.trace.push(Call { name, args: args.to_vec(), class, start: self.now, end: self.now });
+        result
+    }
+
     fn classify(&mut self, f: &TPrim, _args: &[TPrim], _kw: &[String]) -> Class {
         match f {
             TPrim::Ext(n) => TestHost::class_of(n),

@@ -15,6 +15,7 @@ struct Golden {
     output: Vec<String>,
     end: Option<u64>,
     budget: u64,
+    peak_slots: Option<u64>,
 }
 
 fn headers(src: &str) -> Golden {
@@ -25,6 +26,7 @@ fn headers(src: &str) -> Golden {
         output: vec![],
         end: None,
         budget: u64::MAX,
+        peak_slots: None,
     };
     for line in src.lines().filter_map(|l| l.strip_prefix("# ")) {
         let Some((k, v)) = line.split_once(':') else { continue };
@@ -42,6 +44,7 @@ fn headers(src: &str) -> Golden {
             "output" => g.output = v.split(" | ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
             "end" => g.end = Some(v.parse().unwrap()),
             "budget" => g.budget = v.parse().unwrap(),
+            "peak-slots-at-most" => g.peak_slots = Some(v.parse().unwrap()),
             _ => {}
         }
     }
@@ -73,6 +76,9 @@ fn golden_lambda_o_programs() {
         assert_eq!(host.output, g.output, "{name}: printed output");
         if let Some(end) = g.end {
             assert_eq!(host.now, end, "{name}: virtual end time");
+        }
+        if let Some(max) = g.peak_slots {
+            assert!(stats.peak_slots <= max, "{name}: {} λO variables alive at once, expected ≤ {max}", stats.peak_slots);
         }
         n += 1;
     }
