@@ -29,6 +29,7 @@ _calls = []
 _in_flight = {}  # call index -> class
 _max_in_flight = 0
 _latency_scale = 1.0
+_window_peak = 0  # most calls in flight since the last take_peak()
 
 
 def set_latency_scale(factor):
@@ -39,18 +40,28 @@ def set_latency_scale(factor):
 
 @contextlib.contextmanager
 def _traced(name, kind, *args, **kwargs):
-    global _max_in_flight
+    global _max_in_flight, _window_peak
     with _lock:
         idx = len(_calls)
         _calls.append({"name": name, "kind": kind, "args": repr(args), "kwargs": repr(kwargs),
                        "in_flight": sorted(_in_flight.values())})
         _in_flight[idx] = kind
         _max_in_flight = max(_max_in_flight, len(_in_flight))
+        _window_peak = max(_window_peak, len(_in_flight))
     try:
         yield
     finally:
         with _lock:
             del _in_flight[idx]
+
+
+def take_peak():
+    """The most calls in flight at once since the previous take_peak() (or the start); resets it.
+    Lets a program check the parallelism of each function separately."""
+    global _window_peak
+    with _lock:
+        peak, _window_peak = _window_peak, len(_in_flight)
+    return peak
 
 
 @atexit.register
