@@ -333,6 +333,16 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         d.set_item("external_calls", ext)?;
         d.set_item("peak_in_flight", t.run.peak_in_flight)?;
         d.set_item("queue_wait_ms", t.run.queue_wait_ns as f64 / 1e6)?;
+        // Memory of the evaluator: most λO variables alive at once in a run, and the fixed
+        // bytes of one variable / statement / controller (reclaimed variables are reused).
+        d.set_item("peak_slots", t.run.peak_slots)?;
+        let (slot, work, ctrl) = crate::lambda_o::eval::layout::<crate::host::PyHost>();
+        let mem = PyDict::new_bound(py);
+        mem.set_item("slot_bytes", slot)?;
+        mem.set_item("statement_bytes", work)?;
+        mem.set_item("controller_bytes", ctrl)?;
+        d.set_item("runtime_layout", mem)?;
+        d.set_item("term_resolutions", t.run.term_resolutions)?;
         d.set_item("nested_plain_runs", t.declined_nested)?;
         Ok(d.unbind())
     })

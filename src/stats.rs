@@ -16,6 +16,8 @@ pub struct RunStats {
     pub queue_wait_ns: u64,
     /// Most λO variables (slots) alive at once in one run (reclaimed ones not counted).
     pub peak_slots: u64,
+    /// External calls whose result was a λO expression (instantiated in place of a value).
+    pub term_resolutions: u64,
 }
 
 impl RunStats {
@@ -37,5 +39,6 @@ impl RunStats {
         self.peak_in_flight = self.peak_in_flight.max(o.peak_in_flight);
         self.queue_wait_ns += o.queue_wait_ns;
         self.peak_slots = self.peak_slots.max(o.peak_slots);
+        self.term_resolutions += o.term_resolutions;
     }
 }

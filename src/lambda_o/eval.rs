@@ -175,6 +175,16 @@ fn stricter(a: Class, b: Class) -> bool {
     rank(a) > rank(b)
 }
 
+/// Bytes of the evaluator's fixed per-object state for host `H`: one λO variable (slot and its
+/// reference count), one statement work item, one controller (without its argument vectors).
+pub fn layout<H: Host>() -> (usize, usize, usize) {
+    (
+        std::mem::size_of::<Slot<H::Prim, H::Error>>() + std::mem::size_of::<u32>(),
+        std::mem::size_of::<Work<H::Prim>>(),
+        std::mem::size_of::<Ctrl<H::Prim>>(),
+    )
+}
+
 /// Run `program` (entry params [S, args...], result (S', value)) to quiescence.
 pub fn run<H: Host>(
     host: &mut H,
@@ -1157,7 +1167,20 @@ impl<'a, H: Host> Eval<'a, H> {
         match r {
             Ok(v) => {
                 let result = self.ctrls[cid].result;
-                self.resolve(result, Value::Prim(v));
+                match self.host.as_term(&v) {
+                    None => self.resolve(result, Value::Prim(v)),
+                    Some((prog, fid, args)) => {
+                        // Resolve to a λO expression: instantiate it; the call's result follows
+                        // the expression's.
+                        let token = Token { r: self.futs.new_resolved(), w: self.futs.new_resolved() };
+                        let mut params = vec![self.new_slot(Value::Seq(token))];
+                        for a in args {
+                            params.push(self.new_slot(Value::Prim(a)));
+                        }
+                        self.stats.term_resolutions += 1;
+                        self.call_into(&prog, fid, &[], &params, result);
+                    }
+                }
                 self.ctrls[cid].phase = Phase::Completed;
                 let w = self.ctrl_work[cid];
                 self.ready.push_back(w);
