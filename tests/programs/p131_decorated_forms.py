@@ -3,7 +3,7 @@
 import functools
 
 from poppy_jit import poppy
-from _ext import llm, log, lookup, set_latency_scale
+from _ext import llm, lookup, set_latency_scale
 
 set_latency_scale(0.1)
 

@@ -12,7 +12,7 @@ import textwrap
 from collections import Counter, defaultdict, deque, namedtuple
 
 from poppy_jit import poppy
-from _ext import llm, log, lookup, set_latency_scale
+from _ext import llm, lookup, set_latency_scale
 
 set_latency_scale(0.1)
 Scored = namedtuple("Scored", "name score")

@@ -7,7 +7,7 @@ import os
 import tempfile
 
 from poppy_jit import poppy
-from _ext import llm, log, lookup, set_latency_scale
+from _ext import llm, lookup, set_latency_scale
 
 set_latency_scale(0.1)
 WORKDIR = tempfile.mkdtemp(prefix="poppy-corpus-")
