@@ -73,6 +73,34 @@ def test_program_differential(path):
     assert abs(sum(e["ms"] for e in times) - stats["compile_ms"]) < 1e-6 * len(times) + 1e-9
 
 
+def test_summary_reports_compiled_and_fallbacks(capsys):
+    """`difftest.py --summary` prints per program the @poppy functions defined, compiled and
+    fallen back, and a total line with the fallback reasons grouped (without their lines)."""
+    pytest.importorskip("poppy_jit._core")
+    name = "p100_tree_of_thoughts.py"
+    assert difftest.main(["--summary", name]) == 0
+    out = capsys.readouterr().out.splitlines()
+    defined = len(difftest.poppy_functions(difftest.PROGRAMS_DIR / name))
+    row = next(ln for ln in out if ln.startswith("ok") and name in ln).split()
+    assert row[row.index("@poppy") + 1] == str(defined)
+    compiled, fell_back = int(row[row.index("compiled") + 1]), int(row[row.index("fallback") + 1])
+    assert compiled >= 1 and fell_back >= 1  # p100 has a generator expression and a lambda
+    total = next(ln for ln in out if ln.startswith("summary:"))
+    assert f"{defined} @poppy functions in 1 programs; {compiled} compiled, {fell_back} fell back" \
+        in total
+    reasons = out[out.index(total) + 1:]
+    assert sum(int(r.split(" x ")[0]) for r in reasons) == fell_back
+    assert all("line" not in r for r in reasons)
+
+
+def test_reason_kind_groups_reasons_without_lines():
+    assert difftest._reason_kind("exception handling (try/with) at line 12") == \
+        "exception handling"
+    assert difftest._reason_kind("closure: locals captured by an inner function (x) at line 3") \
+        == "closure: locals captured by an inner function"
+    assert difftest._reason_kind("") == "?"
+
+
 def test_fallback_reasons_must_name_a_line():
     assert check_fallbacks(None) == [] and check_fallbacks({"fallbacks": []}) == []
     assert check_fallbacks({"fallbacks": [{"function": "f", "reason": "try at line 3"}]}) == []
