@@ -13,6 +13,7 @@ import types
 from ._annotations import classify  # noqa: F401 (used by the Rust host)
 from ._intrinsics import INTRINSICS, bound_check, intrinsic  # noqa: F401 (used by the Rust host)
 from ._decorators import unordered
+from ._loop import take_cancel  # noqa: F401 (used by the Rust host)
 
 # Exit-status helpers used by lowering (src/lower.rs): 0 normal, 1 break, 2 continue, 3 return.
 HELPERS = {

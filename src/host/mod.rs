@@ -400,10 +400,20 @@ impl<'py> Host for PyHost<'py> {
 
     fn wait(&mut self) -> Result<Vec<(TaskId, Result<Obj, PyErrRef>)>, PyErrRef> {
         let py = self.py;
+        let rt = self.rt.clone();
         let ex = self.executor().map_err(PyErrRef::new)?;
         if ex.queue.borrow().is_empty() {
             // An exception out of the loop itself (KeyboardInterrupt while waiting) aborts the run.
             ex.run_forever.call0().map_err(PyErrRef::new)?;
+            if ex.queue.borrow().is_empty() {
+                // Woken with nothing finished: was the run cancelled (`await poppy_jit.run`'s
+                // caller was)? Then abort; `finish` cancels what is in flight.
+                let cancelled = rt.call_method0("take_cancel").and_then(|c| c.is_truthy()).map_err(PyErrRef::new)?;
+                if cancelled {
+                    let e = pyo3::exceptions::asyncio::CancelledError::new_err("poppy_jit.run was cancelled");
+                    return Err(PyErrRef::new(e));
+                }
+            }
         }
         let done: Vec<(TaskId, Obj)> = std::mem::take(&mut *ex.queue.borrow_mut());
         let mut out = Vec::with_capacity(done.len());
