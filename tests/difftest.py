@@ -17,7 +17,9 @@ call never starts while a readonly or sequential call is in flight, and a readon
 starts while a sequential call is in flight.  A `# difftest: min_in_flight=N` line in a program
 requires at least N external calls in flight at once under PYTHONPOPPY=1; `# difftest:
 expect_rc=N` gives the expected exit code (default 0); `# difftest: xfail=1` marks a program that
-exposes a known poppy_jit bug (the pytest test is a strict xfail: it is reported once fixed).
+exposes a known poppy_jit bug (the pytest test is a strict xfail: it is reported once fixed);
+`# difftest: threads=1` a program that runs external calls on several threads itself (so its
+plain run is not one call at a time either).
 
 Under PYTHONPOPPY=1, _ext.py writes `poppy_jit.stats()` into the trace: which @poppy functions
 compiled and which fell back, and why.  Every fallback must name a reason and a line.

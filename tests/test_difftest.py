@@ -36,16 +36,18 @@ def test_poppy_functions_are_found_by_parsing(tmp_path):
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
 def test_program_plain_run(path):
-    """Each program runs under plain CPython as its directives say, strictly one call at a time,
-    and records a trace whose classes match _ext's annotations."""
+    """Each program runs under plain CPython as its directives say, strictly one call at a time
+    (unless it runs threads itself: `# difftest: threads=1`), and records a trace whose classes
+    match _ext's annotations."""
     run = difftest.run_program(path, poppy=False)
     expect = difftest.directives(path)
     assert run.rc == expect.get("expect_rc", 0), run.stderr
     assert run.stdout.strip()
     calls = run.trace["calls"]
     assert calls, "program made no traced external call"
-    assert run.trace["max_in_flight"] == 1
-    assert all(c["in_flight"] == [] for c in calls)
+    if not expect.get("threads"):  # a program running its own threads overlaps calls itself
+        assert run.trace["max_in_flight"] == 1
+        assert all(c["in_flight"] == [] for c in calls)
     kinds = {"llm": "unordered", "lookup": "unordered", "read": "readonly",
              "write": "sequential", "log": "sequential", "note": "sequential"}
     assert all(kinds[c["name"]] == c["kind"] for c in calls)

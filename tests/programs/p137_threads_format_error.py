@@ -3,6 +3,7 @@
 # thread scheduling), `next` with a default, and then a format spec that does not fit the LLM's
 # reply (ValueError raised by an f-string in compiled code).
 # difftest: expect_rc=1
+# difftest: threads=1
 from concurrent.futures import ThreadPoolExecutor
 
 from poppy_jit import poppy
