@@ -223,10 +223,11 @@ def compare_runs(plain: Run, popped: Run, expect: dict | None = None) -> list:
     return problems
 
 
-def difftest_runs(path: Path) -> tuple:
-    """(problems, the PYTHONPOPPY=1 run)."""
+def difftest_runs(path: Path, plain: Run | None = None) -> tuple:
+    """(problems, the PYTHONPOPPY=1 run); `plain`: the plain run if already made."""
     popped = run_program(path, poppy=True)
-    return compare_runs(run_program(path, poppy=False), popped, directives(path)), popped
+    plain = plain if plain is not None else run_program(path, poppy=False)
+    return compare_runs(plain, popped, directives(path)), popped
 
 
 def difftest(path: Path) -> list:

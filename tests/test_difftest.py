@@ -1,4 +1,6 @@
 """Differential tests (plain CPython vs PYTHONPOPPY=1) and tests of the harness's own checks."""
+import functools
+
 import pytest
 from hypothesis import given, strategies as st
 
@@ -11,6 +13,12 @@ IDS = [p.name for p in PROGRAMS]
 DIFF_PARAMS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(
     strict=True, reason="known poppy_jit bug (see the program's header)")]
     if difftest.directives(p).get("xfail") else []) for p in PROGRAMS]
+
+
+@functools.lru_cache(maxsize=None)
+def plain_run(path):
+    """Each program's plain CPython run, made once for both tests below."""
+    return difftest.run_program(path, poppy=False)
 
 
 def test_enough_programs():
@@ -39,7 +47,7 @@ def test_program_plain_run(path):
     """Each program runs under plain CPython as its directives say, strictly one call at a time
     (unless it runs threads itself: `# difftest: threads=1`), and records a trace whose classes
     match _ext's annotations."""
-    run = difftest.run_program(path, poppy=False)
+    run = plain_run(path)
     expect = difftest.directives(path)
     assert run.rc == expect.get("expect_rc", 0), run.stderr
     assert run.stdout.strip()
@@ -60,7 +68,7 @@ def test_program_differential(path):
     """Same stdout, exit code, error and trace (modulo allowed reorderings) under PYTHONPOPPY=1;
     every @poppy function that fell back names its reason and line."""
     pytest.importorskip("poppy_jit._core")
-    problems, popped = difftest.difftest_runs(path)
+    problems, popped = difftest.difftest_runs(path, plain_run(path))
     assert not problems, "\n".join(problems)
     stats = popped.poppy_stats
     assert stats is not None, "the PYTHONPOPPY=1 run wrote no poppy_jit.stats()"
