@@ -43,7 +43,21 @@ def read_before_append(xs):
     b = lookup(lst)
     return a, b
 
+@poppy
+def running_summaries(questions):
+    """A natural trigger: summarise the conversation so far after each turn. CPython's i-th call
+    sees the first i+1 turns. Under PYTHONPOPPY=1 each turn's append waits for the previous
+    turn's `summaries.append` (which waits for that summary), while the unordered call waits for
+    nothing and runs first: every call sees only ['hi']."""
+    history = []
+    summaries = []
+    for q in questions:
+        history.append(q)
+        summaries.append(llm(history)[:12])
+    return summaries
+
 
 print(mutate_after_unordered(["x", "y"]))
 print(dict_passed_then_cleared({"b": 2, "a": 1}))
 print(read_before_append(["q"]))
+print(running_summaries(["hi", "how are you", "bye"]))
