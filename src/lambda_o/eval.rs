@@ -335,7 +335,7 @@ impl<'a, H: Host> Eval<'a, H> {
         let mut dead = std::mem::take(&mut self.dead);
         dead.push(s);
         while let Some(s) = dead.pop() {
-            debug_assert!(self.refs[s] > 0, "λO slot {s} released more often than retained");
+            assert!(self.refs[s] > 0, "λO slot {s} released more often than retained");
             self.refs[s] -= 1;
             if self.refs[s] > 0 {
                 continue;
