@@ -1,11 +1,8 @@
-# KNOWN BUG (xfail): an @unordered external (async `llm`, blocking `lookup`) called with a
-# mutable argument (a list, a dict) that the @poppy function mutates right after the call.
-# CPython passes the object as it is at the call; under PYTHONPOPPY=1 the coroutine body (or the
-# worker thread) reads the argument after the later mutation (`buf.append`, a sequential helper clearing a dict), so the
-# external sees the mutated object: different return value, stdout and trace. The other direction
-# too: an @unordered call *after* a mutation that waits for an LLM reply (`lst.append(llm(...))`)
-# runs before the mutation and sees the old list (read_before_append).
-# difftest: xfail=1
+# An @unordered external (async `llm`, blocking `lookup`) called with a mutable argument (a list,
+# a dict) that the @poppy function mutates right after the call, or after a mutation that waits
+# for an LLM reply. CPython passes the object as it is at the call, so the external must see it
+# then. (Found by this corpus: such calls used to stay unordered and saw the mutated object, or
+# ran before an earlier pending append; since main 922fd9d they are ordered as reads.)
 from poppy_jit import poppy
 from _ext import llm, lookup, set_latency_scale
 
