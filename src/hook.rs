@@ -67,6 +67,8 @@ struct Totals {
     runtime_ns: u64,
     runtime_cpu_ns: u64,
     fallbacks: Vec<(String, String)>,
+    /// Each translation attempt: qualname, nanoseconds, compiled (false: fell back).
+    compile_times: Vec<(String, u64, bool)>,
     declined_nested: u64,
 }
 
@@ -133,12 +135,14 @@ impl CodeEntry {
                 with_totals(py, |t| {
                     t.functions_compiled += 1;
                     t.compile_ns += ns;
+                    t.compile_times.push((name, ns, true));
                 });
                 EntryState::Compiled(Rc::new(c))
             }
             Err(reason) => {
                 with_totals(py, |t| {
                     t.compile_ns += ns;
+                    t.compile_times.push((name.clone(), ns, false));
                     t.fallbacks.push((name, reason.clone()));
                 });
                 EntryState::Fallback
@@ -307,6 +311,15 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
             fb.append(e)?;
         }
         d.set_item("fallbacks", fb)?;
+        let ct = PyList::empty_bound(py);
+        for (f, ns, ok) in &t.compile_times {
+            let e = PyDict::new_bound(py);
+            e.set_item("function", f)?;
+            e.set_item("ms", *ns as f64 / 1e6)?;
+            e.set_item("compiled", *ok)?;
+            ct.append(e)?;
+        }
+        d.set_item("compile_times", ct)?;
         d.set_item("runs", t.runs)?;
         // Wall time of runs (including waiting for externals).
         // CPU time of the calling thread during runs (evaluator, controllers, sync externals).

@@ -193,7 +193,7 @@ def format_stats(st: dict) -> str:
             rows.append((key, str(value)))
 
     for key, value in st.items():
-        if key != "fallbacks":
+        if key not in ("fallbacks", "compile_times"):  # compile_times: one entry per function
             add(key, value)
     width = max((len(k) for k, _ in rows), default=0)
     lines = ["poppy_jit stats", "-" * 15]
