@@ -8,6 +8,7 @@
  * already-bound arguments from localsplus.
  */
 #include "poppy_shim.h"
+#include "frameobject.h"
 #include "internal/pycore_frame.h"
 #include "internal/pycore_code.h"
 
@@ -98,4 +99,47 @@ void *poppy_shim_get_mark(PyObject *code) {
         return NULL;
     }
     return mark;
+}
+
+/* A frame object for `func`'s code, standing for a @poppy frame that the λO run replaced, for a
+ * traceback entry (the frame CPython would have had on the stack when the external failed).
+ * PyFrame_New gives a frame of the right code whose function is a stand-in without closure;
+ * it is replaced by `func` itself (f_globals/f_builtins are borrowed from the function in 3.11,
+ * so they follow it), so that f_locals works even for code with free variables. The arguments
+ * and free variables are filled in as CPython would have them, and the frame is positioned at
+ * code unit `lasti / 2` (or at the first unit when lasti < 0) so f_lineno is right. */
+PyObject *poppy_shim_frame(PyObject *func, PyObject *const *args, Py_ssize_t nargs, int lasti) {
+    if (!PyFunction_Check(func)) {
+        PyErr_SetString(PyExc_TypeError, "poppy_jit: frame for a non-function");
+        return NULL;
+    }
+    PyFunctionObject *fn = (PyFunctionObject *)func;
+    PyCodeObject *code = (PyCodeObject *)fn->func_code;
+    PyFrameObject *f = PyFrame_New(PyThreadState_Get(), code, fn->func_globals, NULL);
+    if (f == NULL) {
+        return NULL;
+    }
+    _PyInterpreterFrame *fr = f->f_frame;
+    PyFunctionObject *stand_in = fr->f_func;
+    fr->f_func = (PyFunctionObject *)Py_NewRef(func);
+    fr->f_globals = fn->func_globals;
+    fr->f_builtins = fn->func_builtins;
+    Py_XDECREF(stand_in);
+    if (nargs > code->co_nlocalsplus) {
+        nargs = code->co_nlocalsplus;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        Py_XSETREF(fr->localsplus[i], Py_XNewRef(args[i]));
+    }
+    PyObject *closure = fn->func_closure;
+    if (closure != NULL && PyTuple_Check(closure) && PyTuple_GET_SIZE(closure) == code->co_nfreevars) {
+        int offset = code->co_nlocals + code->co_nplaincellvars;
+        for (int i = 0; i < code->co_nfreevars; i++) {
+            Py_XSETREF(fr->localsplus[offset + i], Py_NewRef(PyTuple_GET_ITEM(closure, i)));
+        }
+    }
+    Py_ssize_t units = Py_SIZE(code);
+    Py_ssize_t at = lasti >= 0 ? lasti / 2 : 0;
+    fr->prev_instr = _PyCode_CODE(code) + (at < units ? at : 0);
+    return (PyObject *)f;
 }

@@ -17,4 +17,7 @@ int poppy_shim_is_installed(void);
 int poppy_shim_set_mark(PyObject *code, void *payload);
 void *poppy_shim_get_mark(PyObject *code);
 PyObject *poppy_shim_decline(void);
+/* A frame object standing for `func`'s frame stopped at byte offset `lasti` with the given
+ * arguments (a traceback entry for a frame the runtime replaced). New reference or NULL. */
+PyObject *poppy_shim_frame(PyObject *func, PyObject *const *args, Py_ssize_t nargs, int lasti);
 #endif

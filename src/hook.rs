@@ -35,6 +35,7 @@ extern "C" {
     fn poppy_shim_set_mark(code: *mut ffi::PyObject, payload: *mut c_void) -> c_int;
     fn poppy_shim_get_mark(code: *mut ffi::PyObject) -> *mut c_void;
     fn poppy_shim_decline() -> *mut ffi::PyObject;
+    fn poppy_shim_frame(func: *mut ffi::PyObject, args: *const *mut ffi::PyObject, nargs: ffi::Py_ssize_t, lasti: c_int) -> *mut ffi::PyObject;
 }
 
 /// A successful translation.
@@ -208,6 +209,7 @@ fn run_frame(py: Python<'_>, entry: &CodeEntry, func: &Bound<'_, PyAny>, locals:
         .map(|i| unsafe { Bound::from_borrowed_ptr(py, *locals.add(i)) }.unbind())
         .collect();
     let mut host = PyHost::new(py, &qualname(func))?;
+    host.set_frame(func.clone().unbind(), args.iter().map(|a| a.clone_ref(py)).collect());
     let mut stats = RunStats::default();
     let time = py.import_bound("time")?;
     let cpu0: f64 = time.call_method0("thread_time")?.extract()?;
@@ -293,6 +295,18 @@ fn mark_poppy(py: Python<'_>, code: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
+/// A frame object standing for a @poppy function's frame stopped at byte offset `lasti` with
+/// `args` bound (used by `poppy_jit._traceback` for the traceback entry of a replaced frame).
+#[pyfunction]
+fn _frame(py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, pyo3::types::PyTuple>, lasti: i32) -> PyResult<PyObject> {
+    let argv: Vec<*mut ffi::PyObject> = args.iter().map(|a| a.as_ptr()).collect();
+    let f = unsafe { poppy_shim_frame(func.as_ptr(), argv.as_ptr(), argv.len() as ffi::Py_ssize_t, lasti) };
+    if f.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(unsafe { PyObject::from_owned_ptr(py, f) })
+}
+
 #[pyfunction]
 fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
     with_totals(py, |t| {
@@ -369,5 +383,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stats, m)?)?;
     m.add_function(wrap_pyfunction!(reset_stats, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
+    m.add_function(wrap_pyfunction!(_frame, m)?)?;
     Ok(())
 }

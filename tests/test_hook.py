@@ -168,3 +168,169 @@ def test_zero_edit_config_errors_are_clear(tmp_path):
                        env=env, timeout=60)
     assert p.returncode != 0
     assert "PYTHONPOPPY_CONFIG" in p.stderr and "sometimes" in p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Tracebacks: the @poppy frames a run replaced appear where CPython has them.
+
+TRACEBACK_PROGRAM = '''
+import asyncio, os, sys, time, traceback
+import poppy_jit
+from poppy_jit import poppy, sequential, unordered
+
+@sequential
+def ext(x):
+    if x == 2:
+        raise ValueError(f"bad {x}")
+    return x
+
+@unordered
+async def aext(x):
+    await asyncio.sleep(0.01)
+    if x == 2:
+        raise KeyError(x)
+    return x
+
+@unordered(blocking=True)
+def bext(x):
+    time.sleep(0.01)
+    if x == 2:
+        raise RuntimeError(x)
+    return x
+
+@poppy
+def sync_case(n):
+    a = ext(1)
+    b = ext(n)
+    return a + b
+
+@poppy
+def async_case(n):
+    a = aext(1)
+    b = aext(n)
+    return a + b
+
+@poppy
+def blocking_case(n):
+    a = bext(1)
+    b = bext(n)
+    return a + b
+
+@poppy
+def div_case(n):
+    a = ext(1)
+    return a / (n - 2)
+
+@poppy
+def getitem_case(n):
+    d = {"a": ext(1)}
+    return d["b"]
+
+@poppy
+def inner(n):
+    x = ext(1)
+    y = ext(n)
+    return x + y
+
+@poppy
+def nested_case(n):
+    a = ext(1)
+    b = inner(n)
+    return a + b
+
+class K:
+    @poppy
+    def meth(self, n):
+        a = ext(1)
+        return ext(n) + a
+
+def method_case(n):
+    return K().meth(n)
+
+@poppy
+def unused_args_case(n, m=5, *, key="k"):
+    a = ext(1)
+    b = ext(n)
+    return a + b
+
+def outer_plain(case):
+    return case(2)
+
+# Frames of poppy_jit's own machinery (the decorator's wrapper, the event loop or worker thread
+# that ran an external) differ by construction; everything else must be CPython's.
+SKIP = ("/poppy_jit/", "/asyncio/", "/concurrent/", "/threading.py")
+
+for case in [sync_case, async_case, blocking_case, div_case, getitem_case, nested_case,
+             method_case, unused_args_case]:
+    try:
+        outer_plain(case)
+        print(case.__name__, "no error")
+    except Exception as e:
+        text = traceback.format_exception(e)
+        # (file, line, function) of each entry; the source line and carets are not compared
+        # (for a failure of an operation rather than a call, which one of several on the line
+        # failed is not known, and the entry has no carets).
+        frames = [l.strip().splitlines()[0] for l in text if l.lstrip().startswith("File ")
+                  and not any(s in l.splitlines()[0] for s in SKIP)]
+        print(case.__name__, type(e).__name__, frames, getattr(e, "__notes__", None))
+        tb = e.__traceback__
+        while tb is not None:  # every frame is a working frame object
+            assert isinstance(tb.tb_frame.f_locals, dict)
+            code = tb.tb_frame.f_code
+            if code.co_filename == __file__ and code.co_name != "<module>":
+                assert tb.tb_frame.f_lineno == tb.tb_lineno, (code.co_name, tb.tb_lineno)
+            tb = tb.tb_next
+if poppy_jit.is_enabled():
+    s = poppy_jit.stats()
+    print("STATS", s["runs"], s["fallbacks"], s["nested_plain_runs"])
+'''
+
+
+def test_traceback_frames_match_cpython(tmp_path):
+    prog = tmp_path / "tbprog.py"
+    prog.write_text(TRACEBACK_PROGRAM)
+    env = dict(os.environ)
+    env.pop("PYTHONPOPPY", None)
+    plain = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env,
+                           timeout=120)
+    env["PYTHONPOPPY"] = "1"
+    popped = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env,
+                            timeout=120)
+    assert plain.returncode == 0 and popped.returncode == 0, (plain.stderr, popped.stderr)
+    p_lines = plain.stdout.splitlines()
+    q_lines = [l for l in popped.stdout.splitlines() if not l.startswith("STATS")]
+    assert len(p_lines) == 8
+    for p, q in zip(p_lines, q_lines):
+        assert p == q
+    # Every case ran compiled (none fell back or ran nested), so the frames are the runtime's.
+    assert "STATS 8 [] 0" in popped.stdout, popped.stdout
+    # The @poppy function's own entry is there, at the failing call's line.
+    sync = [l for l in q_lines if l.startswith("sync_case")][0]
+    assert "in sync_case" in sync and "in ext" in sync and "None" in sync  # no fallback note
+    nested = [l for l in q_lines if l.startswith("nested_case")][0]
+    assert nested.index("in nested_case") < nested.index("in inner") < nested.index("in ext")
+
+
+def test_stand_in_frame_has_arguments_and_free_variables():
+    """The frame object standing for a replaced @poppy frame (poppy_jit._core._frame)."""
+    from poppy_jit import _core  # not enabling the hook: only the frame helper is used
+
+    def make(k):
+        def f(a, b):
+            c = a + b + k
+            return c
+        return f
+
+    f = make(10)
+    line = f.__code__.co_firstlineno + 1
+    offsets = [2 * i for i, p in enumerate(f.__code__.co_positions()) if p[0] == line]
+    frame = _core._frame(f, (1, 2), offsets[0])
+    assert frame.f_code is f.__code__
+    assert frame.f_lineno == line
+    assert frame.f_globals is f.__globals__
+    assert frame.f_locals == {"a": 1, "b": 2, "k": 10}
+    import types
+    tb = types.TracebackType(None, frame, offsets[0], line)
+    assert tb.tb_frame is frame
+    with pytest.raises(TypeError):
+        _core._frame(len, (), -1)

@@ -173,6 +173,10 @@ pub struct PyHost<'py> {
     /// Callees seen in this run, by object address (every callee stays alive in the run's
     /// slots until the run ends, so addresses are not reused meanwhile).
     callees: HashMap<usize, Rc<Callee>>,
+    /// The @poppy function this run stands for and its arguments, and the @poppy functions
+    /// inlined into the run: what a failure's traceback entries are built from.
+    frame: Option<(Obj, Vec<Obj>)>,
+    inlined: Vec<Obj>,
 }
 
 /// `poppy_jit._trace` if tracing is enabled.
@@ -220,7 +224,14 @@ impl<'py> PyHost<'py> {
             run_start,
             run_name: name.to_string(),
             callees: HashMap::new(),
+            frame: None,
+            inlined: Vec::new(),
         })
+    }
+
+    /// The function (and arguments) whose frame this run replaces.
+    pub fn set_frame(&mut self, func: Obj, args: Vec<Obj>) {
+        self.frame = Some((func, args));
     }
 
     /// End of a run: cancel and reap anything still in flight (only possible when the run was
@@ -328,7 +339,11 @@ impl<'py> Host for PyHost<'py> {
         if !kwnames.is_empty() {
             return None;
         }
-        crate::hook::inline_program(self.py, f.bind(self.py), nargs)
+        let program = crate::hook::inline_program(self.py, f.bind(self.py), nargs)?;
+        if !self.inlined.iter().any(|g| g.is(f)) {
+            self.inlined.push(f.clone_ref(self.py));
+        }
+        Some(program)
     }
 
     fn classify_callee(&mut self, f: &Obj) -> Option<Class> {
@@ -421,12 +436,38 @@ impl<'py> Host for PyHost<'py> {
     }
 
     fn note_failure(&mut self, e: PyErrRef, line: u32, later: Vec<Obj>) -> PyErrRef {
-        // The @poppy function's frame is not on the stack while λO runs, so the traceback does
-        // not show where in it the call was made: say it in a note (PEP 678).
+        // The @poppy function's frame is not on the stack while λO runs: put the entries CPython
+        // would have had into the traceback (poppy_jit._traceback), with a note (PEP 678) for
+        // what they cannot show.
         let py = self.py;
+        let err = e.to_pyerr(py);
+        let value = err.value_bound(py).clone();
+        // A fetched error keeps its traceback beside the value until it is raised again.
+        if let Some(tb) = err.traceback_bound(py) {
+            let _ = value.setattr("__traceback__", tb);
+        }
         let mut notes = Vec::new();
         if line > 0 {
-            notes.push(format!("poppy_jit: raised by the external call at line {line} of {}", self.run_name));
+            let placed = match &self.frame {
+                Some((func, args)) => py.import_bound("poppy_jit._traceback").and_then(|m| {
+                    let args = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
+                    let inlined = pyo3::types::PyList::new_bound(py, self.inlined.iter().map(|f| f.bind(py)));
+                    m.call_method1("place", (&value, func.bind(py), args, inlined, line))
+                }),
+                None => Ok(PyString::new_bound(
+                    py,
+                    &format!("poppy_jit: raised by the external call at line {line} of {}", self.run_name),
+                )
+                .into_any()),
+            };
+            match placed {
+                Ok(note) if note.is_none() => {}
+                Ok(note) => notes.push(note.to_string()),
+                Err(tb_err) => {
+                    tb_err.print(py);
+                    notes.push(format!("poppy_jit: raised by the external call at line {line} of {}", self.run_name));
+                }
+            }
         }
         if !later.is_empty() {
             let names: Vec<String> = later
@@ -446,14 +487,11 @@ impl<'py> Host for PyHost<'py> {
                 names.join(", ")
             ));
         }
-        if notes.is_empty() {
-            return e;
-        }
-        let err = e.to_pyerr(py);
         for note in notes {
-            let _ = err.value_bound(py).call_method1("add_note", (note,));
+            let _ = value.call_method1("add_note", (note,));
         }
-        PyErrRef::new(err)
+        // A fresh PyErr, so that restoring it raises the traceback set on the value.
+        PyErrRef::new(PyErr::from_value_bound(value.into_any()))
     }
 
     fn tracing(&self) -> bool {
