@@ -176,7 +176,10 @@ pub struct PyHost<'py> {
     /// The @poppy function this run stands for and its arguments, and the @poppy functions
     /// inlined into the run: what a failure's traceback entries are built from.
     frame: Option<(Obj, Vec<Obj>)>,
-    inlined: Vec<Obj>,
+    /// Each inlined function with the number of times it was inlined in this run.
+    inlined: Vec<(Obj, usize)>,
+    /// sys.getrecursionlimit(), read when the run first inlines a call.
+    recursion_limit: Option<usize>,
 }
 
 /// `poppy_jit._trace` if tracing is enabled.
@@ -226,6 +229,7 @@ impl<'py> PyHost<'py> {
             callees: HashMap::new(),
             frame: None,
             inlined: Vec::new(),
+            recursion_limit: None,
         })
     }
 
@@ -339,9 +343,21 @@ impl<'py> Host for PyHost<'py> {
         if !kwnames.is_empty() {
             return None;
         }
-        let program = crate::hook::inline_program(self.py, f.bind(self.py), nargs)?;
-        if !self.inlined.iter().any(|g| g.is(f)) {
-            self.inlined.push(f.clone_ref(self.py));
+        let py = self.py;
+        let program = crate::hook::inline_program(py, f.bind(py), nargs)?;
+        // Inlining does not use the interpreter's stack, so unbounded recursion would never
+        // raise RecursionError: past sys.getrecursionlimit() inlined calls of one function in a
+        // run, further calls go through CPython (a nested plain run), where the limit applies.
+        let limit = *self.recursion_limit.get_or_insert_with(|| {
+            py.import_bound("sys")
+                .and_then(|s| s.call_method0("getrecursionlimit"))
+                .and_then(|l| l.extract())
+                .unwrap_or(1000)
+        });
+        match self.inlined.iter_mut().find(|(g, _)| g.is(f)) {
+            Some((_, n)) if *n >= limit => return None,
+            Some((_, n)) => *n += 1,
+            None => self.inlined.push((f.clone_ref(py), 1)),
         }
         Some(program)
     }
@@ -451,7 +467,7 @@ impl<'py> Host for PyHost<'py> {
             let placed = match &self.frame {
                 Some((func, args)) => py.import_bound("poppy_jit._traceback").and_then(|m| {
                     let args = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
-                    let inlined = pyo3::types::PyList::new_bound(py, self.inlined.iter().map(|f| f.bind(py)));
+                    let inlined = pyo3::types::PyList::new_bound(py, self.inlined.iter().map(|(f, _)| f.bind(py)));
                     m.call_method1("place", (&value, func.bind(py), args, inlined, line))
                 }),
                 None => Ok(PyString::new_bound(
