@@ -162,8 +162,7 @@ def test_keyboard_interrupt_cancels_in_flight_externals():
     import signal
     from poppy_jit import _loop
 
-    started = []
-    cancelled = []
+    started, cancelled, finished = [], [], []
 
     @unordered
     async def slow(x):
@@ -173,12 +172,26 @@ def test_keyboard_interrupt_cancels_in_flight_externals():
         except asyncio.CancelledError:
             cancelled.append(x)
             raise
+        finished.append(x)
+        return x
+
+    @sequential
+    def busy(x):
+        t = time.monotonic()
+        while time.monotonic() - t < 30 and not finished:
+            pass
         return x
 
     @poppy
     def main():
         a = slow(1)
         b = slow(2)
+        return a + b
+
+    @poppy
+    def main_sync():
+        a = slow(3)      # in flight (under poppy) while busy() runs and gets the interrupt
+        b = busy(4)
         return a + b
 
     @unordered
@@ -190,33 +203,39 @@ def test_keyboard_interrupt_cancels_in_flight_externals():
     def again():
         return quick(1) + quick(2)
 
+    def interrupt_soon():
+        # A real SIGINT to the main thread (it wakes the loop's selector, as Ctrl-C does).
+        t = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+        t.start()
+        return t
+
     before = threading.active_count()
-    # A real SIGINT to the main thread (it wakes the loop's selector, as Ctrl-C does).
-    main_id = threading.main_thread().ident
-    timer = threading.Timer(0.5, signal.pthread_kill, (main_id, signal.SIGINT))
-    timer.start()
-    t0 = time.monotonic()
-    try:
-        main()
-        print("no interrupt")
-    except KeyboardInterrupt:
-        print("interrupted")
-    timer.join()
-    print("fast", time.monotonic() - t0 < 20)
-    if POPPY:
-        # Both calls were in flight together, and the interrupt cancelled both.
-        print("STAT started", sorted(started))
-        print("STAT cancelled", sorted(cancelled))
-    loop = _loop.get_loop()
-    # Plain CPython leaves the interrupted run_until_complete's task pending; the runtime
-    # cancels and reaps what it had in flight.
-    print("STAT tasks_left", len(asyncio.all_tasks(loop)))
+    for fn in (main, main_sync):
+        timer = interrupt_soon()
+        try:
+            fn()
+            print("no interrupt")
+        except KeyboardInterrupt:
+            print("interrupted")
+        timer.join()
+        # Nothing waited for the 30 s sleeps: the interrupt ended the run at once.
+        print("finished", finished)
+        if POPPY:
+            print("STAT started_" + fn.__name__, sorted(started))
+            print("STAT cancelled_" + fn.__name__, sorted(cancelled))
+        loop = _loop.get_loop()
+        # Plain CPython leaves the interrupted run_until_complete's task pending; the runtime
+        # cancels and reaps what it had in flight.
+        print("STAT tasks_left_" + fn.__name__, len(asyncio.all_tasks(loop)))
+        started.clear(); cancelled.clear()
     print("threads back", threading.active_count() == before)
     print("usable again", again())
     ''')
-    assert "interrupted" in out and "fast True" in out and stats["tasks_left"] == 0
+    assert out.count("interrupted") == 2 and out.count("finished []") == 2
     assert "threads back True" in out and "usable again 3" in out
-    assert stats["started"] == [1, 2] and stats["cancelled"] == [1, 2]
+    # Both calls of main were in flight together, and the interrupt cancelled both.
+    assert stats["started_main"] == [1, 2] and stats["cancelled_main"] == [1, 2]
+    assert stats["tasks_left_main"] == 0 and stats["tasks_left_main_sync"] == 0
 
 
 def test_tracer_and_profiler_active():

@@ -180,6 +180,10 @@ pub struct PyHost<'py> {
     inlined: Vec<(Obj, usize)>,
     /// sys.getrecursionlimit(), read when the run first inlines a call.
     recursion_limit: Option<usize>,
+    /// A KeyboardInterrupt or SystemExit raised by a synchronous external: the run is aborted
+    /// (no further call is started, the next `wait` fails with it), as it is when one arrives
+    /// while waiting — rather than waiting for calls still in flight to finish.
+    abort: Option<PyErrRef>,
 }
 
 /// `poppy_jit._trace` if tracing is enabled.
@@ -230,6 +234,7 @@ impl<'py> PyHost<'py> {
             frame: None,
             inlined: Vec::new(),
             recursion_limit: None,
+            abort: None,
         })
     }
 
@@ -405,14 +410,28 @@ impl<'py> Host for PyHost<'py> {
     }
 
     fn dispatch(&mut self, task: TaskId, f: &Obj, args: &[Obj], kwnames: &[String]) -> Dispatch<Obj, PyErrRef> {
-        match self.try_dispatch(task, f, args, kwnames) {
+        if let Some(e) = &self.abort {
+            return Dispatch::Done(Err(e.clone()));
+        }
+        let d = match self.try_dispatch(task, f, args, kwnames) {
             Ok(d) => d,
             Err(e) => Dispatch::Done(Err(PyErrRef::new(e))),
+        };
+        if let Dispatch::Done(Err(e)) = &d {
+            let py = self.py;
+            let v = e.0.value_bound(py);
+            if v.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>() || v.is_instance_of::<pyo3::exceptions::PySystemExit>() {
+                self.abort = Some(e.clone());
+            }
         }
+        d
     }
 
     fn wait(&mut self) -> Result<Vec<(TaskId, Result<Obj, PyErrRef>)>, PyErrRef> {
         let py = self.py;
+        if let Some(e) = &self.abort {
+            return Err(e.clone());
+        }
         let ex = self.executor().map_err(PyErrRef::new)?;
         if ex.queue.borrow().is_empty() {
             // An exception out of the loop itself (KeyboardInterrupt while waiting) aborts the run.
