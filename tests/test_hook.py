@@ -334,3 +334,52 @@ def test_stand_in_frame_has_arguments_and_free_variables():
     assert tb.tb_frame is frame
     with pytest.raises(TypeError):
         _core._frame(len, (), -1)
+
+
+def test_traceback_note_when_inlined_call_chain_is_unknown(tmp_path):
+    """Where the chain of inlined @poppy calls cannot be reconstructed (recursion, a callee
+    called through another name), the innermost frame is still shown and a note says what is
+    missing."""
+    prog = tmp_path / "amb.py"
+    prog.write_text(textwrap.dedent('''
+        import traceback
+        from poppy_jit import poppy, sequential
+
+        @sequential
+        def ext(x):
+            if x == 2:
+                raise ValueError(x)
+            return x
+
+        @poppy
+        def rec(n):
+            if n == 0:
+                return ext(2)
+            return rec(n - 1) + 1
+
+        @poppy
+        def helper(x):
+            return ext(x)
+
+        @poppy
+        def alias_caller(n):
+            h = helper
+            a = ext(1)
+            return h(n) + a
+
+        for f in (rec, alias_caller):
+            try:
+                f(2)
+            except ValueError as e:
+                print([fs.name for fs in traceback.extract_tb(e.__traceback__)
+                       if "poppy_jit" not in fs.filename], getattr(e, "__notes__", None))
+    '''))
+    env = dict(os.environ, PYTHONPOPPY="1")
+    p = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    rec, alias = p.stdout.splitlines()
+    assert rec.startswith("['<module>', 'rec', 'ext']")
+    assert "line 14 of rec; the frames of the inlined @poppy calls" in rec
+    assert alias.startswith("['<module>', 'helper', 'ext']")
+    assert "line 19 of helper" in alias and "from alias_caller are not shown" in alias

@@ -52,8 +52,9 @@ def _call_site(caller, callee) -> int | None:
 
 
 def _chain(top, inlined, line):
-    """[(function, line)] from the run's function down to the one the failing call is in, and
-    whether the chain is complete. None if `line` cannot be attributed to one function."""
+    """([(function, line)] from the run's function down to the one the failing call is in,
+    whether that chain is complete), or the list of candidate functions when `line` cannot be
+    attributed to exactly one."""
     funcs, codes = [top], {top.__code__}
     for f in inlined:
         if f.__code__ not in codes:
@@ -62,7 +63,7 @@ def _chain(top, inlined, line):
     recursive = any(f.__code__ is top.__code__ for f in inlined)
     owners = [f for f in funcs if _at_line(f.__code__, line)[0]]
     if len(owners) != 1:
-        return None
+        return owners
     target = owners[0]
     if target is top:
         return [(top, line)], not recursive
@@ -103,8 +104,9 @@ def place(exc: BaseException, top, args: tuple, inlined: list, line: int) -> str
     from . import _core
 
     found = _chain(top, inlined, line)
-    if found is None:
-        return f"poppy_jit: raised by the external call at line {line} of {top.__qualname__}"
+    if isinstance(found, list):
+        names = " or ".join(f.__qualname__ for f in found or [top])
+        return f"poppy_jit: raised by the external call at line {line} of {names}"
     chain, complete = found
     tb = _strip_runtime(exc.__traceback__)
     # The innermost entry's caret points at the call only when the failure is known to come out
@@ -122,5 +124,5 @@ def place(exc: BaseException, top, args: tuple, inlined: list, line: int) -> str
     if complete:
         return None
     owner = chain[-1][0].__qualname__
-    return (f"poppy_jit: raised by the external call at line {line} of {owner}, a @poppy function "
-            f"inlined into the run of {top.__qualname__}; the calls between them are not shown")
+    return (f"poppy_jit: raised by the external call at line {line} of {owner}; the frames of the "
+            f"inlined @poppy calls that led there from {top.__qualname__} are not shown")
