@@ -120,10 +120,33 @@ def test_external_that_calls_back_into_poppy_code():
     print("direct", inner(3))
     print("STAT runs", stat("runs"))
     print("STAT nested", stat("nested_plain_runs"))
+
+    # Callbacks from a blocking external (a worker thread: its own compiled run there) and from
+    # an async one (inside the running loop: plain).
+    @unordered(blocking=True)
+    def on_thread(x):
+        return inner(x) + 1
+
+    @unordered
+    async def on_loop(x):
+        await asyncio.sleep(0)
+        return inner(x) + 2
+
+    @poppy
+    def fan(x):
+        a = on_thread(x)
+        b = on_thread(x + 1)
+        c = on_loop(x)
+        return a + b + c
+
+    print("fan", [fan(i) for i in range(3)])
+    print("STAT runs_after_fan", stat("runs"))
     ''')
-    assert "result [" in out
+    assert "result [" in out and "fan [14, 28, 48]" in out
     # The callback's inner() ran plainly inside the outer run; inner(3) at top level compiled.
     assert stats["nested"] == 5 and stats["runs"] == 6
+    # 3 fan runs + 6 compiled inner() runs on the worker threads.
+    assert stats["runs_after_fan"] == 6 + 3 + 6
 
 
 def test_deep_recursion_and_recursion_error():
