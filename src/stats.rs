@@ -14,6 +14,10 @@ pub struct RunStats {
     pub peak_in_flight: u64,
     /// Sum over external calls of the time between "arguments ready" and dispatch (controller wait).
     pub queue_wait_ns: u64,
+    /// Most λO variables (slots) alive at once in one run (reclaimed ones not counted).
+    pub peak_slots: u64,
+    /// External calls whose result was a λO expression (instantiated in place of a value).
+    pub term_resolutions: u64,
 }
 
 impl RunStats {
@@ -34,5 +38,7 @@ impl RunStats {
         }
         self.peak_in_flight = self.peak_in_flight.max(o.peak_in_flight);
         self.queue_wait_ns += o.queue_wait_ns;
+        self.peak_slots = self.peak_slots.max(o.peak_slots);
+        self.term_resolutions += o.term_resolutions;
     }
 }

@@ -205,7 +205,15 @@ def test_threads_get_their_own_wrappers_results():
         return (x, threading.get_ident())
 
     results = []
-    threads = [threading.Thread(target=lambda i=i: results.append(tid(i))) for i in range(4)]
+    # Keep every thread alive until all have their result: a finished thread's ident can be
+    # reused by the next one started.
+    barrier = threading.Barrier(4)
+
+    def work(i):
+        results.append(tid(i))
+        barrier.wait()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
     for t in threads:

@@ -88,8 +88,16 @@ struct DoneCallback {
 #[pymethods]
 impl DoneCallback {
     fn __call__(&self, py: Python<'_>, fut: Bound<'_, PyAny>) -> PyResult<()> {
-        self.queue.borrow_mut().push((self.task, fut.unbind()));
-        self.stop.call0(py)?;
+        let first = {
+            let mut q = self.queue.borrow_mut();
+            q.push((self.task, fut.unbind()));
+            q.len() == 1
+        };
+        // One stop per batch: the loop finishes its current iteration (running every other
+        // callback already scheduled) before returning to the evaluator.
+        if first {
+            self.stop.call0(py)?;
+        }
         Ok(())
     }
 }
@@ -367,6 +375,16 @@ impl<'py> Host for PyHost<'py> {
         Some(program)
     }
 
+    fn is_eager(&mut self, f: &Obj) -> bool {
+        matches!(&*self.callee(f), Callee::Loader)
+    }
+
+    fn eager_call(&mut self, f: &Obj, args: &[Obj]) -> Result<Obj, PyErrRef> {
+        let py = self.py;
+        let loader = f.bind(py).downcast::<GlobalLoader>().map_err(|e| PyErrRef::new(e.into()))?.get();
+        loader.lookup(py, args[0].bind(py)).map_err(PyErrRef::new)
+    }
+
     fn classify_callee(&mut self, f: &Obj) -> Option<Class> {
         match &*self.callee(f) {
             Callee::Loader => Some(Class::Unordered),
@@ -441,17 +459,9 @@ impl<'py> Host for PyHost<'py> {
         let mut out = Vec::with_capacity(done.len());
         for (task, fut) in done {
             ex.running.remove(&task);
-            let fut = fut.bind(py);
-            let r = if fut.call_method0("cancelled").and_then(|c| c.is_truthy()).map_err(PyErrRef::new)? {
-                Err(PyErrRef::new(pyo3::exceptions::asyncio::CancelledError::new_err(())))
-            } else {
-                let exc = fut.call_method0("exception").map_err(PyErrRef::new)?;
-                if exc.is_none() {
-                    Ok(fut.call_method0("result").map_err(PyErrRef::new)?.unbind())
-                } else {
-                    Err(PyErrRef::new(PyErr::from_value_bound(exc)))
-                }
-            };
+            // `result()` returns the value, or raises the call's exception (CancelledError for a
+            // cancelled task): either way, that is the call's outcome.
+            let r = fut.bind(py).call_method0(pyo3::intern!(py, "result")).map(|v| v.unbind()).map_err(PyErrRef::new);
             out.push((task, r));
         }
         Ok(out)

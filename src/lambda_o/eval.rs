@@ -59,15 +59,31 @@ enum Waiter {
     Follow(SlotId),
 }
 
+/// No controller / no alias source (the `u32` fields of `Pend`).
+const NONE: u32 = u32::MAX;
+
+/// What a pending slot knows: who waits for it, and what to ask for a stand-in of its value
+/// (the call producing it, or the slot it aliases).
+struct Pend {
+    waiters: Vec<Waiter>,
+    producer: u32,
+    alias: u32,
+}
+
 enum Slot<P, E> {
-    Pending(Vec<Waiter>),
+    Pending(Pend),
     Ready(Value<P, E>),
+    /// Reclaimed (reduce-gc): no statement, value, controller or edge refers to it any more.
+    Free,
 }
 
 struct Frame<P> {
     prog: ProgramRef<P>,
     func: FuncId,
     env: Vec<SlotId>,
+    /// Statements of this instance not yet reduced; at zero the frame's references to its
+    /// variables are dropped.
+    live: std::cell::Cell<u32>,
 }
 
 enum Work<P> {
@@ -98,7 +114,15 @@ struct Ctrl<P> {
     /// A stand-in for this call's result, for hinting calls that consume it.
     hint: Option<P>,
     argv: Vec<P>,
-    queued_at: Instant,
+    /// The input order, once read (kept for program-order positions after `seq` is released).
+    in_tok: Option<Token>,
+    /// Slots this controller keeps alive until it finishes (its S, callee, arguments, result,
+    /// and an inlined body's result).
+    held: Vec<SlotId>,
+    dispatched: bool,
+    done: bool,
+    /// Timings: queued and done only when tracing; ready and dispatched for queue-wait stats.
+    queued_at: Option<Instant>,
     ready_at: Option<Instant>,
     dispatched_at: Option<Instant>,
     done_at: Option<Instant>,
@@ -108,13 +132,23 @@ struct Eval<'a, H: Host> {
     host: &'a mut H,
     stats: &'a mut RunStats,
     slots: Vec<Slot<H::Prim, H::Error>>,
+    /// References to each slot (frames' variables, components of values held by slots, alias
+    /// edges, controllers); a slot reaching zero is reclaimed and its index reused.
+    refs: Vec<u32>,
+    free_slots: Vec<SlotId>,
+    /// Scratch stacks reused by `resolve` and `release` (no allocation per step).
+    todo: Vec<(SlotId, Value<H::Prim, H::Error>)>,
+    dead: Vec<SlotId>,
+    drop: Vec<SlotId>,
+    live_slots: u64,
+    peak_live: u64,
     work: Vec<Work<H::Prim>>,
+    free_work: Vec<WorkId>,
     ready: VecDeque<WorkId>,
     futs: Futures,
     ctrls: Vec<Ctrl<H::Prim>>,
     ctrl_work: Vec<WorkId>,
-    tasks: HashMap<TaskId, usize>,
-    next_task: TaskId,
+    /// Dispatched calls still running (a call's TaskId is its controller index).
     in_flight: u64,
     /// External calls that raised (or could not run because an argument was an error), in the
     /// order they failed.
@@ -124,11 +158,8 @@ struct Eval<'a, H: Host> {
     shuffle: Option<u64>,
     /// Keep call arguments and timings for `Host::record_calls`.
     tracing: bool,
-    /// The controller that created each output future F_R' (to recover program order).
-    fut_owner: HashMap<usize, usize>,
-    /// The controller whose result a slot is (directly, or through alias edges).
-    producer: HashMap<SlotId, usize>,
-    alias_src: HashMap<SlotId, SlotId>,
+    /// The controller that created each output future F_R', by future (to recover program order).
+    fut_owner: Vec<u32>,
     /// For a call that was inlined after waiting for its callee: its F_R' → the F_R of the
     /// body's final order (program order continues through the body's calls).
     bridge: HashMap<usize, usize>,
@@ -185,29 +216,35 @@ pub fn run_with<H: Host>(
         host,
         stats,
         slots: Vec::new(),
+        refs: Vec::new(),
+        free_slots: Vec::new(),
+        todo: Vec::new(),
+        dead: Vec::new(),
+        drop: Vec::new(),
+        live_slots: 0,
+        peak_live: 0,
         work: Vec::new(),
+        free_work: Vec::new(),
         ready: VecDeque::new(),
         futs: Futures::default(),
         ctrls: Vec::new(),
         ctrl_work: Vec::new(),
-        tasks: HashMap::new(),
-        next_task: 0,
         in_flight: 0,
         failures: Vec::new(),
         steps_left: max_steps,
         shuffle: opts.shuffle_seed.map(|s| s | 1),
         tracing: false,
-        fut_owner: HashMap::new(),
+        fut_owner: Vec::new(),
         bridge: HashMap::new(),
-        producer: HashMap::new(),
-        alias_src: HashMap::new(),
     };
     ev.tracing = ev.host.tracing();
     let token = Token { r: ev.futs.new_resolved(), w: ev.futs.new_resolved() };
     let mut params = vec![ev.new_slot(Value::Seq(token))];
     params.extend(args.into_iter().map(|a| ev.new_slot(Value::Prim(a))));
     let ret = ev.instantiate(&program, program.entry, &[], &params)?;
+    ev.retain(ret);
     let driven = ev.drive();
+    ev.stats.peak_slots = ev.stats.peak_slots.max(ev.peak_live);
     if ev.tracing {
         let records = ev.call_records();
         ev.host.record_calls(records);
@@ -219,20 +256,38 @@ pub fn run_with<H: Host>(
 impl<'a, H: Host> Eval<'a, H> {
     // ---- slots ---------------------------------------------------------------------------
 
+    fn alloc(&mut self, slot: Slot<H::Prim, H::Error>) -> SlotId {
+        self.live_slots += 1;
+        self.peak_live = self.peak_live.max(self.live_slots);
+        match self.free_slots.pop() {
+            Some(s) => {
+                self.slots[s] = slot;
+                self.refs[s] = 0;
+                s
+            }
+            None => {
+                self.slots.push(slot);
+                self.refs.push(0);
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    /// A slot holding `v` (its components are retained on its behalf).
     fn new_slot(&mut self, v: Value<H::Prim, H::Error>) -> SlotId {
-        self.slots.push(Slot::Ready(v));
-        self.slots.len() - 1
+        self.retain_parts(&v);
+        self.alloc(Slot::Ready(v))
     }
 
     fn pending_slot(&mut self) -> SlotId {
-        self.slots.push(Slot::Pending(Vec::new()));
-        self.slots.len() - 1
+        self.alloc(Slot::Pending(Pend { waiters: Vec::new(), producer: NONE, alias: NONE }))
     }
 
     fn value(&self, s: SlotId) -> Option<&Value<H::Prim, H::Error>> {
         match &self.slots[s] {
             Slot::Ready(v) => Some(v),
             Slot::Pending(_) => None,
+            Slot::Free => panic!("λO slot {s} read after it was reclaimed"),
         }
     }
 
@@ -240,29 +295,101 @@ impl<'a, H: Host> Eval<'a, H> {
     fn need(&mut self, s: SlotId, w: WorkId) -> Option<Value<H::Prim, H::Error>> {
         match &mut self.slots[s] {
             Slot::Ready(v) => Some(v.clone()),
-            Slot::Pending(ws) => {
-                ws.push(Waiter::Work(w));
+            Slot::Pending(p) => {
+                p.waiters.push(Waiter::Work(w));
                 None
             }
+            Slot::Free => panic!("λO slot {s} needed after it was reclaimed"),
         }
     }
 
+    // ---- reclamation (reduce-gc) ---------------------------------------------------------------
+
+    fn retain(&mut self, s: SlotId) {
+        self.refs[s] += 1;
+    }
+
+    /// A slot now holds `v`: retain the slots `v` refers to.
+    fn retain_parts(&mut self, v: &Value<H::Prim, H::Error>) {
+        match v {
+            Value::Tuple(t) => t.iter().for_each(|&c| self.refs[c] += 1),
+            Value::Closure(c) => c.env.iter().for_each(|&c| self.refs[c] += 1),
+            Value::Mem(m) => m.values().for_each(|&c| self.refs[c] += 1),
+            _ => {}
+        }
+    }
+
+    /// Drop one reference to `s`; a slot nobody refers to is reclaimed, and with it its
+    /// references to other slots (iteratively: no recursion on long chains).
+    fn release(&mut self, s: SlotId) {
+        let mut dead = std::mem::take(&mut self.dead);
+        dead.push(s);
+        while let Some(s) = dead.pop() {
+            debug_assert!(self.refs[s] > 0, "λO slot {s} released more often than retained");
+            self.refs[s] -= 1;
+            if self.refs[s] > 0 {
+                continue;
+            }
+            self.live_slots -= 1;
+            self.free_slots.push(s);
+            match std::mem::replace(&mut self.slots[s], Slot::Free) {
+                Slot::Ready(v) => match v {
+                    Value::Tuple(t) => dead.extend(t.iter().copied()),
+                    Value::Closure(c) => dead.extend(c.env.iter().copied()),
+                    Value::Mem(m) => dead.extend(m.values().copied()),
+                    _ => {}
+                },
+                Slot::Pending(p) => {
+                    if p.alias != NONE {
+                        dead.push(p.alias as SlotId);
+                    }
+                    for w in p.waiters {
+                        if let Waiter::Follow(d) = w {
+                            dead.push(d);
+                        }
+                    }
+                }
+                Slot::Free => unreachable!("λO slot {s} reclaimed twice"),
+            }
+        }
+        self.dead = dead;
+    }
+
     fn resolve(&mut self, slot: SlotId, value: Value<H::Prim, H::Error>) {
-        let mut todo = vec![(slot, value)];
+        let mut todo = std::mem::take(&mut self.todo);
+        // References dropped by this resolution (alias links, consumed follow edges), released
+        // once every slot reachable along follow edges holds the value.
+        let mut drop = std::mem::take(&mut self.drop);
+        todo.push((slot, value));
         while let Some((s, v)) = todo.pop() {
-            let old = std::mem::replace(&mut self.slots[s], Slot::Ready(v.clone()));
+            self.retain_parts(&v);
+            let old = std::mem::replace(&mut self.slots[s], Slot::Ready(v));
             match old {
-                Slot::Pending(waiters) => {
-                    for w in waiters {
+                Slot::Pending(p) => {
+                    if p.alias != NONE {
+                        drop.push(p.alias as SlotId);
+                    }
+                    for w in p.waiters {
                         match w {
                             Waiter::Work(id) => self.ready.push_back(id),
-                            Waiter::Follow(d) => todo.push((d, v.clone())),
+                            Waiter::Follow(d) => {
+                                let Slot::Ready(v) = &self.slots[s] else { unreachable!() };
+                                todo.push((d, v.clone()));
+                                drop.push(d);
+                            }
                         }
                     }
                 }
                 Slot::Ready(_) => unreachable!("λO variable bound twice"),
+                Slot::Free => panic!("λO slot {s} resolved after it was reclaimed"),
             }
         }
+        self.todo = todo;
+        for &d in &drop {
+            self.release(d);
+        }
+        drop.clear();
+        self.drop = drop;
     }
 
     /// `dst` gets `src`'s value, now or when it resolves.
@@ -272,20 +399,29 @@ impl<'a, H: Host> Eval<'a, H> {
                 let v = v.clone();
                 self.resolve(dst, v);
             }
-            Slot::Pending(ws) => {
-                ws.push(Waiter::Follow(dst));
-                self.alias_src.insert(dst, src);
+            Slot::Pending(p) => {
+                p.waiters.push(Waiter::Follow(dst));
+                self.refs[dst] += 1;
+                if let Slot::Pending(d) = &mut self.slots[dst] {
+                    d.alias = src as u32;
+                    self.refs[src] += 1;
+                }
             }
+            Slot::Free => panic!("λO slot {src} followed after it was reclaimed"),
         }
     }
 
     /// The stand-in for a pending slot's value: its producing call's result hint.
     fn hint_of(&self, mut s: SlotId) -> Option<H::Prim> {
         for _ in 0..64 {
-            if let Some(&c) = self.producer.get(&s) {
-                return self.ctrls[c].hint.clone();
+            let Slot::Pending(p) = &self.slots[s] else { return None };
+            if p.producer != NONE {
+                return self.ctrls[p.producer as usize].hint.clone();
             }
-            s = *self.alias_src.get(&s)?;
+            if p.alias == NONE {
+                return None;
+            }
+            s = p.alias as SlotId;
         }
         None
     }
@@ -341,6 +477,20 @@ impl<'a, H: Host> Eval<'a, H> {
         captures: &[SlotId],
         params: &[SlotId],
     ) -> Result<SlotId, H::Error> {
+        self.instantiate_into(prog, fid, captures, params, None)
+    }
+
+    /// Instantiate a function template. With `dst` (a pending slot), a result variable bound in
+    /// the body *is* `dst` (destination passing: no alias edge, so a tail-recursive loop keeps
+    /// one result variable however many iterations it runs); returns the result variable.
+    fn instantiate_into(
+        &mut self,
+        prog: &ProgramRef<H::Prim>,
+        fid: FuncId,
+        captures: &[SlotId],
+        params: &[SlotId],
+        dst: Option<SlotId>,
+    ) -> Result<SlotId, H::Error> {
         let func = &prog.funcs[fid as usize];
         if captures.len() != func.ncaptures as usize || params.len() != func.nparams as usize {
             let msg = format!(
@@ -354,22 +504,42 @@ impl<'a, H: Host> Eval<'a, H> {
         let mut env = Vec::with_capacity(func.nvars as usize);
         env.extend_from_slice(captures);
         env.extend_from_slice(params);
+        let ret_index = func.ret as usize;
         while env.len() < func.nvars as usize {
-            env.push(self.pending_slot());
+            match dst {
+                Some(d) if env.len() == ret_index => env.push(d),
+                _ => env.push(self.pending_slot()),
+            }
         }
         let ret = env[func.ret as usize];
         let n = func.body.len();
-        let frame = Rc::new(Frame { prog: prog.clone(), func: fid, env });
+        if n > 0 {
+            for &s in &env {
+                self.refs[s] += 1;
+            }
+        }
+        let frame = Rc::new(Frame { prog: prog.clone(), func: fid, env, live: std::cell::Cell::new(n as u32) });
         for index in 0..n {
-            self.work.push(Work::Stmt { frame: frame.clone(), index });
-            self.ready.push_back(self.work.len() - 1);
+            let item = Work::Stmt { frame: frame.clone(), index };
+            let w = match self.free_work.pop() {
+                Some(w) => {
+                    self.work[w] = item;
+                    w
+                }
+                None => {
+                    self.work.push(item);
+                    self.work.len() - 1
+                }
+            };
+            self.ready.push_back(w);
         }
         Ok(ret)
     }
 
     /// Instantiate and make `dst` follow the result (errors become the value of `dst`).
     fn call_into(&mut self, prog: &ProgramRef<H::Prim>, fid: FuncId, captures: &[SlotId], params: &[SlotId], dst: SlotId) {
-        match self.instantiate(prog, fid, captures, params) {
+        match self.instantiate_into(prog, fid, captures, params, Some(dst)) {
+            Ok(ret) if ret == dst => {}
             Ok(ret) => self.follow(ret, dst),
             Err(e) => self.resolve(dst, Value::Error(e)),
         }
@@ -386,11 +556,12 @@ impl<'a, H: Host> Eval<'a, H> {
                 self.steps_left -= 1;
                 self.step(w);
             }
-            if self.tasks.is_empty() {
+            if self.in_flight == 0 {
                 return Ok(());
             }
             for (task, result) in self.host.wait()? {
-                if let Some(cid) = self.tasks.remove(&task) {
+                let cid = task as usize;
+                if cid < self.ctrls.len() && self.ctrls[cid].phase == Phase::Running {
                     self.in_flight -= 1;
                     self.complete(cid, result);
                 }
@@ -425,7 +596,17 @@ impl<'a, H: Host> Eval<'a, H> {
                 let (frame, index) = (frame.clone(), *index);
                 if self.step_stmt(w, &frame, index) {
                     self.work[w] = Work::Done;
+                    self.free_work.push(w);
                     self.stats.reductions += 1;
+                    let live = frame.live.get() - 1;
+                    frame.live.set(live);
+                    if live == 0 {
+                        // Every statement of this instance is reduced: its variables are no
+                        // longer needed by it (values, edges and controllers keep their own).
+                        for &s in &frame.env {
+                            self.release(s);
+                        }
+                    }
                 }
             }
         }
@@ -572,6 +753,34 @@ impl<'a, H: Host> Eval<'a, H> {
                         self.stats.inlined_calls += 1;
                         self.call_into(&c.prog, c.func, &c.env, &params, dst);
                     }
+                    Value::Prim(p) if kwnames.is_empty() && self.host.is_eager(&p) => {
+                        let argv: Option<Vec<H::Prim>> = arg_slots
+                            .iter()
+                            .map(|&a| match self.value(a) {
+                                Some(Value::Prim(v)) => Some(v.clone()),
+                                _ => None,
+                            })
+                            .collect();
+                        let Some(argv) = argv else {
+                            // A pending, error or non-primitive argument: a controller handles
+                            // it (and hands the order on at once).
+                            self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst, stmt.line);
+                            return true;
+                        };
+                        match self.host.eager_call(&p, &argv) {
+                            Ok(v) => {
+                                let r = self.new_slot(Value::Prim(v));
+                                self.resolve(dst, Value::Tuple(Rc::from([seq, r])));
+                            }
+                            Err(e) => {
+                                // Failures keep their place in program order: a controller
+                                // that failed at once (it still forwards the order).
+                                self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst, stmt.line);
+                                let cid = self.ctrls.len() - 1;
+                                self.fail(cid, e);
+                            }
+                        }
+                    }
                     Value::Prim(p) => match self.host.inline_target(&p, arg_slots.len(), kwnames) {
                         Some(prog) => {
                             self.stats.inlined_calls += 1;
@@ -609,7 +818,17 @@ impl<'a, H: Host> Eval<'a, H> {
         let result = self.pending_slot();
         self.resolve(dst, Value::Tuple(Rc::from(vec![s_out, result])));
         let cid = self.ctrls.len();
-        self.producer.insert(result, cid);
+        if let Slot::Pending(p) = &mut self.slots[result] {
+            p.producer = cid as u32;
+        }
+        let mut held = Vec::with_capacity(args.len() + 3);
+        held.push(seq);
+        held.push(callee);
+        held.push(result);
+        held.extend_from_slice(&args);
+        for &s in &held {
+            self.refs[s] += 1;
+        }
         let early = func.as_ref().and_then(|f| self.host.classify_callee(f));
         let phase = if func.is_some() { Phase::WaitArgs } else { Phase::WaitCallee };
         self.ctrls.push(Ctrl {
@@ -627,12 +846,19 @@ impl<'a, H: Host> Eval<'a, H> {
             hinted: false,
             hint: None,
             argv: Vec::new(),
-            queued_at: Instant::now(),
+            in_tok: None,
+            held,
+            dispatched: false,
+            done: false,
+            queued_at: self.tracing.then(Instant::now),
             ready_at: None,
             dispatched_at: None,
             done_at: None,
         });
-        self.fut_owner.insert(out.r, cid);
+        if self.fut_owner.len() <= out.r {
+            self.fut_owner.resize(out.r + 1, NONE);
+        }
+        self.fut_owner[out.r] = cid as u32;
         self.work.push(Work::Ctrl(cid));
         let w = self.work.len() - 1;
         self.ctrl_work.push(w);
@@ -642,12 +868,53 @@ impl<'a, H: Host> Eval<'a, H> {
     /// The controller's input token, or None after registering to wait for it. A poisoned S
     /// (the program order is undefined after an error) means the call can never be ordered.
     fn token(&mut self, cid: usize, w: WorkId) -> Option<Token> {
+        if let Some(t) = self.ctrls[cid].in_tok {
+            return Some(t);
+        }
         match self.need(self.ctrls[cid].seq, w)? {
-            Value::Seq(t) => Some(t),
+            Value::Seq(t) => {
+                self.ctrls[cid].in_tok = Some(t);
+                if self.ctrls[cid].phase == Phase::Finished {
+                    // `finish` kept S alive only for this.
+                    let seq = self.ctrls[cid].seq;
+                    self.ctrls[cid].held.retain(|&s| s != seq);
+                    self.release(seq);
+                }
+                Some(t)
+            }
             _ => {
-                self.ctrls[cid].phase = Phase::Finished;
+                self.finish(cid);
                 None
             }
+        }
+    }
+
+    /// The controller has nothing left to do: let go of the slots it kept alive. Its input
+    /// order S is kept until read: program-order positions need it, and a failed unordered
+    /// call still forwards it.
+    fn finish(&mut self, cid: usize) {
+        if self.ctrls[cid].phase == Phase::Finished {
+            return;
+        }
+        self.ctrls[cid].phase = Phase::Finished;
+        let seq = self.ctrls[cid].seq;
+        if self.ctrls[cid].in_tok.is_none() {
+            if let Some(Value::Seq(t)) = self.value(seq) {
+                self.ctrls[cid].in_tok = Some(*t);
+            }
+        }
+        let held = std::mem::take(&mut self.ctrls[cid].held);
+        let keep_seq = self.ctrls[cid].in_tok.is_none();
+        let mut kept = false;
+        for &s in &held {
+            if keep_seq && s == seq && !kept {
+                kept = true;
+            } else {
+                self.release(s);
+            }
+        }
+        if kept {
+            self.ctrls[cid].held = vec![seq];
         }
     }
 
@@ -679,7 +946,7 @@ impl<'a, H: Host> Eval<'a, H> {
         if !r_pending && !w_pending {
             return;
         }
-        let Some(Value::Seq(tok)) = self.need(self.ctrls[cid].seq, w) else { return };
+        let Some(tok) = self.token(cid, w) else { return };
         if r_pending && self.wait_fut(tok.r, w) {
             self.resolve_fut(out.r);
         }
@@ -699,7 +966,7 @@ impl<'a, H: Host> Eval<'a, H> {
             return;
         }
         self.resolve_fut(out.w);
-        self.ctrls[cid].phase = Phase::Finished;
+        self.finish(cid);
     }
 
     fn advance(&mut self, cid: usize, w: WorkId) {
@@ -742,7 +1009,11 @@ impl<'a, H: Host> Eval<'a, H> {
                     };
                     self.stats.inlined_calls += 1;
                     match self.instantiate(&prog, fid, &env, &params) {
-                        Ok(ret) => self.ctrls[cid].phase = Phase::Inlined { ret },
+                        Ok(ret) => {
+                            self.retain(ret);
+                            self.ctrls[cid].held.push(ret);
+                            self.ctrls[cid].phase = Phase::Inlined { ret };
+                        }
                         Err(e) => return self.fail(cid, e),
                     }
                 }
@@ -752,6 +1023,8 @@ impl<'a, H: Host> Eval<'a, H> {
                         None => return,
                         Some(Value::Tuple(t)) if t.len() == 2 => {
                             self.follow(t[1], result);
+                            self.retain(t[0]);
+                            self.ctrls[cid].held.push(t[0]);
                             self.ctrls[cid].phase = Phase::InlinedOrder { seq: t[0] };
                         }
                         Some(other) => {
@@ -760,7 +1033,7 @@ impl<'a, H: Host> Eval<'a, H> {
                                 _ => self.error("TypeError", "poppy_jit: an inlined function returned no (S, value)"),
                             };
                             self.resolve(result, v);
-                            self.ctrls[cid].phase = Phase::Finished;
+                            self.finish(cid);
                             return;
                         }
                     }
@@ -850,10 +1123,10 @@ impl<'a, H: Host> Eval<'a, H> {
     }
 
     fn dispatch(&mut self, cid: usize) {
-        let task = self.next_task;
-        self.next_task += 1;
+        let task = cid as TaskId;
         let now = Instant::now();
         self.ctrls[cid].dispatched_at = Some(now);
+        self.ctrls[cid].dispatched = true;
         let c = &self.ctrls[cid];
         if let Some(t) = c.ready_at {
             self.stats.queue_wait_ns += now.duration_since(t).as_nanos() as u64;
@@ -869,20 +1142,35 @@ impl<'a, H: Host> Eval<'a, H> {
             }
             Dispatch::Pending => {
                 self.ctrls[cid].phase = Phase::Running;
-                self.tasks.insert(task, cid);
             }
         }
     }
 
     fn complete(&mut self, cid: usize, r: Result<H::Prim, H::Error>) {
-        self.ctrls[cid].done_at = Some(Instant::now());
+        self.ctrls[cid].done = true;
+        if self.tracing {
+            self.ctrls[cid].done_at = Some(Instant::now());
+        }
         if !self.tracing {
             self.ctrls[cid].argv.clear();
         }
         match r {
             Ok(v) => {
                 let result = self.ctrls[cid].result;
-                self.resolve(result, Value::Prim(v));
+                match self.host.as_term(&v) {
+                    None => self.resolve(result, Value::Prim(v)),
+                    Some((prog, fid, args)) => {
+                        // Resolve to a λO expression: instantiate it; the call's result follows
+                        // the expression's.
+                        let token = Token { r: self.futs.new_resolved(), w: self.futs.new_resolved() };
+                        let mut params = vec![self.new_slot(Value::Seq(token))];
+                        for a in args {
+                            params.push(self.new_slot(Value::Prim(a)));
+                        }
+                        self.stats.term_resolutions += 1;
+                        self.call_into(&prog, fid, &[], &params, result);
+                    }
+                }
                 self.ctrls[cid].phase = Phase::Completed;
                 let w = self.ctrl_work[cid];
                 self.ready.push_back(w);
@@ -894,11 +1182,10 @@ impl<'a, H: Host> Eval<'a, H> {
     /// The call raised, or cannot run because an argument is an error: its result is the error
     /// and its output futures never resolve.
     fn fail(&mut self, cid: usize, e: H::Error) {
-        let c = &mut self.ctrls[cid];
-        c.phase = Phase::Finished;
-        let result = c.result;
+        let result = self.ctrls[cid].result;
         self.failures.push((cid, e.clone()));
         self.resolve(result, Value::Error(e));
+        self.finish(cid);
     }
 
     fn through_bridges(&self, mut r: usize) -> usize {
@@ -924,15 +1211,24 @@ impl<'a, H: Host> Eval<'a, H> {
                     break;
                 }
                 chain.push(c);
-                cur = match self.value(self.ctrls[c].seq) {
-                    Some(Value::Seq(t)) => match self.fut_owner.get(&self.through_bridges(t.r)) {
-                        Some(&owner) => Some(owner),
+                let ctrl = &self.ctrls[c];
+                // Without `in_tok`, S is still held (see `finish`).
+                let tok = match ctrl.in_tok {
+                    Some(t) => Some(t),
+                    None => match self.value(ctrl.seq) {
+                        Some(Value::Seq(t)) => Some(*t),
+                        _ => None,
+                    },
+                };
+                cur = match tok {
+                    Some(t) => match self.fut_owner.get(self.through_bridges(t.r)).copied().filter(|&o| o != NONE) {
+                        Some(owner) => Some(owner as usize),
                         None => {
                             base = Some(0); // the run's initial token
                             None
                         }
                     },
-                    _ => {
+                    None => {
                         base = None;
                         None
                     }
@@ -959,11 +1255,11 @@ impl<'a, H: Host> Eval<'a, H> {
                 args: std::mem::take(&mut c.argv),
                 kwnames: c.kwnames.clone(),
                 class: c.class,
-                queued: c.queued_at,
+                queued: c.queued_at.unwrap_or(ready),
                 ready,
                 dispatched: c.dispatched_at,
                 done: c.done_at,
-                ok: c.done_at.is_some() && !failed.contains(&cid),
+                ok: c.done && !failed.contains(&cid),
             });
         }
         out
@@ -987,7 +1283,7 @@ impl<'a, H: Host> Eval<'a, H> {
                     .iter()
                     .enumerate()
                     .filter(|(c, ctrl)| {
-                        ctrl.dispatched_at.is_some()
+                        ctrl.dispatched
                             && ctrl.class != Class::Unordered
                             && pos[*c].is_some_and(|q| q > p)
                     })

@@ -1,6 +1,6 @@
 //! The boundary between the λO runtime and the world of primitives (Python objects in production,
 //! a small simulated world in Rust tests).
-use super::term::ProgramRef;
+use super::term::{FuncId, ProgramRef};
 use crate::bezoar::{Const, Intrinsic};
 use std::time::Instant;
 
@@ -79,6 +79,27 @@ pub trait Host {
     /// type is known without running it for real: a decorated external's declared return type,
     /// or a pure operation applied to stand-ins. Only used for `classify_hinted`.
     fn result_hint(&mut self, _f: &Self::Prim, _args: &[Option<Self::Prim>], _kw: &[String]) -> Option<Self::Prim> {
+        None
+    }
+
+    /// Whether calling `f` is cheap, synchronous, unordered and never observable (a global
+    /// name look-up): such a call is made as soon as its arguments are known, by the statement
+    /// itself, with no controller; the order passes through it unchanged.
+    fn is_eager(&mut self, _f: &Self::Prim) -> bool {
+        false
+    }
+
+    /// Make an eager call (see `is_eager`), with positional arguments only.
+    fn eager_call(&mut self, _f: &Self::Prim, _args: &[Self::Prim]) -> Result<Self::Prim, Self::Error> {
+        Err(self.internal_error("TypeError", "poppy_jit: eager call of a callee that is not eager"))
+    }
+
+    /// If a finished external's value `v` is a λO expression rather than a value (OPAL's resolve
+    /// rule: Church-encoded results, streams whose rest is still being computed), the function
+    /// to instantiate for it and the primitives to bind as its parameters after S. The call's
+    /// result becomes the function's result. S is a fresh, already released order: calls inside
+    /// the expression are ordered among themselves, not against the rest of the program.
+    fn as_term(&mut self, _v: &Self::Prim) -> Option<(ProgramRef<Self::Prim>, FuncId, Vec<Self::Prim>)> {
         None
     }
 

@@ -2,7 +2,7 @@
 //! primitives are small values, externals are named (`@llm`, `@print`, ...) with a class and a
 //! latency in virtual ticks, and every call is recorded with its start and end time.
 use super::host::{Class, Dispatch, Host, PrimFactory, PrimText, TaskId};
-use super::term::ProgramRef;
+use super::term::{FuncId, ProgramRef};
 use crate::bezoar::{Const, Intrinsic};
 use std::collections::HashMap;
 
@@ -68,6 +68,9 @@ pub struct TestHost {
     pub programs: HashMap<String, ProgramRef<TPrim>>,
     /// Latency of each external by name (default 0 = synchronous), or random when `seed` is set.
     pub latency: HashMap<String, u64>,
+    /// Externals that resolve to a λO expression: name → (program, function); the call's
+    /// arguments become the function's parameters after S.
+    pub terms: HashMap<String, (ProgramRef<TPrim>, FuncId)>,
     seed: Option<u64>,
     pending: Vec<(u64, TaskId, usize, Result<TPrim, String>)>,
 }
@@ -80,6 +83,7 @@ impl TestHost {
             output: vec![],
             programs: HashMap::new(),
             latency: HashMap::new(),
+            terms: HashMap::new(),
             seed: None,
             pending: vec![],
         }
@@ -131,6 +135,11 @@ impl TestHost {
             Int(i) => Ok(*i),
             other => Err(format!("{name}: not an int: {other:?}")),
         };
+        if self.terms.contains_key(name) {
+            let mut t = vec![Str("#term".into()), Str(name.into())];
+            t.extend_from_slice(args);
+            return Ok(Tuple(t));
+        }
         Ok(match name {
             "print" => {
                 self.output.push(args.iter().map(show).collect::<Vec<_>>().join(" "));
@@ -197,6 +206,29 @@ impl Host for TestHost {
             TPrim::Ext(n) => Some(TestHost::class_of(n)),
             _ => None,
         }
+    }
+
+    fn as_term(&mut self, v: &TPrim) -> Option<(ProgramRef<TPrim>, FuncId, Vec<TPrim>)> {
+        let TPrim::Tuple(items) = v else { return None };
+        let (Some(TPrim::Str(tag)), Some(TPrim::Str(name))) = (items.first(), items.get(1)) else { return None };
+        if tag != "#term" {
+            return None;
+        }
+        let (prog, fid) = self.terms.get(name)?.clone();
+        Some((prog, fid, items[2..].to_vec()))
+    }
+
+    fn is_eager(&mut self, f: &TPrim) -> bool {
+        matches!(f, TPrim::Ext(n) if n == "global")
+    }
+
+    fn eager_call(&mut self, f: &TPrim, args: &[TPrim]) -> Result<TPrim, String> {
+        let TPrim::Ext(name) = f else { return Err(format!("not callable: {f:?}")) };
+        let name = name.clone();
+        let result = self.apply(&name, args);
+        let class = TestHost::class_of(&name);
+        self.trace.push(Call { name, args: args.to_vec(), class, start: self.now, end: self.now });
+        result
     }
 
     fn classify(&mut self, f: &TPrim, _args: &[TPrim], _kw: &[String]) -> Class {

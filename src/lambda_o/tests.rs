@@ -15,6 +15,9 @@ struct Golden {
     output: Vec<String>,
     end: Option<u64>,
     budget: u64,
+    peak_slots: Option<u64>,
+    /// External name → function name: the external resolves to that function's λO expression.
+    terms: Vec<(String, String)>,
 }
 
 fn headers(src: &str) -> Golden {
@@ -25,6 +28,8 @@ fn headers(src: &str) -> Golden {
         output: vec![],
         end: None,
         budget: u64::MAX,
+        peak_slots: None,
+        terms: vec![],
     };
     for line in src.lines().filter_map(|l| l.strip_prefix("# ")) {
         let Some((k, v)) = line.split_once(':') else { continue };
@@ -42,10 +47,29 @@ fn headers(src: &str) -> Golden {
             "output" => g.output = v.split(" | ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
             "end" => g.end = Some(v.parse().unwrap()),
             "budget" => g.budget = v.parse().unwrap(),
+            "peak-slots-at-most" => g.peak_slots = Some(v.parse().unwrap()),
+            "term" => {
+                for kv in v.split_whitespace() {
+                    let (n, f) = kv.split_once('=').unwrap();
+                    g.terms.push((n.to_string(), f.to_string()));
+                }
+            }
             _ => {}
         }
     }
     g
+}
+
+/// A test host set up as a golden file's headers say, and the program as a shared reference.
+fn golden_host(g: &Golden, prog: super::term::Program<TPrim>) -> (TestHost, Rc<super::term::Program<TPrim>>) {
+    let mut host = TestHost::new();
+    host.latency = g.latency.clone();
+    let prog = Rc::new(prog);
+    for (ext, fname) in &g.terms {
+        let fid = prog.funcs.iter().position(|f| &f.name == fname).unwrap_or_else(|| panic!("no function {fname}"));
+        host.terms.insert(ext.clone(), (prog.clone(), fid as _));
+    }
+    (host, prog)
 }
 
 #[test]
@@ -65,14 +89,16 @@ fn golden_lambda_o_programs() {
         let printed = text::print(&prog);
         let again = text::parse::<TPrim>(&printed).unwrap_or_else(|e| panic!("{name} reparse: {e}\n{printed}"));
         assert_eq!(printed, text::print(&again), "{name}: print∘parse is not a fixpoint");
-        let mut host = TestHost::new();
-        host.latency = g.latency.clone();
+        let (mut host, prog) = golden_host(&g, prog);
         let mut stats = RunStats::default();
-        let got = run_bounded(&mut host, Rc::new(prog), g.args.clone(), &mut stats, g.budget).map(|p| show(&p));
+        let got = run_bounded(&mut host, prog, g.args.clone(), &mut stats, g.budget).map(|p| show(&p));
         assert_eq!(got, g.expect, "{name}: result");
         assert_eq!(host.output, g.output, "{name}: printed output");
         if let Some(end) = g.end {
             assert_eq!(host.now, end, "{name}: virtual end time");
+        }
+        if let Some(max) = g.peak_slots {
+            assert!(stats.peak_slots <= max, "{name}: {} λO variables alive at once, expected ≤ {max}", stats.peak_slots);
         }
         n += 1;
     }
@@ -238,10 +264,9 @@ fn golden_programs_are_confluent() {
         }
         for order in 0..20u64 {
             let prog = text::parse::<TPrim>(&src).unwrap();
-            let mut host = TestHost::new();
-            host.latency = g.latency.clone();
+            let (mut host, prog) = golden_host(&g, prog);
             let opts = RunOptions { max_steps: u64::MAX, shuffle_seed: Some(order * 7919 + 1) };
-            let got = run_with(&mut host, Rc::new(prog), g.args.clone(), &mut RunStats::default(), &opts)
+            let got = run_with(&mut host, prog, g.args.clone(), &mut RunStats::default(), &opts)
                 .map(|p| show(&p));
             assert_eq!(got, g.expect, "{} order {order}", path.display());
             assert_eq!(host.output, g.output, "{} order {order}", path.display());
