@@ -143,3 +143,29 @@ PyObject *poppy_shim_frame(PyObject *func, PyObject *const *args, Py_ssize_t nar
     fr->prev_instr = _PyCode_CODE(code) + (at < units ? at : 0);
     return (PyObject *)f;
 }
+
+/* The Python frame currently executing on this thread (the caller of a C function or slot):
+ * its function, code and localsplus (all borrowed). Returns -1 if there is none. */
+int poppy_shim_current_frame(PyObject **func, PyObject **code, PyObject *const **locals) {
+    _PyInterpreterFrame *fr = PyThreadState_Get()->cframe->current_frame;
+    if (fr == NULL) {
+        return -1;
+    }
+    *func = (PyObject *)fr->f_func;
+    *code = (PyObject *)fr->f_code;
+    *locals = fr->localsplus;
+    return 0;
+}
+
+/* Make the currently executing frame's last instruction the code unit at byte offset `offset`
+ * of its code, if that is `code` (so that the traceback entry CPython is about to add for it,
+ * when the pending exception leaves the instruction, shows that unit's position). Exception
+ * handling is unaffected: CPython 3.11 looks the handler up from the instruction it actually
+ * executed (INSTR_OFFSET, from next_instr), not from prev_instr. */
+void poppy_shim_point_frame_at(PyObject *code, int offset) {
+    _PyInterpreterFrame *fr = PyThreadState_Get()->cframe->current_frame;
+    if (fr == NULL || (PyObject *)fr->f_code != code || offset < 0 || offset / 2 >= Py_SIZE(code)) {
+        return;
+    }
+    fr->prev_instr = _PyCode_CODE(fr->f_code) + offset / 2;
+}

@@ -20,4 +20,8 @@ PyObject *poppy_shim_decline(void);
 /* A frame object standing for `func`'s frame stopped at byte offset `lasti` with the given
  * arguments (a traceback entry for a frame the runtime replaced). New reference or NULL. */
 PyObject *poppy_shim_frame(PyObject *func, PyObject *const *args, Py_ssize_t nargs, int lasti);
+/* The currently executing Python frame's function, code and localsplus (borrowed); -1 if none. */
+int poppy_shim_current_frame(PyObject **func, PyObject **code, PyObject *const **locals);
+/* Point the currently executing frame (if its code is `code`) at byte offset `offset`. */
+void poppy_shim_point_frame_at(PyObject *code, int offset);
 #endif

@@ -20,6 +20,7 @@ use pyo3::prelude::*;
 use pyo3::sync::GILProtected;
 use pyo3::types::{PyDict, PyList};
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::os::raw::{c_int, c_void};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
@@ -36,6 +37,8 @@ extern "C" {
     fn poppy_shim_get_mark(code: *mut ffi::PyObject) -> *mut c_void;
     fn poppy_shim_decline() -> *mut ffi::PyObject;
     fn poppy_shim_frame(func: *mut ffi::PyObject, args: *const *mut ffi::PyObject, nargs: ffi::Py_ssize_t, lasti: c_int) -> *mut ffi::PyObject;
+    fn poppy_shim_current_frame(func: *mut *mut ffi::PyObject, code: *mut *mut ffi::PyObject, locals: *mut *const *mut ffi::PyObject) -> c_int;
+    fn poppy_shim_point_frame_at(code: *mut ffi::PyObject, offset: c_int);
 }
 
 /// A successful translation.
@@ -54,9 +57,12 @@ enum EntryState {
     Fallback,
 }
 
-/// The co_extra payload of a @poppy code object.
+/// The co_extra payload of a @poppy code object (an `Rc`: the original code object and its copy
+/// with the interception prologue share one).
 struct CodeEntry {
     state: RefCell<EntryState>,
+    /// The original code object (what is compiled; the prologue copy has extra units).
+    code: Obj,
 }
 
 #[derive(Default)]
@@ -90,6 +96,10 @@ fn force_memory() -> bool {
 /// Compile a Python function: bytecode → Bezoar → λO. Err is the fallback reason.
 pub fn compile_function(py: Python<'_>, func: &Bound<'_, PyAny>) -> Result<Compiled, String> {
     let code = func.getattr("__code__").map_err(|e| e.to_string())?;
+    let code = match entry_of(&code) {
+        Some(e) => e.code.bind(py).clone(),
+        None => code,
+    };
     let info = py311::code_info(&code).map_err(|e| format!("reading the code object: {e}"))?;
     let mut bz = lift::lift(&info).map_err(|fb| fb.to_string())?;
     passes::remove_dead_pure_lets(&mut bz);
@@ -175,7 +185,7 @@ pub fn inline_program(py: Python<'_>, f: &Bound<'_, PyAny>, nargs: usize) -> Opt
 
 unsafe extern "C" fn free_entry(p: *mut c_void) {
     if !p.is_null() {
-        drop(Box::from_raw(p as *mut CodeEntry));
+        drop(Rc::from_raw(p as *const CodeEntry));
     }
 }
 
@@ -195,7 +205,26 @@ fn decline_reason(py: Python<'_>) -> PyResult<Option<&'static str>> {
     Ok(None)
 }
 
-fn run_frame(py: Python<'_>, entry: &CodeEntry, func: &Bound<'_, PyAny>, locals: *const *mut ffi::PyObject) -> PyResult<Option<Obj>> {
+/// Clears ACTIVE when a run ends, however it ends (including a panic caught by pyo3).
+struct ActiveGuard;
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        ACTIVE.with(|a| a.set(false));
+    }
+}
+
+/// Run a @poppy frame's function on the runtime, or decline (Ok(None)). `on_stack`: the
+/// function's real frame is on the interpreter stack (the prologue path); then, on failure at
+/// a known line of it, `site` receives (line, offset of the CALL there or -1).
+fn run_frame(
+    py: Python<'_>,
+    entry: &CodeEntry,
+    func: &Bound<'_, PyAny>,
+    locals: *const *mut ffi::PyObject,
+    on_stack: bool,
+    site: &mut Option<(u32, i32)>,
+) -> PyResult<Option<Obj>> {
     if let Some(why) = decline_reason(py)? {
         if why == "nested" {
             with_totals(py, |t| t.declined_nested += 1);
@@ -209,16 +238,18 @@ fn run_frame(py: Python<'_>, entry: &CodeEntry, func: &Bound<'_, PyAny>, locals:
         .map(|i| unsafe { Bound::from_borrowed_ptr(py, *locals.add(i)) }.unbind())
         .collect();
     let mut host = PyHost::new(py, &qualname(func))?;
-    host.set_frame(func.clone().unbind(), args.iter().map(|a| a.clone_ref(py)).collect());
+    host.set_frame(func.clone().unbind(), args.iter().map(|a| a.clone_ref(py)).collect(), on_stack);
     let mut stats = RunStats::default();
     let time = py.import_bound("time")?;
     let cpu0: f64 = time.call_method0("thread_time")?.extract()?;
     ACTIVE.with(|a| a.set(true));
+    let guard = ActiveGuard;
     let start = Instant::now();
     let result = eval::run(&mut host, compiled.program.clone(), args, &mut stats);
     let finished = host.finish();
     let ns = start.elapsed().as_nanos() as u64;
-    ACTIVE.with(|a| a.set(false));
+    drop(guard);
+    *site = host.top_site();
     let cpu1: f64 = time.call_method0("thread_time")?.extract()?;
     with_totals(py, |t| {
         t.run.merge(&stats);
@@ -236,7 +267,8 @@ unsafe extern "C" fn handle_frame(payload: *mut c_void, func: *mut ffi::PyObject
     Python::with_gil(|py| {
         let entry = &*(payload as *const CodeEntry);
         let func = Bound::from_borrowed_ptr(py, func);
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run_frame(py, entry, &func, locals)));
+        let mut site = None;
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run_frame(py, entry, &func, locals, false, &mut site)));
         match outcome {
             Ok(Ok(Some(v))) => v.into_ptr(),
             Ok(Ok(None)) => poppy_shim_decline(),
@@ -260,24 +292,25 @@ fn ensure_init() -> PyResult<()> {
     Ok(())
 }
 
+/// The runtime takes @poppy frames (their prologues answer "decline" otherwise).
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
 #[pyfunction]
 fn enable() -> PyResult<()> {
     ensure_init()?;
-    unsafe { poppy_shim_install() };
+    ENABLED.store(true, Ordering::Relaxed);
     Ok(())
 }
 
 #[pyfunction]
-fn disable(py: Python<'_>) -> PyResult<()> {
-    if unsafe { poppy_shim_uninstall() } != 0 {
-        return Err(PyErr::fetch(py));
-    }
+fn disable() -> PyResult<()> {
+    ENABLED.store(false, Ordering::Relaxed);
     Ok(())
 }
 
 #[pyfunction]
 fn is_enabled() -> bool {
-    unsafe { poppy_shim_is_installed() != 0 }
+    ENABLED.load(Ordering::Relaxed)
 }
 
 /// Flag a code object as internal (@poppy).
@@ -287,12 +320,108 @@ fn mark_poppy(py: Python<'_>, code: &Bound<'_, PyAny>) -> PyResult<()> {
     if entry_of(code).is_some() {
         return Ok(());
     }
-    let entry = Box::into_raw(Box::new(CodeEntry { state: RefCell::new(EntryState::Pending) }));
-    if unsafe { poppy_shim_set_mark(code.as_ptr(), entry as *mut c_void) } != 0 {
-        drop(unsafe { Box::from_raw(entry) });
+    let entry = Rc::new(CodeEntry { state: RefCell::new(EntryState::Pending), code: code.clone().unbind() });
+    set_mark(py, code, &entry)
+}
+
+fn set_mark(py: Python<'_>, code: &Bound<'_, PyAny>, entry: &Rc<CodeEntry>) -> PyResult<()> {
+    let raw = Rc::into_raw(entry.clone());
+    if unsafe { poppy_shim_set_mark(code.as_ptr(), raw as *mut c_void) } != 0 {
+        drop(unsafe { Rc::from_raw(raw) });
         return Err(PyErr::fetch(py));
     }
     Ok(())
+}
+
+fn entry_rc(code: &Bound<'_, PyAny>) -> Option<Rc<CodeEntry>> {
+    let p = unsafe { poppy_shim_get_mark(code.as_ptr()) };
+    if p.is_null() {
+        return None;
+    }
+    let p = p as *const CodeEntry;
+    unsafe {
+        Rc::increment_strong_count(p);
+        Some(Rc::from_raw(p))
+    }
+}
+
+/// The interception prologue's runtime object (see `poppy_jit._prologue`): a @poppy function's
+/// code copy evaluates `prologue[None]` first; this runs the frame's function on the runtime with
+/// the arguments CPython bound in the frame, or answers the decline sentinel.
+#[pyclass(module = "poppy_jit._core")]
+struct Prologue {
+    inner: GilOnly<PrologueState>,
+}
+
+struct PrologueState {
+    entry: Rc<CodeEntry>,
+    decline: Obj,
+    /// Address of the code object with the prologue (set by `_bind`).
+    code: Cell<usize>,
+    /// {(line, CALL offset in the original code or -1): byte offset of the NOP at that position}.
+    sites: RefCell<Option<Py<PyDict>>>,
+}
+
+/// State only touched with the GIL held (every `Prologue` method takes `Python`), so sharing it
+/// between threads is sound although `Rc`/`Cell` are not thread-safe by themselves.
+struct GilOnly<T>(T);
+unsafe impl<T> Send for GilOnly<T> {}
+unsafe impl<T> Sync for GilOnly<T> {}
+
+#[pymethods]
+impl Prologue {
+    #[new]
+    fn new(code: &Bound<'_, PyAny>, decline: Obj) -> PyResult<Self> {
+        let entry = entry_rc(code).ok_or_else(|| PyRuntimeError::new_err("poppy_jit: code is not marked"))?;
+        let state = PrologueState { entry, decline, code: Cell::new(0), sites: RefCell::new(None) };
+        Ok(Prologue { inner: GilOnly(state) })
+    }
+
+    /// Attach the code object carrying this prologue (it shares the original's mark) and its
+    /// traceback sites.
+    fn _bind(&self, py: Python<'_>, code: &Bound<'_, PyAny>, sites: Bound<'_, PyDict>) -> PyResult<()> {
+        let st = &self.inner.0;
+        set_mark(py, code, &st.entry)?;
+        st.code.set(code.as_ptr() as usize);
+        *st.sites.borrow_mut() = Some(sites.unbind());
+        Ok(())
+    }
+
+    fn __getitem__(&self, py: Python<'_>, _key: &Bound<'_, PyAny>) -> PyResult<Obj> {
+        let st = &self.inner.0;
+        if !ENABLED.load(Ordering::Relaxed) {
+            return Ok(st.decline.clone_ref(py));
+        }
+        let (mut func, mut code, mut locals) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null());
+        if unsafe { poppy_shim_current_frame(&mut func, &mut code, &mut locals) } != 0 || code as usize != st.code.get() {
+            return Ok(st.decline.clone_ref(py));
+        }
+        let func = unsafe { Bound::from_borrowed_ptr(py, func) };
+        let mut site = None;
+        match run_frame(py, &st.entry, &func, locals, true, &mut site) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => Ok(st.decline.clone_ref(py)),
+            Err(e) => {
+                // The traceback entry CPython adds for this frame as the error leaves it shows
+                // the failing call's position instead of the prologue's.
+                let sites = st.sites.borrow();
+                if let (Some((line, off)), Some(sites)) = (site, sites.as_ref()) {
+                    let sites = sites.bind(py);
+                    let at = sites.get_item((line, off)).ok().flatten().or_else(|| sites.get_item((line, -1)).ok().flatten());
+                    if let Some(at) = at.and_then(|a| a.extract::<c_int>().ok()) {
+                        unsafe { poppy_shim_point_frame_at(code, at) };
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Record that a @poppy function cannot be run by the runtime (it then runs plainly).
+#[pyfunction]
+fn _note_fallback(py: Python<'_>, function: String, reason: String) {
+    with_totals(py, |t| t.fallbacks.push((function, reason)));
 }
 
 /// A frame object standing for a @poppy function's frame stopped at byte offset `lasti` with
@@ -384,5 +513,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reset_stats, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(_frame, m)?)?;
+    m.add_function(wrap_pyfunction!(_note_fallback, m)?)?;
+    m.add_class::<Prologue>()?;
     Ok(())
 }

@@ -82,20 +82,69 @@ def test_poppy_installed_after_another_evaluator_chains_to_it(chainer):
 
 def test_another_evaluator_on_top_of_poppy_still_reaches_it(chainer):
     tail = textwrap.dedent("""
-        try:
-            poppy_jit.disable()
-        except RuntimeError as e:
-            print("disable refused:", "another PEP 523" in str(e))
-        chainer.uninstall()
+        # poppy_jit installs no eval-frame function, so disabling it leaves the other one alone.
         poppy_jit.disable()
         print("disabled", not poppy_jit.is_enabled())
+        n = chainer.count()
+        plain(3)
+        print("other evaluator still sees frames", chainer.count() > n)
+        print("plain again", main() is None, poppy_jit.stats()["runs"])
+        chainer.uninstall()
     """)
     p = run(chainer, after="chainer.install()", tail=tail)
     assert p.returncode == 0, p.stderr
     assert "6 45" in p.stdout
     assert_ran_compiled(p.stdout)
-    assert "disable refused: True" in p.stdout
     assert "disabled True" in p.stdout
+    assert "other evaluator still sees frames True" in p.stdout
+    assert "plain again True 1" in p.stdout  # after disable() main() ran in CPython
+
+
+def test_no_eval_frame_function_is_installed():
+    """Interception is by code-object prologue: unannotated code keeps CPython's inlined,
+    specialised calls (a PEP 523 function would disable both for all code)."""
+    src = textwrap.dedent("""
+        import ctypes, dis, sys
+        import poppy_jit
+        from poppy_jit import poppy, unordered
+        api = ctypes.pythonapi
+        api.PyInterpreterState_Get.restype = ctypes.c_void_p
+        api._PyInterpreterState_GetEvalFrameFunc.restype = ctypes.c_void_p
+        api._PyInterpreterState_GetEvalFrameFunc.argtypes = [ctypes.c_void_p]
+        default = api._PyInterpreterState_GetEvalFrameFunc(api.PyInterpreterState_Get())
+
+        @unordered
+        def ext(x):
+            return x
+
+        @poppy
+        def f(x):
+            return ext(x) + 1
+
+        def leaf(x):
+            return x + 1
+
+        def caller(n):
+            t = 0
+            for i in range(n):
+                t += leaf(i) + f(i)
+            return t
+
+        print("result", caller(300))
+        now = api._PyInterpreterState_GetEvalFrameFunc(api.PyInterpreterState_Get())
+        print("enabled", poppy_jit.is_enabled(), "eval frame unchanged", now == default)
+        ops = [i.opname for i in dis.get_instructions(caller, adaptive=True)]
+        print("specialised", "CALL_PY_EXACT_ARGS" in ops)
+        print("runs", poppy_jit.stats()["runs"])
+    """)
+    env = dict(os.environ, PYTHONPOPPY="1")
+    p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "result 90300" in p.stdout
+    assert "enabled True eval frame unchanged True" in p.stdout
+    assert "specialised True" in p.stdout
+    assert "runs 300" in p.stdout
 
 
 ZERO_EDIT_MODULE = '''
@@ -381,5 +430,5 @@ def test_traceback_note_when_inlined_call_chain_is_unknown(tmp_path):
     rec, alias = p.stdout.splitlines()
     assert rec.startswith("['<module>', 'rec', 'ext']")
     assert "line 14 of rec; the frames of the inlined @poppy calls" in rec
-    assert alias.startswith("['<module>', 'helper', 'ext']")
+    assert alias.startswith("['<module>', 'alias_caller', 'helper', 'ext']")
     assert "line 19 of helper" in alias and "from alias_caller are not shown" in alias

@@ -98,31 +98,48 @@ def _strip_runtime(tb):
     return tb
 
 
-def place(exc: BaseException, top, args: tuple, inlined: list, line: int) -> str | None:
-    """Prepend the replaced @poppy frames to `exc.__traceback__`. Returns a note for what the
-    traceback cannot show (None when it shows everything CPython's would)."""
+def place(exc: BaseException, top, args: tuple, inlined: list, line: int, on_stack: bool = False):
+    """Prepend the replaced @poppy frames to `exc.__traceback__`. Returns (note, site): a note for
+    what the traceback cannot show (None when it shows everything CPython's would) and, when the
+    run's own frame is on the stack (`on_stack`: its entry is added by CPython as the exception
+    leaves it), the (line, CALL offset or -1) that entry should show, else None."""
     from . import _core
 
     found = _chain(top, inlined, line)
     if isinstance(found, list):
         names = " or ".join(f.__qualname__ for f in found or [top])
-        return f"poppy_jit: raised by the external call at line {line} of {names}"
+        return f"poppy_jit: raised by the external call at line {line} of {names}", None
     chain, complete = found
     tb = _strip_runtime(exc.__traceback__)
     # The innermost entry's caret points at the call only when the failure is known to come out
     # of the one call on that line (a Python frame below it, or an inlined callee's call site).
     inner_from_call = tb is not None
+    site = None
     for depth in range(len(chain) - 1, -1, -1):
         func, ln = chain[depth]
-        offsets, calls = _at_line(func.__code__, ln)
+        own = depth == 0 and on_stack and func is top
+        offsets, calls = _at_line(_original(func) if own else func.__code__, ln)
         innermost = depth == len(chain) - 1
         tb_lasti = calls[0] if len(calls) == 1 and (inner_from_call or not innermost) else -1
+        if own:
+            site = (ln, tb_lasti)
+            break
         frame_lasti = tb_lasti if tb_lasti >= 0 else (offsets[0] if offsets else -1)
         frame = _core._frame(func, args if func is top else (), frame_lasti)
         tb = types.TracebackType(tb, frame, tb_lasti, ln)
     exc.__traceback__ = tb
+    if on_stack and site is None:
+        # The run's frame is on the stack but the call in it that led to the failure is not
+        # known: it shows its `def` line (the note says what is missing).
+        site = (_original(top).co_firstlineno, -1)
     if complete:
-        return None
+        return None, site
     owner = chain[-1][0].__qualname__
     return (f"poppy_jit: raised by the external call at line {line} of {owner}; the frames of the "
-            f"inlined @poppy calls that led there from {top.__qualname__} are not shown")
+            f"inlined @poppy calls that led there from {top.__qualname__} are not shown"), site
+
+
+def _original(func):
+    """The code object without the interception prologue."""
+    from . import _prologue
+    return _prologue.original(func.__code__)

@@ -184,6 +184,10 @@ pub struct PyHost<'py> {
     /// The @poppy function this run stands for and its arguments, and the @poppy functions
     /// inlined into the run: what a failure's traceback entries are built from.
     frame: Option<(Obj, Vec<Obj>)>,
+    /// The function's real frame is on the interpreter stack (it needs no stand-in entry).
+    frame_on_stack: bool,
+    /// On failure with the frame on the stack: (line, CALL offset or -1) it should show.
+    top_site: Option<(u32, i32)>,
     /// Each inlined function with the number of times it was inlined in this run.
     inlined: Vec<(Obj, usize)>,
     /// sys.getrecursionlimit(), read when the run first inlines a call.
@@ -240,6 +244,8 @@ impl<'py> PyHost<'py> {
             run_name: name.to_string(),
             callees: HashMap::new(),
             frame: None,
+            frame_on_stack: false,
+            top_site: None,
             inlined: Vec::new(),
             recursion_limit: None,
             abort: None,
@@ -247,8 +253,14 @@ impl<'py> PyHost<'py> {
     }
 
     /// The function (and arguments) whose frame this run replaces.
-    pub fn set_frame(&mut self, func: Obj, args: Vec<Obj>) {
+    pub fn set_frame(&mut self, func: Obj, args: Vec<Obj>, on_stack: bool) {
         self.frame = Some((func, args));
+        self.frame_on_stack = on_stack;
+    }
+
+    /// Where the run's own frame should point after a failure (see `frame_on_stack`).
+    pub fn top_site(&self) -> Option<(u32, i32)> {
+        self.top_site
     }
 
     /// End of a run: cancel and reap anything still in flight (only possible when the run was
@@ -497,7 +509,7 @@ impl<'py> Host for PyHost<'py> {
                 Some((func, args)) => py.import_bound("poppy_jit._traceback").and_then(|m| {
                     let args = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
                     let inlined = pyo3::types::PyList::new_bound(py, self.inlined.iter().map(|(f, _)| f.bind(py)));
-                    m.call_method1("place", (&value, func.bind(py), args, inlined, line))
+                    m.call_method1("place", (&value, func.bind(py), args, inlined, line, self.frame_on_stack))
                 }),
                 None => Ok(PyString::new_bound(
                     py,
@@ -505,6 +517,15 @@ impl<'py> Host for PyHost<'py> {
                 )
                 .into_any()),
             };
+            let placed = placed.and_then(|r| {
+                if r.is_instance_of::<PyTuple>() {
+                    let (note, site): (Bound<'_, PyAny>, Option<(u32, i32)>) = r.extract()?;
+                    self.top_site = site;
+                    Ok(note)
+                } else {
+                    Ok(r)
+                }
+            });
             match placed {
                 Ok(note) if note.is_none() => {}
                 Ok(note) => notes.push(note.to_string()),
