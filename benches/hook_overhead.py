@@ -1,15 +1,16 @@
-"""Cost of the interposer on code that is not @poppy (issue 5): pure-Python loop-heavy and
-call-heavy workloads, timed side by side in one process with the PEP 523 hook off and on.
+"""Cost of intercepting @poppy functions on code that is not @poppy (issue 5): pure-Python
+loop-heavy and call-heavy workloads, timed side by side in one process.
 
     python benches/hook_overhead.py [--repeat 7]
 
-"off" is plain CPython after `import poppy_jit` without PYTHONPOPPY (the hook is not installed,
-`_core` is not even imported); "on" installs the hook with `poppy_jit.enable()`. "any 523" (when
-a C compiler is available) installs instead a minimal PEP 523 function that only forwards every
-frame to CPython's evaluator (tests/support/chainer.c): the floor any PEP 523 user pays on 3.11,
-since CPython then stops inlining Python-to-Python calls and specialising CALL for Python
-functions. The configurations are interleaved (off, on, any, off, on, any, ...) and the best of
---repeat runs is kept for each.
+"off" is plain CPython after `import poppy_jit` without PYTHONPOPPY (`_core` is not even
+imported); "on" enables the runtime with `poppy_jit.enable()` (with a @poppy function defined, so
+its code carries the interception prologue). "any 523" (when a C compiler is available) installs
+instead a minimal PEP 523 eval-frame function that only forwards every frame to CPython's
+evaluator (tests/support/chainer.c): what any PEP 523 user pays on 3.11, since CPython then stops
+inlining Python-to-Python calls and specialising CALL for Python functions (poppy_jit's earlier
+design paid exactly this). The configurations are interleaved (off, on, any, off, on, any, ...)
+and the best of --repeat runs is kept for each.
 """
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ def loop_heavy(n=300_000):
         else:
             total -= i
     return total
+
+
+@poppy_jit.poppy
+def annotated(x):  # never called here: its presence must not slow other code down
+    return x
 
 
 def leaf(x):
@@ -81,10 +87,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=7)
     a = ap.parse_args()
     if poppy_jit.is_enabled():
-        print("run without PYTHONPOPPY: the script switches the hook itself", file=sys.stderr)
+        print("run without PYTHONPOPPY: the script switches poppy_jit itself", file=sys.stderr)
         return 2
     floor = build_minimal_pep523()
-    print(f"{'workload':<12} {'hook off s':>11} {'hook on s':>10} {'any 523 s':>10} {'on/off':>7} "
+    print(f"{'workload':<12} {'off s':>11} {'on s':>10} {'any 523 s':>10} {'on/off':>7} "
           f"{'any/off':>8}")
     for name, fn in (("loop-heavy", loop_heavy), ("call-heavy", call_heavy)):
         off, on, any_ = [], [], []

@@ -1,13 +1,17 @@
-//! PEP 523 hook (Rust side) and the per-code-object translation cache.
+//! Interception of @poppy frames (Rust side) and the per-code-object translation cache.
 //!
 //! A @poppy code object carries a `CodeEntry` in its co_extra slot (set by `mark_poppy`, freed by
-//! CPython with the code object). The C shim calls `handle_frame` for frames of marked code; we
-//! compile on first call (bytecode → Bezoar → λO), cache the result or the fallback reason, and run
-//! the λO program. Declining (fallback, nested run, tracing, running event loop) lets CPython run
-//! the frame itself, so the function is then one sequential external of whatever called it.
+//! CPython with the code object). The function gets a copy of its code with a prologue
+//! (`poppy_jit._prologue`, sharing the entry) that first evaluates `Prologue[None]`: we compile on
+//! first call (bytecode → Bezoar → λO), cache the result or the fallback reason, and run the λO
+//! program with the arguments CPython bound in the frame. Declining (fallback, nested run,
+//! tracing, running event loop) lets the original body run in that same frame, so the function is
+//! then one sequential external of whatever called it. No PEP 523 eval-frame function is
+//! installed: on CPython 3.11 any such function slows every Python-to-Python call (see
+//! docs/benchmarks.md).
 //!
-//! Shared state is only touched with the GIL held (the shim calls us from the eval loop; every
-//! `_core` function holds the GIL), which is what makes the `RefCell`s below sound.
+//! Shared state is only touched with the GIL held (every `_core` function and slot holds it),
+//! which is what makes the `RefCell`s below sound.
 use crate::bezoar::{passes, text as bz_text};
 use crate::host::{Obj, PyFactory, PyHost};
 use crate::lambda_o::{eval, text as lo_text, Program, ProgramRef};
@@ -26,19 +30,14 @@ use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::time::Instant;
 
-type Handler = unsafe extern "C" fn(*mut c_void, *mut ffi::PyObject, *const *mut ffi::PyObject) -> *mut ffi::PyObject;
-
 extern "C" {
-    fn poppy_shim_init(handler: Handler, free_payload: unsafe extern "C" fn(*mut c_void)) -> c_int;
-    fn poppy_shim_install() -> c_int;
-    fn poppy_shim_uninstall() -> c_int;
-    fn poppy_shim_is_installed() -> c_int;
+    fn poppy_shim_init(free_payload: unsafe extern "C" fn(*mut c_void)) -> c_int;
     fn poppy_shim_set_mark(code: *mut ffi::PyObject, payload: *mut c_void) -> c_int;
     fn poppy_shim_get_mark(code: *mut ffi::PyObject) -> *mut c_void;
-    fn poppy_shim_decline() -> *mut ffi::PyObject;
     fn poppy_shim_frame(func: *mut ffi::PyObject, args: *const *mut ffi::PyObject, nargs: ffi::Py_ssize_t, lasti: c_int) -> *mut ffi::PyObject;
     fn poppy_shim_current_frame(func: *mut *mut ffi::PyObject, code: *mut *mut ffi::PyObject, locals: *mut *const *mut ffi::PyObject) -> c_int;
     fn poppy_shim_point_frame_at(code: *mut ffi::PyObject, offset: c_int);
+    fn poppy_shim_frame_offset(code: *mut ffi::PyObject) -> c_int;
 }
 
 /// A successful translation.
@@ -262,31 +261,8 @@ fn run_frame(
     Ok(Some(value))
 }
 
-unsafe extern "C" fn handle_frame(payload: *mut c_void, func: *mut ffi::PyObject, locals: *const *mut ffi::PyObject) -> *mut ffi::PyObject {
-    // The eval loop holds the GIL; `with_gil` re-enters it cheaply and tells pyo3 so.
-    Python::with_gil(|py| {
-        let entry = &*(payload as *const CodeEntry);
-        let func = Bound::from_borrowed_ptr(py, func);
-        let mut site = None;
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run_frame(py, entry, &func, locals, false, &mut site)));
-        match outcome {
-            Ok(Ok(Some(v))) => v.into_ptr(),
-            Ok(Ok(None)) => poppy_shim_decline(),
-            Ok(Err(e)) => {
-                e.restore(py);
-                std::ptr::null_mut()
-            }
-            Err(_) => {
-                ACTIVE.with(|a| a.set(false));
-                PyRuntimeError::new_err("poppy_jit: internal error (panic) while running a @poppy function").restore(py);
-                std::ptr::null_mut()
-            }
-        }
-    })
-}
-
 fn ensure_init() -> PyResult<()> {
-    if unsafe { poppy_shim_init(handle_frame, free_entry) } != 0 {
+    if unsafe { poppy_shim_init(free_entry) } != 0 {
         return Err(PyRuntimeError::new_err("poppy_jit: could not reserve a co_extra index"));
     }
     Ok(())
@@ -360,6 +336,9 @@ struct PrologueState {
     code: Cell<usize>,
     /// {(line, CALL offset in the original code or -1): byte offset of the NOP at that position}.
     sites: RefCell<Option<Py<PyDict>>>,
+    /// Byte offset of the NOP at the `def` line: where the frame points while the run is in
+    /// progress (so `f_lineno` of the frame, seen from externals, is a line of the function).
+    home: Cell<c_int>,
 }
 
 /// State only touched with the GIL held (every `Prologue` method takes `Python`), so sharing it
@@ -373,16 +352,17 @@ impl Prologue {
     #[new]
     fn new(code: &Bound<'_, PyAny>, decline: Obj) -> PyResult<Self> {
         let entry = entry_rc(code).ok_or_else(|| PyRuntimeError::new_err("poppy_jit: code is not marked"))?;
-        let state = PrologueState { entry, decline, code: Cell::new(0), sites: RefCell::new(None) };
+        let state = PrologueState { entry, decline, code: Cell::new(0), sites: RefCell::new(None), home: Cell::new(-1) };
         Ok(Prologue { inner: GilOnly(state) })
     }
 
     /// Attach the code object carrying this prologue (it shares the original's mark) and its
     /// traceback sites.
-    fn _bind(&self, py: Python<'_>, code: &Bound<'_, PyAny>, sites: Bound<'_, PyDict>) -> PyResult<()> {
+    fn _bind(&self, py: Python<'_>, code: &Bound<'_, PyAny>, sites: Bound<'_, PyDict>, home: c_int) -> PyResult<()> {
         let st = &self.inner.0;
         set_mark(py, code, &st.entry)?;
         st.code.set(code.as_ptr() as usize);
+        st.home.set(home);
         *st.sites.borrow_mut() = Some(sites.unbind());
         Ok(())
     }
@@ -397,10 +377,22 @@ impl Prologue {
             return Ok(st.decline.clone_ref(py));
         }
         let func = unsafe { Bound::from_borrowed_ptr(py, func) };
+        // Only the instruction actually executed (next_instr) decides exception handling in
+        // 3.11, so moving prev_instr for the duration of the run is safe.
+        let at = unsafe { poppy_shim_frame_offset(code) };
+        unsafe { poppy_shim_point_frame_at(code, st.home.get()) };
         let mut site = None;
-        match run_frame(py, &st.entry, &func, locals, true, &mut site) {
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run_frame(py, &st.entry, &func, locals, true, &mut site)));
+        let outcome = outcome.unwrap_or_else(|_| {
+            Err(PyRuntimeError::new_err("poppy_jit: internal error (panic) while running a @poppy function"))
+        });
+        match outcome {
             Ok(Some(v)) => Ok(v),
-            Ok(None) => Ok(st.decline.clone_ref(py)),
+            Ok(None) => {
+                // Declined: the body runs now, from exactly where the prologue left the frame.
+                unsafe { poppy_shim_point_frame_at(code, at) };
+                Ok(st.decline.clone_ref(py))
+            }
             Err(e) => {
                 // The traceback entry CPython adds for this frame as the error leaves it shows
                 // the failing call's position instead of the prologue's.

@@ -1,5 +1,6 @@
-"""The PEP 523 hook with another eval-frame user installed before or after it (chaining), and
-zero-edit mode (PYTHONPOPPY_CONFIG)."""
+"""Interception of @poppy frames: with another PEP 523 eval-frame user installed before or after
+poppy_jit (which installs none), zero-edit mode (PYTHONPOPPY_CONFIG), the code prologue, and
+tracebacks of failed runs."""
 import os
 import shutil
 import subprocess
@@ -432,3 +433,67 @@ def test_traceback_note_when_inlined_call_chain_is_unknown(tmp_path):
     assert "line 14 of rec; the frames of the inlined @poppy calls" in rec
     assert alias.startswith("['<module>', 'alias_caller', 'helper', 'ext']")
     assert "line 19 of helper" in alias and "from alias_caller are not shown" in alias
+
+
+def test_prologue_keeps_the_body_exact():
+    """poppy_jit._prologue.build: the body, its positions and exception handlers survive the
+    rewrite; a declining prologue runs the original body in the same frame (many constants need
+    EXTENDED_ARG; try/except/for/with in the body)."""
+    import contextlib
+    import dis
+    import types
+
+    from poppy_jit import _prologue
+
+    class Decline:
+        def __init__(self):
+            self.seen = 0
+
+        def __getitem__(self, key):
+            self.seen += 1
+            return _prologue.DECLINE
+
+    ns = {}
+    consts = ", ".join(f"'c{i}'" for i in range(300))
+    exec(textwrap.dedent(f"""
+        import contextlib
+        def f(x, y=2, *rest, k=3, **kw):
+            table = ({consts})
+            total = 0
+            for i in range(x):
+                try:
+                    if i == 1:
+                        raise KeyError(i)
+                    total += i * y
+                except KeyError:
+                    total -= 100
+                finally:
+                    total += 1
+            with contextlib.suppress(ZeroDivisionError):
+                total += 1 / 0
+            return total, len(table), rest, k, kw
+    """), ns)
+    f = ns["f"]
+    expected = [f(5), f(3, 4, 9, k=1, z=2)]
+    original = f.__code__
+    entry = Decline()
+    new, sites = _prologue.build(original, entry)
+    f.__code__ = new
+    assert [f(5), f(3, 4, 9, k=1, z=2)] == expected
+    assert entry.seen == 2
+    # The body (relative jumps included) and its handlers follow the prologue unchanged.
+    body = [(i.opname, i.arg, i.positions) for i in dis.get_instructions(original)][1:]
+    ops = [(i.opname, i.arg, i.positions) for i in dis.get_instructions(new)]
+    assert ops[0][0] == "RESUME" and body == ops[len(ops) - len(body) - len(sites):len(ops) - len(sites)]
+    assert len(dis._parse_exception_table(new)) == len(dis._parse_exception_table(original))
+    # Every line of the function, and every call, has a site for tracebacks.
+    lines = {p[0] for p in original.co_positions() if p[0] is not None}
+    assert {ln for ln, off in sites if off == -1} == lines
+    assert all(isinstance(off, int) for off in sites.values())
+    # Not eligible: generators, closures.
+    def gen():
+        yield 1
+    k = 1
+    def closure():
+        return k
+    assert _prologue.ineligible(gen.__code__) and _prologue.ineligible(closure.__code__)

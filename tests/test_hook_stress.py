@@ -289,15 +289,20 @@ def test_tracer_and_profiler_active():
     r1 = f(2)
     sys.settrace(None)
     print("traced", r1, ("f", "call") in events, ("note", "call") in events)
+    print("events", events)  # identical in both modes: the prologue adds no trace event
 
     calls = []
+    every = []
     def profiler(frame, event, arg):
         if event == "call" and frame.f_code.co_name in ("f", "note"):
             calls.append(frame.f_code.co_name)
+        if frame.f_code.co_name in ("f", "note"):
+            every.append((frame.f_code.co_name, event, getattr(arg, "__name__", None)))
     sys.setprofile(profiler)
     r2 = f(3)
     sys.setprofile(None)
     print("profiled", r2, calls)
+    print("profile events", every)  # no c_call for the prologue's runtime entry
     print("untraced", f(4))
     print("STAT runs", stat("runs"))
     ''')

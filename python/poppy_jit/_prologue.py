@@ -222,11 +222,16 @@ def intercept(fn, core) -> None:
             except ValueError as e:
                 why = str(e)
             else:
-                entry._bind(new, sites)
+                entry._bind(new, sites, sites.get((code.co_firstlineno, -1), -1))
                 _with_prologue[code] = new
                 _originals[new] = code
         if why is not None:
-            core._note_fallback(fn.__qualname__, f"not intercepted: {why}")
+            # It runs plainly; record why now (the translator's own reason when it has one).
+            try:
+                reason = core.explain(fn)["fallback"]
+            except Exception:  # noqa: BLE001 - explaining is best effort
+                reason = None
+            core._note_fallback(fn.__qualname__, reason or f"not intercepted: {why}")
             _with_prologue[code] = code
             return
     fn.__code__ = new
