@@ -367,6 +367,13 @@ impl Prologue {
         Ok(())
     }
 
+    /// Code objects are pickled by value by some libraries (cloudpickle, dill): a copy of the
+    /// prologue elsewhere is inert (the function runs plainly there).
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<(Obj, Py<pyo3::types::PyTuple>)> {
+        let inert = py.import_bound("poppy_jit._prologue")?.getattr("Inert")?.unbind();
+        Ok((inert, pyo3::types::PyTuple::empty_bound(py).unbind()))
+    }
+
     fn __getitem__(&self, py: Python<'_>, _key: &Bound<'_, PyAny>) -> PyResult<Obj> {
         let st = &self.inner.0;
         if !ENABLED.load(Ordering::Relaxed) {

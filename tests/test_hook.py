@@ -137,6 +137,11 @@ def test_no_eval_frame_function_is_installed():
         ops = [i.opname for i in dis.get_instructions(caller, adaptive=True)]
         print("specialised", "CALL_PY_EXACT_ARGS" in ops)
         print("runs", poppy_jit.stats()["runs"])
+        # Code pickled by value (cloudpickle, dill) carries an inert prologue: runs plainly.
+        import pickle, types
+        consts = pickle.loads(pickle.dumps(f.__code__.co_consts))
+        g = types.FunctionType(f.__code__.replace(co_consts=consts), globals())
+        print("unpickled", g(4), poppy_jit.stats()["runs"])
     """)
     env = dict(os.environ, PYTHONPOPPY="1")
     p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, env=env,
@@ -146,6 +151,7 @@ def test_no_eval_frame_function_is_installed():
     assert "enabled True eval frame unchanged True" in p.stdout
     assert "specialised True" in p.stdout
     assert "runs 300" in p.stdout
+    assert "unpickled 5 300" in p.stdout
 
 
 ZERO_EDIT_MODULE = '''

@@ -33,6 +33,13 @@ class DECLINE:
     """The prologue's sentinel: run the original body."""
 
 
+class Inert:
+    """What a pickled copy of a prologue's runtime object becomes: it always declines."""
+
+    def __getitem__(self, key):
+        return DECLINE
+
+
 def ineligible(code) -> str | None:
     """Why `code` cannot get a prologue, or None."""
     if code.co_flags & _NOT_SIMPLE:
