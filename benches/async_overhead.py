@@ -7,7 +7,9 @@ For n calls of an `@unordered async def noop(i)` that returns after one event-lo
 - gather: `loop.run_until_complete(asyncio.gather(*(noop_raw(i) for i in range(n))))`
 - poppy : a @poppy function `for i in range(n): noop(i)` (the λO fold dispatches all n at once)
 Reported: seconds per run (best of --repeat), µs per call, and poppy's added µs per call.
-Memory: tracemalloc peak while n calls are in flight (Python allocations), per call.
+Memory: tracemalloc peak while n calls are in flight (Python allocations), per call; and the
+evaluator's own (Rust) memory per call: peak live λO variables × bytes per variable plus one
+controller per call, from stats() (reclaimed variables are reused, so this is the peak).
 """
 from __future__ import annotations
 
@@ -64,6 +66,14 @@ def peak_bytes(fn, n: int) -> int:
     return peak
 
 
+def rust_bytes_per_call(n: int) -> float:
+    poppy_jit.reset_stats()
+    time_poppy(n)
+    st = poppy_jit.stats()
+    lay = st["runtime_layout"]
+    return (st["peak_slots"] * lay["slot_bytes"] + n * lay["controller_bytes"]) / n
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,100000")
@@ -73,14 +83,16 @@ def main() -> int:
         print("run with PYTHONPOPPY=1", file=sys.stderr)
         return 2
     print(f"{'calls':>8} {'gather s':>10} {'poppy s':>10} {'gather µs/call':>15} "
-          f"{'poppy µs/call':>14} {'added µs/call':>14} {'gather B/call':>14} {'poppy B/call':>13}")
+          f"{'poppy µs/call':>14} {'added µs/call':>14} {'gather B/call':>14} {'poppy B/call':>13} "
+          f"{'rust B/call':>12}")
     for n in (int(s) for s in a.sizes.split(",")):
         g = min(time_gather(n) for _ in range(a.repeat))
         p = min(time_poppy(n) for _ in range(a.repeat))
         mg = peak_bytes(time_gather, n) / n
         mp = peak_bytes(time_poppy, n) / n
+        mr = rust_bytes_per_call(n)
         print(f"{n:>8} {g:>10.4f} {p:>10.4f} {g / n * 1e6:>15.2f} {p / n * 1e6:>14.2f} "
-              f"{(p - g) / n * 1e6:>14.2f} {mg:>14.0f} {mp:>13.0f}")
+              f"{(p - g) / n * 1e6:>14.2f} {mg:>14.0f} {mp:>13.0f} {mr:>12.0f}")
     st = poppy_jit.stats()
     print(f"stats: runs={st['runs']} reductions={st['reductions']} "
           f"external={st['external_calls']} fallbacks={len(st['fallbacks'])}")

@@ -462,7 +462,28 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         d.set_item("external_calls", ext)?;
         d.set_item("peak_in_flight", t.run.peak_in_flight)?;
         d.set_item("queue_wait_ms", t.run.queue_wait_ns as f64 / 1e6)?;
+        // Memory of the evaluator: most λO variables alive at once in a run, and the fixed
+        // bytes of one variable / statement / controller (reclaimed variables are reused).
+        d.set_item("peak_slots", t.run.peak_slots)?;
+        let (slot, work, ctrl) = crate::lambda_o::eval::layout::<crate::host::PyHost>();
+        let mem = PyDict::new_bound(py);
+        mem.set_item("slot_bytes", slot)?;
+        mem.set_item("statement_bytes", work)?;
+        mem.set_item("controller_bytes", ctrl)?;
+        d.set_item("runtime_layout", mem)?;
+        d.set_item("term_resolutions", t.run.term_resolutions)?;
         d.set_item("nested_plain_runs", t.declined_nested)?;
+        // Blocking externals on the runtime's worker threads (docs/observability.md).
+        let w = crate::stats::worker_totals();
+        d.set_item("blocking_calls", w.jobs)?;
+        d.set_item("gil_wait_ms", w.gil_wait_ns as f64 / 1e6)?;
+        d.set_item("blocking_handoff_ms", w.handoff_ns as f64 / 1e6)?;
+        // The Cranelift tier does not exist yet: nothing is compiled to machine code.
+        let jit = PyDict::new_bound(py);
+        jit.set_item("tier", "none")?;
+        jit.set_item("functions", 0u64)?;
+        jit.set_item("ms", 0.0f64)?;
+        d.set_item("jit", jit)?;
         Ok(d.unbind())
     })
 }
@@ -470,6 +491,7 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
 #[pyfunction]
 fn reset_stats(py: Python<'_>) {
     with_totals(py, |t| *t = Totals::default());
+    crate::stats::reset_worker_totals();
 }
 
 /// Bezoar and λO text of a function, or why it falls back.
@@ -504,6 +526,7 @@ fn program_text(py: Python<'_>, p: &Program<Obj>) -> String {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<crate::host::GlobalLoader>()?;
+    crate::host::pool::register(m)?;
     m.add_function(wrap_pyfunction!(enable, m)?)?;
     m.add_function(wrap_pyfunction!(disable, m)?)?;
     m.add_function(wrap_pyfunction!(is_enabled, m)?)?;

@@ -441,3 +441,64 @@ def test_a_result_that_contradicts_its_declared_type_is_an_error_not_a_silent_re
     """
     popped, _ = run(body, True, tmp_path=tmp_path)
     assert "TypeError True" in popped.stdout, popped.stdout + popped.stderr
+
+
+def test_cancelling_the_caller_of_await_run_cancels_the_runs_externals(tmp_path):
+    """issue 3 item 7: cancellation of the caller (here: the task awaiting poppy_jit.run) cancels
+    the externals in flight and leaves no task behind on the worker's loop."""
+    src = PRELUDE + textwrap.dedent(
+        """
+        import threading, time
+
+        seen = {}
+
+        @unordered
+        async def slow(x):
+            seen["loop"] = asyncio.get_running_loop()
+            try:
+                await asyncio.sleep(30)
+                return x
+            except asyncio.CancelledError:
+                print("cancelled", x, flush=True)
+                raise
+
+        @poppy
+        def main():
+            a = slow(1)
+            b = slow(2)
+            log(a, b)
+            return a
+
+        async def app():
+            task = asyncio.ensure_future(poppy_jit.run(main))
+            while "loop" not in seen:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.1)
+            t0 = time.monotonic()
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                print("caller cancelled", flush=True)
+            print("abort ms", round((time.monotonic() - t0) * 1000), flush=True)
+            print("worker tasks", len(asyncio.all_tasks(seen["loop"])))
+            # The worker is free again: a second run works.
+            print("again", await poppy_jit.run(lambda: 7))
+
+        asyncio.run(app())
+        print("logged", any(c[0] == "log" for c in CALLS))
+        """
+    )
+    path = tmp_path / "prog.py"
+    path.write_text(src)
+    env = dict(os.environ, PYTHONPOPPY="1")
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert sorted(line for line in lines if line.startswith("cancelled")) == ["cancelled 1", "cancelled 2"]
+    assert "caller cancelled" in lines
+    assert "worker tasks 0" in lines
+    assert "again 7" in lines
+    assert "logged False" in lines  # the sequential log after the cancelled calls never ran
+    abort_ms = next(int(line.split()[2]) for line in lines if line.startswith("abort ms"))
+    print(f"cancellation of the caller: externals cancelled and reaped in {abort_ms} ms")

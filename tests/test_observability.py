@@ -460,6 +460,8 @@ def test_pythonpoppy_stats_prints_the_table_at_exit(tmp_path):
     assert int(rows["external_calls.unordered"]) >= 4  # the four ask() calls
     assert int(rows["peak_in_flight"]) >= 4
     assert float(rows["runtime_ms"]) >= 30.0  # at least one ask's sleep
+    assert rows["gil_wait_ms"] == "0.00" and rows["blocking_calls"] == "0"  # no blocking externals
+    assert rows["jit.tier"] == "none" and rows["jit.functions"] == "0"
     assert "fallbacks (0)" in lines
 
 
@@ -471,3 +473,160 @@ def test_format_stats_flattens_nested_counters():
     assert any(ln.split() == ["jit.templates", "3"] for ln in lines)
     ext = [ln.split()[0] for ln in lines if ln.startswith("external_calls.")]
     assert ext == ["external_calls.unordered", "external_calls.sequential"]
+
+
+# ---------------------------------------------------------------------------------------------
+# poppy_jit.stats(): every counter, and that each follows what the program did
+
+STATS_KEYS = {"functions_compiled", "compile_ms", "fallbacks", "runs", "runtime_ms",
+              "runtime_cpu_ms", "reductions", "inlined_calls", "external_calls", "peak_in_flight",
+              "queue_wait_ms", "nested_plain_runs", "blocking_calls", "gil_wait_ms",
+              "blocking_handoff_ms", "jit", "peak_slots", "term_resolutions", "runtime_layout"}
+
+
+def _stats_of(tmp_path, body):
+    """Run `body` under PYTHONPOPPY=1; it prints JSON lines, returned parsed."""
+    prog = tmp_path / "stats_prog.py"
+    prog.write_text(textwrap.dedent("""
+        import asyncio, json, sys, threading, time
+        import poppy_jit
+        from poppy_jit import poppy, unordered, readonly, sequential
+
+        def dump(**extra):
+            print(json.dumps(dict(poppy_jit.stats(), **extra)), flush=True)
+        """) + textwrap.dedent(body))
+    p = _run([str(prog)], PYTHONPOPPY="1")
+    assert p.returncode == 0, p.stderr
+    return [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+
+
+@needs_core
+def test_stats_counters_follow_the_program(tmp_path):
+    runs = _stats_of(tmp_path, """
+        @unordered
+        async def ask(x):
+            await asyncio.sleep(0.02)
+            return x
+
+        @readonly
+        def peek(x):
+            return x
+
+        @sequential
+        def show(x):
+            pass
+
+        @poppy
+        def main(n):
+            total = 0
+            for i in range(n):
+                total = total + ask(i) + peek(i)
+                show(i)
+            return total
+
+        for n in (3, 8):
+            poppy_jit.reset_stats()
+            main(n)
+            dump(n=n)
+        """)
+    a, b = runs
+    for st in runs:
+        assert STATS_KEYS <= set(st), STATS_KEYS - set(st)
+        assert st["runs"] == 1 and st["functions_compiled"] == (1 if st["n"] == 3 else 0)
+        # 3 or 8 asks at once (their peeks and shows run as they come back)
+        assert st["peak_in_flight"] >= st["n"]
+        # show(i)'s argument is known at once, but it is ordered after ask(i), which sleeps 20 ms:
+        # the controller holds it back at least that long
+        assert st["queue_wait_ms"] >= 20
+        assert 0 < st["runtime_cpu_ms"] <= st["runtime_ms"]
+        assert st["gil_wait_ms"] == st["blocking_handoff_ms"] == st["blocking_calls"] == 0
+        assert st["jit"] == {"tier": "none", "functions": 0, "ms": 0.0}
+    # five more iterations: exactly five more of each ordered call, more work everywhere else
+    ea, eb = a["external_calls"], b["external_calls"]
+    assert eb["readonly"] - ea["readonly"] == 5
+    assert eb["sequential"] - ea["sequential"] == 5
+    assert eb["unordered"] - ea["unordered"] >= 5
+    assert b["reductions"] > a["reductions"] > 0
+    assert a["peak_slots"] > 0 and b["peak_slots"] > 0
+    assert a["compile_ms"] > 0 and b["compile_ms"] == 0
+
+
+@needs_core
+def test_gil_wait_counts_blocking_workers_contending_with_a_cpu_bound_thread(tmp_path):
+    runs = _stats_of(tmp_path, """
+        sys.setswitchinterval(0.02)  # a CPU-bound thread keeps the GIL up to 20 ms at a time
+
+        @unordered(blocking=True)
+        def step(x):
+            time.sleep(0.005)
+            return x + 1
+
+        @poppy
+        def chain(n):
+            x = 0
+            for i in range(n):
+                x = step(x)     # one blocking call at a time: each waits for the GIL alone
+            return x
+
+        def measured(label):
+            poppy_jit.reset_stats()
+            t = time.perf_counter()
+            chain(5)
+            dump(label=label, wall_ms=(time.perf_counter() - t) * 1000)
+
+        measured("alone")
+        stop = False
+        def spin():
+            while not stop:
+                pass
+        spinner = threading.Thread(target=spin)
+        spinner.start()
+        try:
+            measured("contended")
+        finally:
+            stop = True
+            spinner.join()
+        """)
+    alone, contended = runs
+    for st in runs:
+        assert st["blocking_calls"] == 5
+        # one call at a time, so the waits are disjoint stretches of the run
+        assert 0 < st["gil_wait_ms"] + st["blocking_handoff_ms"] <= st["wall_ms"]
+        assert st["gil_wait_ms"] > 0 and st["blocking_handoff_ms"] > 0
+    # (How much each acquisition waits under contention depends on which waiting thread the OS
+    # wakes first when the GIL is released: the worker, or the spinner.)
+    for st in runs:
+        print(f"5 blocking calls {st['label']}: gil_wait_ms {st['gil_wait_ms']:.3f}, "
+              f"blocking_handoff_ms {st['blocking_handoff_ms']:.3f}, wall {st['wall_ms']:.1f} ms")
+
+
+@needs_core
+def test_gil_wait_covers_a_gil_held_through_a_long_c_call(tmp_path):
+    (st,) = _stats_of(tmp_path, """
+        @unordered(blocking=True)
+        def quick(x):
+            return x + 1
+
+        @unordered
+        def hog(n):
+            # A synchronous external: runs inline on the evaluator thread, and sum() over a range
+            # is one C loop that never lets the GIL go, whatever other threads ask.
+            t = time.perf_counter()
+            sum(range(n))
+            return (time.perf_counter() - t) * 1000
+
+        @poppy
+        def main(n):
+            a = quick(1)   # dispatched first: its worker wakes up and asks for the GIL ...
+            ms = hog(n)    # ... which the evaluator holds through this call
+            return a, ms
+
+        poppy_jit.reset_stats()
+        t = time.perf_counter()
+        a, hog_ms = main(10_000_000)
+        dump(a=a, hog_ms=hog_ms, wall_ms=(time.perf_counter() - t) * 1000)
+        """)
+    assert st["a"] == 2 and st["blocking_calls"] == 1
+    # The worker's wait started within its wake-up latency of hog's start and ended after hog.
+    assert st["hog_ms"] / 2 <= st["gil_wait_ms"] <= st["wall_ms"]
+    print(f"hog held the GIL {st['hog_ms']:.1f} ms; the worker waited {st['gil_wait_ms']:.1f} ms")

@@ -80,9 +80,13 @@ def test_timeout_fault_hangs_past_the_client_timeout():
 
 
 def test_max_concurrent_is_observed():
-    with SimServer(echo, LatencyModel(ttft=0.2, per_token=0)) as sim:
+    with SimServer(echo, LatencyModel(ttft=0.5, per_token=0)) as sim:
+        # Clients are built first (slow on a loaded machine), then all four requests go out.
+        ready = threading.Barrier(4)
+
         def one(i):
             with openai.OpenAI(base_url=sim.base_url, api_key="d", max_retries=0) as c:
+                ready.wait()
                 c.chat.completions.create(model="m", messages=user(f"p{i}"))
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]

@@ -38,6 +38,18 @@ class _ThreadLoop:
             self.loop.close()
 
 
+def set_cancel(request) -> None:
+    """Attach a cancellation request (an object with a `requested` flag) to this thread's runs."""
+    _local.cancel = request
+
+
+def take_cancel() -> bool:
+    """Whether this thread's current run was asked to stop (called by the runtime when its loop
+    wakes with nothing finished)."""
+    request = getattr(_local, "cancel", None)
+    return bool(request is not None and request.requested)
+
+
 def get_loop() -> asyncio.AbstractEventLoop:
     """This thread's persistent event loop (created on first use, closed when the thread ends)."""
     holder = getattr(_local, "holder", None)

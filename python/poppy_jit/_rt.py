@@ -1,18 +1,17 @@
-"""Runtime support for the Rust λO runtime (src/host/): exit-status helpers of lowering, worker
-threads for blocking externals, cancellation of an aborted run's tasks, and stand-in values for
-type hints. Intrinsics live in `_intrinsics`, classification in `_annotations`; the ones the Rust
-host looks up on this module are re-exported here.
+"""Runtime support for the Rust λO runtime (src/host/): exit-status helpers of lowering,
+cancellation of an aborted run's tasks, and stand-in values for type hints. Intrinsics live in
+`_intrinsics`, classification in `_annotations`; the ones the Rust host looks up on this module
+are re-exported here.
 """
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import functools
 import types
 
 from ._annotations import classify  # noqa: F401 (used by the Rust host)
 from ._intrinsics import INTRINSICS, bound_check, intrinsic  # noqa: F401 (used by the Rust host)
 from ._decorators import unordered
+from ._loop import take_cancel  # noqa: F401 (used by the Rust host)
 
 # Exit-status helpers used by lowering (src/lower.rs): 0 normal, 1 break, 2 continue, 3 return.
 HELPERS = {
@@ -24,29 +23,18 @@ HELPERS = {
 
 
 # ---------------------------------------------------------------------------------------------
-# Support for the Rust executor (src/host/): blocking externals on worker threads, cancellation.
-
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-
-
-def _thread_pool():
-    global _pool
-    if _pool is None:
-        _pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="poppy-blocking")
-    return _pool
-
-
-def submit_blocking(loop, fn, args, kwargs):
-    """Run a blocking external on a worker thread; returns the loop's future for it."""
-    return loop.run_in_executor(_thread_pool(), functools.partial(fn, *args, **kwargs))
-
+# Support for the Rust executor (src/host/): cancellation. Blocking externals run on the
+# runtime's own worker threads (src/host/pool.rs).
 
 def cancel_all(loop, pending):
     """Cancel what an aborted run left in flight and let the cancellations finish, so no task of
-    the run outlives it."""
+    the run outlives it. Blocking calls (`_core.BlockingCall`) are only marked cancelled: their
+    threads finish the call and the result is dropped."""
     for fut in pending:
         fut.cancel()
-    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    tasks = [f for f in pending if asyncio.isfuture(f)]
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,6 +6,11 @@ a worker thread — where the runtime has that thread's own loop — and awaits 
 caller's loop keeps serving other tasks meanwhile. A plain synchronous call of a @poppy function
 inside a running loop is declined by the hook and runs as ordinary sequential Python (correct,
 not parallel); it never deadlocks.
+
+Cancelling the awaiting task cancels the run: the worker's runtime is woken, aborts with
+CancelledError, cancels and reaps the externals it has in flight, and `run` re-raises the
+cancellation only once the worker is done, so no task of the run outlives it. (Blocking externals
+already running on worker threads finish on their own: threads cannot be cancelled.)
 """
 from __future__ import annotations
 
@@ -26,7 +31,48 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
         return _pool
 
 
+class _Cancel:
+    """A run's cancellation request, set from the caller's thread, read by the worker's runtime
+    (through `_loop.take_cancel`) when its event loop wakes."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.lock = threading.Lock()
+
+    def request(self) -> None:
+        with self.lock:
+            self.requested = True
+            if self.loop is not None and not self.loop.is_closed():
+                self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def _work(cancel: _Cancel, call):
+    from . import _loop
+
+    with cancel.lock:
+        cancel.loop = _loop.get_loop()
+    _loop.set_cancel(cancel)
+    try:
+        return call()
+    finally:
+        _loop.set_cancel(None)
+        with cancel.lock:
+            cancel.loop = None
+
+
 async def run(fn, /, *args, **kwargs):
-    """Run `fn(*args, **kwargs)` (typically a @poppy function) without blocking the running loop."""
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_executor(), functools.partial(fn, *args, **kwargs))
+    """Run `fn(*args, **kwargs)` (typically a @poppy function) without blocking the running loop.
+    Cancelling the awaiting task cancels the run's in-flight externals."""
+    cancel = _Cancel()
+    done = _executor().submit(_work, cancel, functools.partial(fn, *args, **kwargs))
+    try:
+        return await asyncio.shield(asyncio.wrap_future(done))
+    except asyncio.CancelledError:
+        cancel.request()
+        # Wait (without blocking the loop) for the worker to abort and reap its externals.
+        try:
+            await asyncio.wrap_future(done)
+        except BaseException:  # the run's own outcome (CancelledError) does not matter here
+            pass
+        raise

@@ -3,8 +3,9 @@
 //! - Classification and the intrinsic callables come from `poppy_jit._rt` (the annotation library
 //!   is Python data that users extend).
 //! - Sync externals run inline in `dispatch`; `async def` externals become tasks on this thread's
-//!   event loop and `blocking=True` ones run on worker threads, both through `_rt.Executor`, whose
-//!   done-callbacks stop the loop so `wait` returns as soon as something finished (no polling).
+//!   event loop and `blocking=True` ones run on the runtime's worker threads (`pool`); both
+//!   complete futures of the loop, whose done-callbacks stop it so `wait` returns as soon as
+//!   something finished (no polling).
 use crate::bezoar::{Const, Intrinsic};
 use crate::lambda_o::{Class, Dispatch, Host, PrimFactory, ProgramRef, TaskId};
 use pyo3::prelude::*;
@@ -14,6 +15,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
+
+pub mod pool;
 
 pub type Obj = Py<PyAny>;
 
@@ -321,12 +324,13 @@ impl<'py> PyHost<'py> {
                 return Ok(Dispatch::Pending);
             }
             if *blocking {
-                let kw = kw.unwrap_or_else(|| PyDict::new_bound(py));
-                let rt = self.rt.clone();
+                // On a runtime-owned worker thread (pool.rs); inline once the pool is closed.
                 let ex = self.executor()?;
-                let fut = rt.call_method1("submit_blocking", (ex.loop_.clone(), inner, pos, kw))?;
-                ex.watch(py, task, fut)?;
-                return Ok(Dispatch::Pending);
+                let call = Bound::new(py, pool::BlockingCall::new())?;
+                if pool::submit(py, inner, pos.clone(), kw.clone(), &ex.loop_, &call)? {
+                    ex.watch(py, task, call.into_any())?;
+                    return Ok(Dispatch::Pending);
+                }
             }
             return Ok(Dispatch::Done(inner.call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)));
         }
@@ -462,10 +466,20 @@ impl<'py> Host for PyHost<'py> {
         if let Some(e) = &self.abort {
             return Err(e.clone());
         }
+        let rt = self.rt.clone();
         let ex = self.executor().map_err(PyErrRef::new)?;
         if ex.queue.borrow().is_empty() {
             // An exception out of the loop itself (KeyboardInterrupt while waiting) aborts the run.
             ex.run_forever.call0().map_err(PyErrRef::new)?;
+            if ex.queue.borrow().is_empty() {
+                // Woken with nothing finished: was the run cancelled (`await poppy_jit.run`'s
+                // caller was)? Then abort; `finish` cancels what is in flight.
+                let cancelled = rt.call_method0("take_cancel").and_then(|c| c.is_truthy()).map_err(PyErrRef::new)?;
+                if cancelled {
+                    let e = pyo3::exceptions::asyncio::CancelledError::new_err("poppy_jit.run was cancelled");
+                    return Err(PyErrRef::new(e));
+                }
+            }
         }
         let done: Vec<(TaskId, Obj)> = std::mem::take(&mut *ex.queue.borrow_mut());
         let mut out = Vec::with_capacity(done.len());

@@ -175,6 +175,16 @@ fn stricter(a: Class, b: Class) -> bool {
     rank(a) > rank(b)
 }
 
+/// Bytes of the evaluator's fixed per-object state for host `H`: one λO variable (slot and its
+/// reference count), one statement work item, one controller (without its argument vectors).
+pub fn layout<H: Host>() -> (usize, usize, usize) {
+    (
+        std::mem::size_of::<Slot<H::Prim, H::Error>>() + std::mem::size_of::<u32>(),
+        std::mem::size_of::<Work<H::Prim>>(),
+        std::mem::size_of::<Ctrl<H::Prim>>(),
+    )
+}
+
 /// Run `program` (entry params [S, args...], result (S', value)) to quiescence.
 pub fn run<H: Host>(
     host: &mut H,
@@ -325,7 +335,7 @@ impl<'a, H: Host> Eval<'a, H> {
         let mut dead = std::mem::take(&mut self.dead);
         dead.push(s);
         while let Some(s) = dead.pop() {
-            debug_assert!(self.refs[s] > 0, "λO slot {s} released more often than retained");
+            assert!(self.refs[s] > 0, "λO slot {s} released more often than retained");
             self.refs[s] -= 1;
             if self.refs[s] > 0 {
                 continue;

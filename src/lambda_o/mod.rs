@@ -6,6 +6,8 @@ pub mod text;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod gen_tests;
+#[cfg(test)]
 pub mod testhost;
 
 pub use host::*;

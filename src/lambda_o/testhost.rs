@@ -129,7 +129,7 @@ impl TestHost {
         }
     }
 
-    fn apply(&mut self, name: &str, args: &[TPrim]) -> Result<TPrim, String> {
+    pub(crate) fn apply(&mut self, name: &str, args: &[TPrim]) -> Result<TPrim, String> {
         use TPrim::*;
         let int = |p: &TPrim| match p {
             Int(i) => Ok(*i),
