@@ -2,8 +2,9 @@
 
 Plain mode (PYTHONPOPPY unset, "" or "0") never imports the compiled `poppy_jit._core`: the
 decorators only attach metadata and an annotated program runs as ordinary sequential CPython.
-With PYTHONPOPPY=1 the PEP 523 hook is installed at import time and `@poppy` functions are handed
-to the Rust runtime, which reads the `__poppy_external__` spec of every external it calls.
+With PYTHONPOPPY=1 the runtime is enabled at import time and `@poppy` functions are handed to it
+(each gets a copy of its code with an interception prologue, `_prologue`); it reads the
+`__poppy_external__` spec of every external it calls.
 """
 from __future__ import annotations
 
