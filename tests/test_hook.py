@@ -90,6 +90,9 @@ def test_another_evaluator_on_top_of_poppy_still_reaches_it(chainer):
         plain(3)
         print("other evaluator still sees frames", chainer.count() > n)
         print("plain again", main() is None, poppy_jit.stats()["runs"])
+        poppy_jit.enable()
+        main()
+        print("enabled again", poppy_jit.stats()["runs"])
         chainer.uninstall()
     """)
     p = run(chainer, after="chainer.install()", tail=tail)
@@ -99,6 +102,7 @@ def test_another_evaluator_on_top_of_poppy_still_reaches_it(chainer):
     assert "disabled True" in p.stdout
     assert "other evaluator still sees frames True" in p.stdout
     assert "plain again True 1" in p.stdout  # after disable() main() ran in CPython
+    assert "enabled again 2" in p.stdout
 
 
 def test_no_eval_frame_function_is_installed():
