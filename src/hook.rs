@@ -450,9 +450,10 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         }
         d.set_item("fallbacks", fb)?;
         d.set_item("runs", t.runs)?;
-        d.set_item("runtime_ms", t.runtime_ns as f64 / 1e6)?;
+        // Wall time of runs (including waiting for externals).
         // CPU time of the calling thread during runs (evaluator, controllers, sync externals).
-        d.set_item("runtime_cpu_ms", t.runtime_cpu_ns as f64 / 1e6)?;
+        d.set_item("runtime_ms", t.runtime_cpu_ns as f64 / 1e6)?;
+        d.set_item("runtime_wall_ms", t.runtime_ns as f64 / 1e6)?;
         d.set_item("reductions", t.run.reductions)?;
         d.set_item("inlined_calls", t.run.inlined_calls)?;
         let ext = PyDict::new_bound(py);

@@ -459,7 +459,8 @@ def test_pythonpoppy_stats_prints_the_table_at_exit(tmp_path):
     assert int(rows["external_calls.sequential"]) >= 4  # the four show() calls
     assert int(rows["external_calls.unordered"]) >= 4  # the four ask() calls
     assert int(rows["peak_in_flight"]) >= 4
-    assert float(rows["runtime_ms"]) >= 30.0  # at least one ask's sleep
+    assert float(rows["runtime_wall_ms"]) >= 30.0  # at least one ask's sleep
+    assert 0 < float(rows["runtime_ms"]) <= float(rows["runtime_wall_ms"])  # CPU ≤ wall
     assert rows["gil_wait_ms"] == "0.00" and rows["blocking_calls"] == "0"  # no blocking externals
     assert rows["jit.tier"] == "none" and rows["jit.functions"] == "0"
     assert "fallbacks (0)" in lines
@@ -478,8 +479,8 @@ def test_format_stats_flattens_nested_counters():
 # ---------------------------------------------------------------------------------------------
 # poppy_jit.stats(): every counter, and that each follows what the program did
 
-STATS_KEYS = {"functions_compiled", "compile_ms", "fallbacks", "runs", "runtime_ms",
-              "runtime_cpu_ms", "reductions", "inlined_calls", "external_calls", "peak_in_flight",
+STATS_KEYS = {"functions_compiled", "compile_ms", "fallbacks", "runs", "runtime_ms", "runtime_wall_ms",
+              "reductions", "inlined_calls", "external_calls", "peak_in_flight",
               "queue_wait_ms", "nested_plain_runs", "blocking_calls", "gil_wait_ms",
               "blocking_handoff_ms", "jit", "peak_slots", "term_resolutions", "runtime_layout"}
 
@@ -538,7 +539,7 @@ def test_stats_counters_follow_the_program(tmp_path):
         # show(i)'s argument is known at once, but it is ordered after ask(i), which sleeps 20 ms:
         # the controller holds it back at least that long
         assert st["queue_wait_ms"] >= 20
-        assert 0 < st["runtime_cpu_ms"] <= st["runtime_ms"]
+        assert 0 < st["runtime_ms"] <= st["runtime_wall_ms"]
         assert st["gil_wait_ms"] == st["blocking_handoff_ms"] == st["blocking_calls"] == 0
         assert st["jit"] == {"tier": "none", "functions": 0, "ms": 0.0}
     # five more iterations: exactly five more of each ordered call, more work everywhere else

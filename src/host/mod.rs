@@ -170,6 +170,35 @@ fn call_args<'py>(
     Ok((pos, Some(kw)))
 }
 
+/// `f(*positional, **keywords)` through the vectorcall protocol: no argument tuple or keyword
+/// dict is built (the last `kwnames.len()` of `args` are the keyword values).
+fn vcall<'py>(py: Python<'py>, f: &Bound<'py, PyAny>, args: &[Obj], kwnames: &[String]) -> PyResult<Bound<'py, PyAny>> {
+    let mut small = [std::ptr::null_mut::<pyo3::ffi::PyObject>(); 8];
+    let mut big = Vec::new();
+    let ptrs: &[*mut pyo3::ffi::PyObject] = if args.len() <= small.len() {
+        for (slot, a) in small.iter_mut().zip(args) {
+            *slot = a.as_ptr();
+        }
+        &small[..args.len()]
+    } else {
+        big.extend(args.iter().map(|a| a.as_ptr()));
+        &big
+    };
+    let kw = (!kwnames.is_empty()).then(|| PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k))));
+    let npos = args.len() - kwnames.len();
+    // SAFETY: the argument pointers are borrowed from `args`, alive for the whole call; the
+    // kwnames tuple (if any) is alive until the end of this function; the GIL is held (`py`).
+    unsafe {
+        let r = pyo3::ffi::PyObject_Vectorcall(
+            f.as_ptr(),
+            ptrs.as_ptr(),
+            npos,
+            kw.as_ref().map_or(std::ptr::null_mut(), |k| k.as_ptr()),
+        );
+        Bound::from_owned_ptr_or_err(py, r)
+    }
+}
+
 pub struct PyHost<'py> {
     py: Python<'py>,
     rt: Bound<'py, PyModule>,
@@ -309,12 +338,11 @@ impl<'py> PyHost<'py> {
             let loader = f.bind(py).downcast::<GlobalLoader>()?.get();
             return Ok(Dispatch::Done(loader.lookup(py, args[0].bind(py)).map_err(PyErrRef::new)));
         }
-        let (pos, kw) = call_args(py, args, kwnames)?;
         if let Callee::External { inner, is_async, blocking, .. } = &*callee {
             // Call the undecorated function directly (the decorator's wrapper would block).
             let inner = inner.bind(py);
             if *is_async {
-                let coro = match inner.call(pos, kw.as_ref()) {
+                let coro = match vcall(py, inner, args, kwnames) {
                     Ok(c) => c,
                     Err(e) => return Ok(Dispatch::Done(Err(PyErrRef::new(e)))),
                 };
@@ -325,6 +353,7 @@ impl<'py> PyHost<'py> {
             }
             if *blocking {
                 // On a runtime-owned worker thread (pool.rs); inline once the pool is closed.
+                let (pos, kw) = call_args(py, args, kwnames)?;
                 let ex = self.executor()?;
                 let call = Bound::new(py, pool::BlockingCall::new())?;
                 if pool::submit(py, inner, pos.clone(), kw.clone(), &ex.loop_, &call)? {
@@ -332,9 +361,9 @@ impl<'py> PyHost<'py> {
                     return Ok(Dispatch::Pending);
                 }
             }
-            return Ok(Dispatch::Done(inner.call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)));
+            return Ok(Dispatch::Done(vcall(py, inner, args, kwnames).map(|v| v.unbind()).map_err(PyErrRef::new)));
         }
-        Ok(Dispatch::Done(f.bind(py).call(pos, kw.as_ref()).map(|v| v.unbind()).map_err(PyErrRef::new)))
+        Ok(Dispatch::Done(vcall(py, f.bind(py), args, kwnames).map(|v| v.unbind()).map_err(PyErrRef::new)))
     }
 }
 

@@ -123,7 +123,7 @@ def summarise(app: str, by_mode: dict) -> dict:
     row["compile_ms_per_function"] = st["compile_ms"] / n if n else None
     row["peak_in_flight"] = st.get("peak_in_flight")
     row["fallbacks"] = st.get("fallbacks", [])
-    row["sequential_runtime_ms"] = _first_stats(by_mode.get("sequential")).get("runtime_ms")
+    row["sequential_runtime_ms"] = _first_stats(by_mode.get("sequential")).get("runtime_wall_ms")
     return row
 
 
