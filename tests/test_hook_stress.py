@@ -182,8 +182,43 @@ def test_deep_recursion_and_recursion_error():
         print("RecursionError")
     # The interpreter is still healthy afterwards.
     print("after", down(50))
+
+    # Mutual recursion is bounded the same way.
+    @poppy
+    def ping(n):
+        return pong(n + 1) + 1
+
+    @poppy
+    def pong(n):
+        return ping(n + 1) + 1
+
+    try:
+        ping(0)
+        print("no error")
+    except RecursionError:
+        print("mutual RecursionError")
+
+    # A helper called from a loop more often than the recursion limit is not recursion: every
+    # call is inlined.
+    @poppy
+    def helper(i):
+        return note(i) + 1
+
+    @poppy
+    def loop(n):
+        out = []
+        for i in range(n):
+            out.append(helper(i))
+        return sum(out)
+
+    before = stat("inlined_calls")
+    print("loop", loop(2500))
+    if POPPY:
+        print("STAT loop_inlined", stat("inlined_calls") - before)
     ''', timeout=300)
     assert "deep 500" in out and "RecursionError" in out and "after 50" in out
+    assert "mutual RecursionError" in out and "loop 3126250" in out
+    assert stats["loop_inlined"] == 2500
 
 
 def test_keyboard_interrupt_cancels_in_flight_externals():

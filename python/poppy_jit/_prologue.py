@@ -249,3 +249,26 @@ def release(fn) -> None:
     code = _originals.get(fn.__code__)
     if code is not None:
         fn.__code__ = code
+
+
+def recursive(fn) -> bool:
+    """Whether the @poppy function `fn` may call itself through the @poppy functions its code
+    names as globals (directly, or through a cycle of them). Used by the host to bound inlining
+    like CPython's recursion limit bounds frames; an over-approximation only bounds more."""
+    seen = set()
+    stack = [fn]
+    while stack:
+        f = stack.pop()
+        scope = getattr(f, "__globals__", None) or {}
+        code = getattr(f, "__code__", None)
+        if code is None:
+            continue
+        for name in original(code).co_names:
+            g = scope.get(name)
+            if getattr(g, "__poppy__", False) and hasattr(g, "__code__"):
+                if g is fn:
+                    return True
+                if id(g) not in seen:
+                    seen.add(id(g))
+                    stack.append(g)
+    return False

@@ -220,8 +220,9 @@ pub struct PyHost<'py> {
     frame_on_stack: bool,
     /// On failure with the frame on the stack: (line, CALL offset or -1) it should show.
     top_site: Option<(u32, i32)>,
-    /// Each inlined function with the number of times it was inlined in this run.
-    inlined: Vec<(Obj, usize)>,
+    /// Each inlined function with the number of times it was inlined in this run and the most
+    /// it may be (see `inline_target`).
+    inlined: Vec<(Obj, usize, usize)>,
     /// sys.getrecursionlimit(), read when the run first inlines a call.
     recursion_limit: Option<usize>,
     /// A KeyboardInterrupt or SystemExit raised by a synchronous external: the run is aborted
@@ -404,18 +405,30 @@ impl<'py> Host for PyHost<'py> {
         let py = self.py;
         let program = crate::hook::inline_program(py, f.bind(py), nargs)?;
         // Inlining does not use the interpreter's stack, so unbounded recursion would never
-        // raise RecursionError: past sys.getrecursionlimit() inlined calls of one function in a
-        // run, further calls go through CPython (a nested plain run), where the limit applies.
+        // raise RecursionError. The evaluator does not say how deep an inlined call is, so the
+        // count of inlined calls of one function in a run stands for its depth: past
+        // sys.getrecursionlimit() for a function that may call itself (through @poppy functions
+        // it names: `_prologue.recursive`), further calls go through CPython (a nested plain
+        // run), where the limit applies. Other functions (a helper called from a loop) get 100
+        // times that, a safety net for recursion the name check cannot see.
         let limit = *self.recursion_limit.get_or_insert_with(|| {
             py.import_bound("sys")
                 .and_then(|s| s.call_method0("getrecursionlimit"))
                 .and_then(|l| l.extract())
                 .unwrap_or(1000)
         });
-        match self.inlined.iter_mut().find(|(g, _)| g.is(f)) {
-            Some((_, n)) if *n >= limit => return None,
-            Some((_, n)) => *n += 1,
-            None => self.inlined.push((f.clone_ref(py), 1)),
+        match self.inlined.iter_mut().find(|(g, _, _)| g.is(f)) {
+            Some((_, n, max)) if *n >= *max => return None,
+            Some((_, n, _)) => *n += 1,
+            None => {
+                let recursive = py
+                    .import_bound("poppy_jit._prologue")
+                    .and_then(|m| m.call_method1("recursive", (f.bind(py),)))
+                    .and_then(|r| r.is_truthy())
+                    .unwrap_or(true);
+                let max = if recursive { limit } else { limit.saturating_mul(100) };
+                self.inlined.push((f.clone_ref(py), 1, max));
+            }
         }
         Some(program)
     }
@@ -551,7 +564,7 @@ impl<'py> Host for PyHost<'py> {
             let placed = match &self.frame {
                 Some((func, args)) => py.import_bound("poppy_jit._traceback").and_then(|m| {
                     let args = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
-                    let inlined = pyo3::types::PyList::new_bound(py, self.inlined.iter().map(|(f, _)| f.bind(py)));
+                    let inlined = pyo3::types::PyList::new_bound(py, self.inlined.iter().map(|(f, _, _)| f.bind(py)));
                     m.call_method1("place", (&value, func.bind(py), args, inlined, line, self.frame_on_stack))
                 }),
                 None => Ok(PyString::new_bound(
