@@ -446,6 +446,9 @@ impl<'py> Host for PyHost<'py> {
     fn classify_callee(&mut self, f: &Obj) -> Option<Class> {
         match &*self.callee(f) {
             Callee::Loader => Some(Class::Unordered),
+            // An unordered external is readonly when an argument is mutable (it must see the
+            // argument as it is at its place in program order): that needs the arguments.
+            Callee::External { class: Class::Unordered, .. } => None,
             Callee::External { class, .. } => Some(*class),
             Callee::Plain => None,
         }
@@ -475,6 +478,22 @@ impl<'py> Host for PyHost<'py> {
             return c;
         }
         let py = self.py;
+        if let Callee::External { .. } = &*self.callee(f) {
+            // Unordered as declared when every argument is an immutable atom (the common case,
+            // decided here); otherwise the annotation library judges the arguments.
+            let atom = |a: &Obj| {
+                let a = a.bind(py);
+                a.is_exact_instance_of::<PyString>()
+                    || a.is_exact_instance_of::<pyo3::types::PyLong>()
+                    || a.is_exact_instance_of::<pyo3::types::PyFloat>()
+                    || a.is_exact_instance_of::<pyo3::types::PyBool>()
+                    || a.is_none()
+                    || a.is_exact_instance_of::<pyo3::types::PyBytes>()
+            };
+            if args.iter().all(atom) {
+                return Class::Unordered;
+            }
+        }
         let a = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
         let k = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
         match self.classify.call1((f.bind(py), a, k)).and_then(|c| c.extract::<u8>()) {
