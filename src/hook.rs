@@ -1,13 +1,17 @@
-//! PEP 523 hook (Rust side) and the per-code-object translation cache.
+//! Interception of @poppy frames (Rust side) and the per-code-object translation cache.
 //!
 //! A @poppy code object carries a `CodeEntry` in its co_extra slot (set by `mark_poppy`, freed by
-//! CPython with the code object). The C shim calls `handle_frame` for frames of marked code; we
-//! compile on first call (bytecode → Bezoar → λO), cache the result or the fallback reason, and run
-//! the λO program. Declining (fallback, nested run, tracing, running event loop) lets CPython run
-//! the frame itself, so the function is then one sequential external of whatever called it.
+//! CPython with the code object). The function gets a copy of its code with a prologue
+//! (`poppy_jit._prologue`, sharing the entry) that first evaluates `Prologue[None]`: we compile on
+//! first call (bytecode → Bezoar → λO), cache the result or the fallback reason, and run the λO
+//! program with the arguments CPython bound in the frame. Declining (fallback, nested run,
+//! tracing, running event loop) lets the original body run in that same frame, so the function is
+//! then one sequential external of whatever called it. No PEP 523 eval-frame function is
+//! installed: on CPython 3.11 any such function slows every Python-to-Python call (see
+//! docs/benchmarks.md).
 //!
-//! Shared state is only touched with the GIL held (the shim calls us from the eval loop; every
-//! `_core` function holds the GIL), which is what makes the `RefCell`s below sound.
+//! Shared state is only touched with the GIL held (every `_core` function and slot holds it),
+//! which is what makes the `RefCell`s below sound.
 use crate::bezoar::{passes, text as bz_text};
 use crate::host::{Obj, PyFactory, PyHost};
 use crate::lambda_o::{eval, text as lo_text, Program, ProgramRef};
@@ -20,21 +24,20 @@ use pyo3::prelude::*;
 use pyo3::sync::GILProtected;
 use pyo3::types::{PyDict, PyList};
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::os::raw::{c_int, c_void};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::time::Instant;
 
-type Handler = unsafe extern "C" fn(*mut c_void, *mut ffi::PyObject, *const *mut ffi::PyObject) -> *mut ffi::PyObject;
-
 extern "C" {
-    fn poppy_shim_init(handler: Handler, free_payload: unsafe extern "C" fn(*mut c_void)) -> c_int;
-    fn poppy_shim_install() -> c_int;
-    fn poppy_shim_uninstall() -> c_int;
-    fn poppy_shim_is_installed() -> c_int;
+    fn poppy_shim_init(free_payload: unsafe extern "C" fn(*mut c_void)) -> c_int;
     fn poppy_shim_set_mark(code: *mut ffi::PyObject, payload: *mut c_void) -> c_int;
     fn poppy_shim_get_mark(code: *mut ffi::PyObject) -> *mut c_void;
-    fn poppy_shim_decline() -> *mut ffi::PyObject;
+    fn poppy_shim_frame(func: *mut ffi::PyObject, args: *const *mut ffi::PyObject, nargs: ffi::Py_ssize_t, lasti: c_int) -> *mut ffi::PyObject;
+    fn poppy_shim_current_frame(func: *mut *mut ffi::PyObject, code: *mut *mut ffi::PyObject, locals: *mut *const *mut ffi::PyObject) -> c_int;
+    fn poppy_shim_point_frame_at(code: *mut ffi::PyObject, offset: c_int);
+    fn poppy_shim_frame_offset(code: *mut ffi::PyObject) -> c_int;
 }
 
 /// A successful translation.
@@ -53,9 +56,12 @@ enum EntryState {
     Fallback,
 }
 
-/// The co_extra payload of a @poppy code object.
+/// The co_extra payload of a @poppy code object (an `Rc`: the original code object and its copy
+/// with the interception prologue share one).
 struct CodeEntry {
     state: RefCell<EntryState>,
+    /// The original code object (what is compiled; the prologue copy has extra units).
+    code: Obj,
 }
 
 #[derive(Default)]
@@ -67,6 +73,8 @@ struct Totals {
     runtime_ns: u64,
     runtime_cpu_ns: u64,
     fallbacks: Vec<(String, String)>,
+    /// Each translation attempt: qualname, nanoseconds, compiled (false: fell back).
+    compile_times: Vec<(String, u64, bool)>,
     declined_nested: u64,
 }
 
@@ -89,6 +97,10 @@ fn force_memory() -> bool {
 /// Compile a Python function: bytecode → Bezoar → λO. Err is the fallback reason.
 pub fn compile_function(py: Python<'_>, func: &Bound<'_, PyAny>) -> Result<Compiled, String> {
     let code = func.getattr("__code__").map_err(|e| e.to_string())?;
+    let code = match entry_of(&code) {
+        Some(e) => e.code.bind(py).clone(),
+        None => code,
+    };
     let info = py311::code_info(&code).map_err(|e| format!("reading the code object: {e}"))?;
     let mut bz = lift::lift(&info).map_err(|fb| fb.to_string())?;
     passes::remove_dead_pure_lets(&mut bz);
@@ -133,12 +145,14 @@ impl CodeEntry {
                 with_totals(py, |t| {
                     t.functions_compiled += 1;
                     t.compile_ns += ns;
+                    t.compile_times.push((name, ns, true));
                 });
                 EntryState::Compiled(Rc::new(c))
             }
             Err(reason) => {
                 with_totals(py, |t| {
                     t.compile_ns += ns;
+                    t.compile_times.push((name.clone(), ns, false));
                     t.fallbacks.push((name, reason.clone()));
                 });
                 EntryState::Fallback
@@ -178,7 +192,7 @@ pub fn inline_program(py: Python<'_>, f: &Bound<'_, PyAny>, nargs: usize) -> Opt
 
 unsafe extern "C" fn free_entry(p: *mut c_void) {
     if !p.is_null() {
-        drop(Box::from_raw(p as *mut CodeEntry));
+        drop(Rc::from_raw(p as *const CodeEntry));
     }
 }
 
@@ -198,7 +212,26 @@ fn decline_reason(py: Python<'_>) -> PyResult<Option<&'static str>> {
     Ok(None)
 }
 
-fn run_frame(py: Python<'_>, entry: &CodeEntry, func: &Bound<'_, PyAny>, locals: *const *mut ffi::PyObject) -> PyResult<Option<Obj>> {
+/// Clears ACTIVE when a run ends, however it ends (including a panic caught by pyo3).
+struct ActiveGuard;
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        ACTIVE.with(|a| a.set(false));
+    }
+}
+
+/// Run a @poppy frame's function on the runtime, or decline (Ok(None)). `on_stack`: the
+/// function's real frame is on the interpreter stack (the prologue path); then, on failure at
+/// a known line of it, `site` receives (line, offset of the CALL there or -1).
+fn run_frame(
+    py: Python<'_>,
+    entry: &CodeEntry,
+    func: &Bound<'_, PyAny>,
+    locals: *const *mut ffi::PyObject,
+    on_stack: bool,
+    site: &mut Option<(u32, i32)>,
+) -> PyResult<Option<Obj>> {
     if let Some(why) = decline_reason(py)? {
         if why == "nested" {
             with_totals(py, |t| t.declined_nested += 1);
@@ -212,15 +245,18 @@ fn run_frame(py: Python<'_>, entry: &CodeEntry, func: &Bound<'_, PyAny>, locals:
         .map(|i| unsafe { Bound::from_borrowed_ptr(py, *locals.add(i)) }.unbind())
         .collect();
     let mut host = PyHost::new(py, &qualname(func))?;
+    host.set_frame(func.clone().unbind(), args.iter().map(|a| a.clone_ref(py)).collect(), on_stack);
     let mut stats = RunStats::default();
     let time = py.import_bound("time")?;
     let cpu0: f64 = time.call_method0("thread_time")?.extract()?;
     ACTIVE.with(|a| a.set(true));
+    let guard = ActiveGuard;
     let start = Instant::now();
     let result = eval::run(&mut host, compiled.program.clone(), args, &mut stats);
     let finished = host.finish();
     let ns = start.elapsed().as_nanos() as u64;
-    ACTIVE.with(|a| a.set(false));
+    drop(guard);
+    *site = host.top_site();
     let cpu1: f64 = time.call_method0("thread_time")?.extract()?;
     with_totals(py, |t| {
         t.run.merge(&stats);
@@ -233,53 +269,32 @@ fn run_frame(py: Python<'_>, entry: &CodeEntry, func: &Bound<'_, PyAny>, locals:
     Ok(Some(value))
 }
 
-unsafe extern "C" fn handle_frame(payload: *mut c_void, func: *mut ffi::PyObject, locals: *const *mut ffi::PyObject) -> *mut ffi::PyObject {
-    // The eval loop holds the GIL; `with_gil` re-enters it cheaply and tells pyo3 so.
-    Python::with_gil(|py| {
-        let entry = &*(payload as *const CodeEntry);
-        let func = Bound::from_borrowed_ptr(py, func);
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run_frame(py, entry, &func, locals)));
-        match outcome {
-            Ok(Ok(Some(v))) => v.into_ptr(),
-            Ok(Ok(None)) => poppy_shim_decline(),
-            Ok(Err(e)) => {
-                e.restore(py);
-                std::ptr::null_mut()
-            }
-            Err(_) => {
-                ACTIVE.with(|a| a.set(false));
-                PyRuntimeError::new_err("poppy_jit: internal error (panic) while running a @poppy function").restore(py);
-                std::ptr::null_mut()
-            }
-        }
-    })
-}
-
 fn ensure_init() -> PyResult<()> {
-    if unsafe { poppy_shim_init(handle_frame, free_entry) } != 0 {
+    if unsafe { poppy_shim_init(free_entry) } != 0 {
         return Err(PyRuntimeError::new_err("poppy_jit: could not reserve a co_extra index"));
     }
     Ok(())
 }
 
+/// The runtime takes @poppy frames (their prologues answer "decline" otherwise).
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
 #[pyfunction]
 fn enable() -> PyResult<()> {
     ensure_init()?;
-    unsafe { poppy_shim_install() };
+    ENABLED.store(true, Ordering::Relaxed);
     Ok(())
 }
 
 #[pyfunction]
-fn disable(py: Python<'_>) -> PyResult<()> {
-    if unsafe { poppy_shim_uninstall() } != 0 {
-        return Err(PyErr::fetch(py));
-    }
+fn disable() -> PyResult<()> {
+    ENABLED.store(false, Ordering::Relaxed);
     Ok(())
 }
 
 #[pyfunction]
 fn is_enabled() -> bool {
-    unsafe { poppy_shim_is_installed() != 0 }
+    ENABLED.load(Ordering::Relaxed)
 }
 
 /// Flag a code object as internal (@poppy).
@@ -289,12 +304,143 @@ fn mark_poppy(py: Python<'_>, code: &Bound<'_, PyAny>) -> PyResult<()> {
     if entry_of(code).is_some() {
         return Ok(());
     }
-    let entry = Box::into_raw(Box::new(CodeEntry { state: RefCell::new(EntryState::Pending) }));
-    if unsafe { poppy_shim_set_mark(code.as_ptr(), entry as *mut c_void) } != 0 {
-        drop(unsafe { Box::from_raw(entry) });
+    let entry = Rc::new(CodeEntry { state: RefCell::new(EntryState::Pending), code: code.clone().unbind() });
+    set_mark(py, code, &entry)
+}
+
+fn set_mark(py: Python<'_>, code: &Bound<'_, PyAny>, entry: &Rc<CodeEntry>) -> PyResult<()> {
+    let raw = Rc::into_raw(entry.clone());
+    if unsafe { poppy_shim_set_mark(code.as_ptr(), raw as *mut c_void) } != 0 {
+        drop(unsafe { Rc::from_raw(raw) });
         return Err(PyErr::fetch(py));
     }
     Ok(())
+}
+
+fn entry_rc(code: &Bound<'_, PyAny>) -> Option<Rc<CodeEntry>> {
+    let p = unsafe { poppy_shim_get_mark(code.as_ptr()) };
+    if p.is_null() {
+        return None;
+    }
+    let p = p as *const CodeEntry;
+    unsafe {
+        Rc::increment_strong_count(p);
+        Some(Rc::from_raw(p))
+    }
+}
+
+/// The interception prologue's runtime object (see `poppy_jit._prologue`): a @poppy function's
+/// code copy evaluates `prologue[None]` first; this runs the frame's function on the runtime with
+/// the arguments CPython bound in the frame, or answers the decline sentinel.
+#[pyclass(module = "poppy_jit._core")]
+struct Prologue {
+    inner: GilOnly<PrologueState>,
+}
+
+struct PrologueState {
+    entry: Rc<CodeEntry>,
+    decline: Obj,
+    /// Address of the code object with the prologue (set by `_bind`).
+    code: Cell<usize>,
+    /// {(line, CALL offset in the original code or -1): byte offset of the NOP at that position}.
+    sites: RefCell<Option<Py<PyDict>>>,
+    /// Byte offset of the NOP at the `def` line: where the frame points while the run is in
+    /// progress (so `f_lineno` of the frame, seen from externals, is a line of the function).
+    home: Cell<c_int>,
+}
+
+/// State only touched with the GIL held (every `Prologue` method takes `Python`), so sharing it
+/// between threads is sound although `Rc`/`Cell` are not thread-safe by themselves.
+struct GilOnly<T>(T);
+unsafe impl<T> Send for GilOnly<T> {}
+unsafe impl<T> Sync for GilOnly<T> {}
+
+#[pymethods]
+impl Prologue {
+    #[new]
+    fn new(code: &Bound<'_, PyAny>, decline: Obj) -> PyResult<Self> {
+        let entry = entry_rc(code).ok_or_else(|| PyRuntimeError::new_err("poppy_jit: code is not marked"))?;
+        let state = PrologueState { entry, decline, code: Cell::new(0), sites: RefCell::new(None), home: Cell::new(-1) };
+        Ok(Prologue { inner: GilOnly(state) })
+    }
+
+    /// Attach the code object carrying this prologue (it shares the original's mark) and its
+    /// traceback sites.
+    fn _bind(&self, py: Python<'_>, code: &Bound<'_, PyAny>, sites: Bound<'_, PyDict>, home: c_int) -> PyResult<()> {
+        let st = &self.inner.0;
+        set_mark(py, code, &st.entry)?;
+        st.code.set(code.as_ptr() as usize);
+        st.home.set(home);
+        *st.sites.borrow_mut() = Some(sites.unbind());
+        Ok(())
+    }
+
+    /// Code objects are pickled by value by some libraries (cloudpickle, dill): a copy of the
+    /// prologue elsewhere is inert (the function runs plainly there).
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<(Obj, Py<pyo3::types::PyTuple>)> {
+        let inert = py.import_bound("poppy_jit._prologue")?.getattr("Inert")?.unbind();
+        Ok((inert, pyo3::types::PyTuple::empty_bound(py).unbind()))
+    }
+
+    fn __getitem__(&self, py: Python<'_>, _key: &Bound<'_, PyAny>) -> PyResult<Obj> {
+        let st = &self.inner.0;
+        if !ENABLED.load(Ordering::Relaxed) {
+            return Ok(st.decline.clone_ref(py));
+        }
+        let (mut func, mut code, mut locals) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null());
+        if unsafe { poppy_shim_current_frame(&mut func, &mut code, &mut locals) } != 0 || code as usize != st.code.get() {
+            return Ok(st.decline.clone_ref(py));
+        }
+        let func = unsafe { Bound::from_borrowed_ptr(py, func) };
+        // Only the instruction actually executed (next_instr) decides exception handling in
+        // 3.11, so moving prev_instr for the duration of the run is safe.
+        let at = unsafe { poppy_shim_frame_offset(code) };
+        unsafe { poppy_shim_point_frame_at(code, st.home.get()) };
+        let mut site = None;
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run_frame(py, &st.entry, &func, locals, true, &mut site)));
+        let outcome = outcome.unwrap_or_else(|_| {
+            Err(PyRuntimeError::new_err("poppy_jit: internal error (panic) while running a @poppy function"))
+        });
+        match outcome {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => {
+                // Declined: the body runs now, from exactly where the prologue left the frame.
+                unsafe { poppy_shim_point_frame_at(code, at) };
+                Ok(st.decline.clone_ref(py))
+            }
+            Err(e) => {
+                // The traceback entry CPython adds for this frame as the error leaves it shows
+                // the failing call's position instead of the prologue's.
+                let sites = st.sites.borrow();
+                if let (Some((line, off)), Some(sites)) = (site, sites.as_ref()) {
+                    let sites = sites.bind(py);
+                    let at = sites.get_item((line, off)).ok().flatten().or_else(|| sites.get_item((line, -1)).ok().flatten());
+                    if let Some(at) = at.and_then(|a| a.extract::<c_int>().ok()) {
+                        unsafe { poppy_shim_point_frame_at(code, at) };
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Record that a @poppy function cannot be run by the runtime (it then runs plainly).
+#[pyfunction]
+fn _note_fallback(py: Python<'_>, function: String, reason: String) {
+    with_totals(py, |t| t.fallbacks.push((function, reason)));
+}
+
+/// A frame object standing for a @poppy function's frame stopped at byte offset `lasti` with
+/// `args` bound (used by `poppy_jit._traceback` for the traceback entry of a replaced frame).
+#[pyfunction]
+fn _frame(py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, pyo3::types::PyTuple>, lasti: i32) -> PyResult<PyObject> {
+    let argv: Vec<*mut ffi::PyObject> = args.iter().map(|a| a.as_ptr()).collect();
+    let f = unsafe { poppy_shim_frame(func.as_ptr(), argv.as_ptr(), argv.len() as ffi::Py_ssize_t, lasti) };
+    if f.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(unsafe { PyObject::from_owned_ptr(py, f) })
 }
 
 #[pyfunction]
@@ -311,6 +457,15 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
             fb.append(e)?;
         }
         d.set_item("fallbacks", fb)?;
+        let ct = PyList::empty_bound(py);
+        for (f, ns, ok) in &t.compile_times {
+            let e = PyDict::new_bound(py);
+            e.set_item("function", f)?;
+            e.set_item("ms", *ns as f64 / 1e6)?;
+            e.set_item("compiled", *ok)?;
+            ct.append(e)?;
+        }
+        d.set_item("compile_times", ct)?;
         d.set_item("runs", t.runs)?;
         // Wall time of runs (including waiting for externals).
         // CPU time of the calling thread during runs (evaluator, controllers, sync externals).
@@ -335,6 +490,7 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         mem.set_item("controller_bytes", ctrl)?;
         d.set_item("runtime_layout", mem)?;
         d.set_item("term_resolutions", t.run.term_resolutions)?;
+        d.set_item("cancelled_calls", t.run.cancelled_calls)?;
         d.set_item("nested_plain_runs", t.declined_nested)?;
         // Blocking externals on the runtime's worker threads (docs/observability.md).
         let w = crate::stats::worker_totals();
@@ -397,5 +553,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stats, m)?)?;
     m.add_function(wrap_pyfunction!(reset_stats, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
+    m.add_function(wrap_pyfunction!(_frame, m)?)?;
+    m.add_function(wrap_pyfunction!(_note_fallback, m)?)?;
+    m.add_class::<Prologue>()?;
     Ok(())
 }

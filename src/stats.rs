@@ -49,6 +49,8 @@ pub struct RunStats {
     pub peak_slots: u64,
     /// External calls whose result was a λO expression (instantiated in place of a value).
     pub term_resolutions: u64,
+    /// Running external calls cancelled because an earlier call in program order failed.
+    pub cancelled_calls: u64,
 }
 
 impl RunStats {
@@ -71,5 +73,6 @@ impl RunStats {
         self.queue_wait_ns += o.queue_wait_ns;
         self.peak_slots = self.peak_slots.max(o.peak_slots);
         self.term_resolutions += o.term_resolutions;
+        self.cancelled_calls += o.cancelled_calls;
     }
 }

@@ -488,3 +488,19 @@ def test_registered_function_runs_unordered(tmp_path):
     out, st = _run(tmp_path, "registered", True)
     assert out == _run(tmp_path, "registered", False)[0] == "20\n"
     assert st["external_calls"]["unordered"] >= 5 and st["external_calls"]["sequential"] == 0
+
+
+def test_unordered_external_with_a_mutable_argument_reads_it_in_program_order():
+    """A declared-unordered external given a list must see the list as it is at its place in
+    program order: it is readonly then (later mutations wait for it), unordered with atoms."""
+    from poppy_jit import unordered
+    from poppy_jit._annotations import READONLY, UNORDERED, classify
+
+    @unordered
+    def ask(x, y=None):
+        return x
+
+    assert classify(ask, ("a prompt",), ()) == UNORDERED
+    assert classify(ask, (("a", 1), None), ()) == UNORDERED
+    assert classify(ask, (["history"],), ()) == READONLY
+    assert classify(ask, ("p", {"k": 1}), ("y",)) == READONLY

@@ -482,7 +482,8 @@ def test_format_stats_flattens_nested_counters():
 STATS_KEYS = {"functions_compiled", "compile_ms", "fallbacks", "runs", "runtime_ms", "runtime_wall_ms",
               "reductions", "inlined_calls", "external_calls", "peak_in_flight",
               "queue_wait_ms", "nested_plain_runs", "blocking_calls", "gil_wait_ms",
-              "blocking_handoff_ms", "jit", "peak_slots", "term_resolutions", "runtime_layout"}
+              "blocking_handoff_ms", "jit", "peak_slots", "term_resolutions", "runtime_layout",
+              "cancelled_calls"}
 
 
 def _stats_of(tmp_path, body):

@@ -713,7 +713,12 @@ def classify(f, args: tuple, kwnames: tuple) -> int:
         return UNORDERED
     spec = _external_spec(f)
     if spec is not None:
-        return _CLASS_BY_NAME[spec.kind]
+        declared = _CLASS_BY_NAME[spec.kind]
+        if declared == UNORDERED:
+            # The call may move, but it must see its arguments as they are at its place in
+            # program order: with a mutable argument it reads state later calls may change.
+            return min(args_class(args), READONLY)
+        return declared
     if _registered or _registered_names:
         reg = _lookup_registered(f)
         if reg is not None:

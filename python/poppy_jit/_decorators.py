@@ -2,8 +2,9 @@
 
 Plain mode (PYTHONPOPPY unset, "" or "0") never imports the compiled `poppy_jit._core`: the
 decorators only attach metadata and an annotated program runs as ordinary sequential CPython.
-With PYTHONPOPPY=1 the PEP 523 hook is installed at import time and `@poppy` functions are handed
-to the Rust runtime, which reads the `__poppy_external__` spec of every external it calls.
+With PYTHONPOPPY=1 the runtime is enabled at import time and `@poppy` functions are handed to it
+(each gets a copy of its code with an interception prologue, `_prologue`); it reads the
+`__poppy_external__` spec of every external it calls.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import os
 import sys
 from typing import Any, Callable
 
-from . import _loop, _trace
+from . import _loop, _prologue, _trace
 
 KINDS = ("unordered", "readonly", "sequential")
 _OPTIONS = ("blocking",)
@@ -130,22 +131,25 @@ def poppy(fn: Callable | None = None, /) -> Callable:
     fn.__poppy__ = True
     _registry.append(fn)
     if _core is not None and _core.is_enabled():
-        _core.mark_poppy(fn.__code__)
+        _prologue.intercept(fn, _core)
     return fn
 
 
 def enable() -> None:
-    """Install the PEP 523 hook (imports `_core`) and hand all @poppy functions to it."""
+    """Hand all @poppy functions to the runtime (imports `_core`): each gets a copy of its code
+    with an interception prologue (`_prologue`)."""
     core = _load_core()
-    for fn in _registry:
-        core.mark_poppy(fn.__code__)
     core.enable()
+    for fn in _registry:
+        _prologue.intercept(fn, core)
 
 
 def disable() -> None:
-    """Remove the hook; @poppy functions run as plain CPython again."""
+    """@poppy functions run as plain CPython again (their original code objects back)."""
     if _core is not None:
         _core.disable()
+        for fn in _registry:
+            _prologue.release(fn)
 
 
 def is_enabled() -> bool:
@@ -193,7 +197,7 @@ def format_stats(st: dict) -> str:
             rows.append((key, str(value)))
 
     for key, value in st.items():
-        if key != "fallbacks":
+        if key not in ("fallbacks", "compile_times"):  # compile_times: one entry per function
             add(key, value)
     width = max((len(k) for k, _ in rows), default=0)
     lines = ["poppy_jit stats", "-" * 15]

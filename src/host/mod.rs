@@ -213,6 +213,22 @@ pub struct PyHost<'py> {
     /// Callees seen in this run, by object address (every callee stays alive in the run's
     /// slots until the run ends, so addresses are not reused meanwhile).
     callees: HashMap<usize, Rc<Callee>>,
+    /// The @poppy function this run stands for and its arguments, and the @poppy functions
+    /// inlined into the run: what a failure's traceback entries are built from.
+    frame: Option<(Obj, Vec<Obj>)>,
+    /// The function's real frame is on the interpreter stack (it needs no stand-in entry).
+    frame_on_stack: bool,
+    /// On failure with the frame on the stack: (line, CALL offset or -1) it should show.
+    top_site: Option<(u32, i32)>,
+    /// Each inlined function with the number of times it was inlined in this run and the most
+    /// it may be (see `inline_target`).
+    inlined: Vec<(Obj, usize, usize)>,
+    /// sys.getrecursionlimit(), read when the run first inlines a call.
+    recursion_limit: Option<usize>,
+    /// A KeyboardInterrupt or SystemExit raised by a synchronous external: the run is aborted
+    /// (no further call is started, the next `wait` fails with it), as it is when one arrives
+    /// while waiting — rather than waiting for calls still in flight to finish.
+    abort: Option<PyErrRef>,
 }
 
 /// `poppy_jit._trace` if tracing is enabled.
@@ -260,7 +276,24 @@ impl<'py> PyHost<'py> {
             run_start,
             run_name: name.to_string(),
             callees: HashMap::new(),
+            frame: None,
+            frame_on_stack: false,
+            top_site: None,
+            inlined: Vec::new(),
+            recursion_limit: None,
+            abort: None,
         })
+    }
+
+    /// The function (and arguments) whose frame this run replaces.
+    pub fn set_frame(&mut self, func: Obj, args: Vec<Obj>, on_stack: bool) {
+        self.frame = Some((func, args));
+        self.frame_on_stack = on_stack;
+    }
+
+    /// Where the run's own frame should point after a failure (see `frame_on_stack`).
+    pub fn top_site(&self) -> Option<(u32, i32)> {
+        self.top_site
     }
 
     /// End of a run: cancel and reap anything still in flight (only possible when the run was
@@ -369,7 +402,35 @@ impl<'py> Host for PyHost<'py> {
         if !kwnames.is_empty() {
             return None;
         }
-        crate::hook::inline_program(self.py, f.bind(self.py), nargs)
+        let py = self.py;
+        let program = crate::hook::inline_program(py, f.bind(py), nargs)?;
+        // Inlining does not use the interpreter's stack, so unbounded recursion would never
+        // raise RecursionError. The evaluator does not say how deep an inlined call is, so the
+        // count of inlined calls of one function in a run stands for its depth: past
+        // sys.getrecursionlimit() for a function that may call itself (through @poppy functions
+        // it names: `_prologue.recursive`), further calls go through CPython (a nested plain
+        // run), where the limit applies. Other functions (a helper called from a loop) get 100
+        // times that, a safety net for recursion the name check cannot see.
+        let limit = *self.recursion_limit.get_or_insert_with(|| {
+            py.import_bound("sys")
+                .and_then(|s| s.call_method0("getrecursionlimit"))
+                .and_then(|l| l.extract())
+                .unwrap_or(1000)
+        });
+        match self.inlined.iter_mut().find(|(g, _, _)| g.is(f)) {
+            Some((_, n, max)) if *n >= *max => return None,
+            Some((_, n, _)) => *n += 1,
+            None => {
+                let recursive = py
+                    .import_bound("poppy_jit._prologue")
+                    .and_then(|m| m.call_method1("recursive", (f.bind(py),)))
+                    .and_then(|r| r.is_truthy())
+                    .unwrap_or(true);
+                let max = if recursive { limit } else { limit.saturating_mul(100) };
+                self.inlined.push((f.clone_ref(py), 1, max));
+            }
+        }
+        Some(program)
     }
 
     fn is_eager(&mut self, f: &Obj) -> bool {
@@ -385,6 +446,9 @@ impl<'py> Host for PyHost<'py> {
     fn classify_callee(&mut self, f: &Obj) -> Option<Class> {
         match &*self.callee(f) {
             Callee::Loader => Some(Class::Unordered),
+            // An unordered external is readonly when an argument is mutable (it must see the
+            // argument as it is at its place in program order): that needs the arguments.
+            Callee::External { class: Class::Unordered, .. } => None,
             Callee::External { class, .. } => Some(*class),
             Callee::Plain => None,
         }
@@ -414,6 +478,22 @@ impl<'py> Host for PyHost<'py> {
             return c;
         }
         let py = self.py;
+        if let Callee::External { .. } = &*self.callee(f) {
+            // Unordered as declared when every argument is an immutable atom (the common case,
+            // decided here); otherwise the annotation library judges the arguments.
+            let atom = |a: &Obj| {
+                let a = a.bind(py);
+                a.is_exact_instance_of::<PyString>()
+                    || a.is_exact_instance_of::<pyo3::types::PyLong>()
+                    || a.is_exact_instance_of::<pyo3::types::PyFloat>()
+                    || a.is_exact_instance_of::<pyo3::types::PyBool>()
+                    || a.is_none()
+                    || a.is_exact_instance_of::<pyo3::types::PyBytes>()
+            };
+            if args.iter().all(atom) {
+                return Class::Unordered;
+            }
+        }
         let a = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
         let k = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
         match self.classify.call1((f.bind(py), a, k)).and_then(|c| c.extract::<u8>()) {
@@ -425,14 +505,40 @@ impl<'py> Host for PyHost<'py> {
     }
 
     fn dispatch(&mut self, task: TaskId, f: &Obj, args: &[Obj], kwnames: &[String]) -> Dispatch<Obj, PyErrRef> {
-        match self.try_dispatch(task, f, args, kwnames) {
+        if let Some(e) = &self.abort {
+            return Dispatch::Done(Err(e.clone()));
+        }
+        let d = match self.try_dispatch(task, f, args, kwnames) {
             Ok(d) => d,
             Err(e) => Dispatch::Done(Err(PyErrRef::new(e))),
+        };
+        if let Dispatch::Done(Err(e)) = &d {
+            let py = self.py;
+            let v = e.0.value_bound(py);
+            if v.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>() || v.is_instance_of::<pyo3::exceptions::PySystemExit>() {
+                self.abort = Some(e.clone());
+            }
+        }
+        d
+    }
+
+    fn cancel(&mut self, task: TaskId) {
+        let py = self.py;
+        let Some(ex) = self.executor.as_mut() else { return };
+        let Some(fut) = ex.running.get(&task) else { return };
+        let fut = fut.bind(py);
+        // Blocking calls run to completion on their threads (they report as usual); asyncio
+        // tasks are cancelled and report CancelledError through their done-callback.
+        if !fut.is_instance_of::<pool::BlockingCall>() {
+            let _ = fut.call_method0("cancel");
         }
     }
 
     fn wait(&mut self) -> Result<Vec<(TaskId, Result<Obj, PyErrRef>)>, PyErrRef> {
         let py = self.py;
+        if let Some(e) = &self.abort {
+            return Err(e.clone());
+        }
         let rt = self.rt.clone();
         let ex = self.executor().map_err(PyErrRef::new)?;
         if ex.queue.borrow().is_empty() {
@@ -474,12 +580,47 @@ impl<'py> Host for PyHost<'py> {
     }
 
     fn note_failure(&mut self, e: PyErrRef, line: u32, later: Vec<Obj>) -> PyErrRef {
-        // The @poppy function's frame is not on the stack while λO runs, so the traceback does
-        // not show where in it the call was made: say it in a note (PEP 678).
+        // The @poppy function's frame is not on the stack while λO runs: put the entries CPython
+        // would have had into the traceback (poppy_jit._traceback), with a note (PEP 678) for
+        // what they cannot show.
         let py = self.py;
+        let err = e.to_pyerr(py);
+        let value = err.value_bound(py).clone();
+        // A fetched error keeps its traceback beside the value until it is raised again.
+        if let Some(tb) = err.traceback_bound(py) {
+            let _ = value.setattr("__traceback__", tb);
+        }
         let mut notes = Vec::new();
         if line > 0 {
-            notes.push(format!("poppy_jit: raised by the external call at line {line} of {}", self.run_name));
+            let placed = match &self.frame {
+                Some((func, args)) => py.import_bound("poppy_jit._traceback").and_then(|m| {
+                    let args = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
+                    let inlined = pyo3::types::PyList::new_bound(py, self.inlined.iter().map(|(f, _, _)| f.bind(py)));
+                    m.call_method1("place", (&value, func.bind(py), args, inlined, line, self.frame_on_stack))
+                }),
+                None => Ok(PyString::new_bound(
+                    py,
+                    &format!("poppy_jit: raised by the external call at line {line} of {}", self.run_name),
+                )
+                .into_any()),
+            };
+            let placed = placed.and_then(|r| {
+                if r.is_instance_of::<PyTuple>() {
+                    let (note, site): (Bound<'_, PyAny>, Option<(u32, i32)>) = r.extract()?;
+                    self.top_site = site;
+                    Ok(note)
+                } else {
+                    Ok(r)
+                }
+            });
+            match placed {
+                Ok(note) if note.is_none() => {}
+                Ok(note) => notes.push(note.to_string()),
+                Err(tb_err) => {
+                    tb_err.print(py);
+                    notes.push(format!("poppy_jit: raised by the external call at line {line} of {}", self.run_name));
+                }
+            }
         }
         if !later.is_empty() {
             let names: Vec<String> = later
@@ -499,14 +640,11 @@ impl<'py> Host for PyHost<'py> {
                 names.join(", ")
             ));
         }
-        if notes.is_empty() {
-            return e;
-        }
-        let err = e.to_pyerr(py);
         for note in notes {
-            let _ = err.value_bound(py).call_method1("add_note", (note,));
+            let _ = value.call_method1("add_note", (note,));
         }
-        PyErrRef::new(err)
+        // A fresh PyErr, so that restoring it raises the traceback set on the value.
+        PyErrRef::new(PyErr::from_value_bound(value.into_any()))
     }
 
     fn tracing(&self) -> bool {

@@ -163,6 +163,11 @@ struct Eval<'a, H: Host> {
     /// For a call that was inlined after waiting for its callee: its F_R' → the F_R of the
     /// body's final order (program order continues through the body's calls).
     bridge: HashMap<usize, usize>,
+    /// Program-order position of the earliest failed call known so far: calls after it are
+    /// speculative (CPython never reaches them), so they are cancelled or not dispatched.
+    failed_at: Option<u64>,
+    /// Memoised program-order positions by controller (u64::MAX: not known yet).
+    pos_memo: Vec<u64>,
 }
 
 /// Whether `a` orders more than `b` (unordered < readonly < sequential).
@@ -246,6 +251,8 @@ pub fn run_with<H: Host>(
         tracing: false,
         fut_owner: Vec::new(),
         bridge: HashMap::new(),
+        failed_at: None,
+        pos_memo: Vec::new(),
     };
     ev.tracing = ev.host.tracing();
     let token = Token { r: ev.futs.new_resolved(), w: ev.futs.new_resolved() };
@@ -1133,6 +1140,13 @@ impl<'a, H: Host> Eval<'a, H> {
     }
 
     fn dispatch(&mut self, cid: usize) {
+        if let Some(p) = self.failed_at {
+            if self.position_of(cid).is_some_and(|q| q > p) {
+                // After a failed call in program order: CPython never makes this call.
+                let e = self.host.internal_error("RuntimeError", "poppy_jit: not run, an earlier call raised");
+                return self.fail(cid, e);
+            }
+        }
         let task = cid as TaskId;
         let now = Instant::now();
         self.ctrls[cid].dispatched_at = Some(now);
@@ -1196,6 +1210,65 @@ impl<'a, H: Host> Eval<'a, H> {
         self.failures.push((cid, e.clone()));
         self.resolve(result, Value::Error(e));
         self.finish(cid);
+        if let Some(p) = self.position_of(cid) {
+            if self.failed_at.map_or(true, |q| p < q) {
+                self.failed_at = Some(p);
+                self.cancel_after(p);
+            }
+        }
+    }
+
+    /// Cancel the running calls that come after position `p` in program order (speculative
+    /// ones; their results can no longer matter). Their outcomes still arrive through `wait`.
+    fn cancel_after(&mut self, p: u64) {
+        for cid in 0..self.ctrls.len() {
+            if self.ctrls[cid].phase == Phase::Running && self.position_of(cid).is_some_and(|q| q > p) {
+                self.stats.cancelled_calls += 1;
+                self.host.cancel(cid as TaskId);
+            }
+        }
+    }
+
+    /// A call's position in program order, if its chain of input orders is known (memoised:
+    /// amortised O(1)).
+    fn position_of(&mut self, cid: usize) -> Option<u64> {
+        const UNKNOWN: u64 = u64::MAX;
+        if self.pos_memo.len() < self.ctrls.len() {
+            self.pos_memo.resize(self.ctrls.len(), UNKNOWN);
+        }
+        let mut chain = Vec::new();
+        let mut cur = cid;
+        let base = loop {
+            if self.pos_memo[cur] != UNKNOWN {
+                break self.pos_memo[cur];
+            }
+            chain.push(cur);
+            let ctrl = &self.ctrls[cur];
+            let tok = match ctrl.in_tok {
+                Some(t) => t,
+                None => match self.value(ctrl.seq) {
+                    Some(Value::Seq(t)) => *t,
+                    _ => return None,
+                },
+            };
+            match self.fut_owner.get(self.through_bridges(tok.r)).copied().filter(|&o| o != NONE) {
+                Some(owner) => {
+                    cur = owner as usize;
+                    if matches!(self.ctrls[cur].phase, Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. }) {
+                        // A call that is being inlined: its order continues through its body's
+                        // calls, which are not all known yet.
+                        return None;
+                    }
+                }
+                None => break 0,
+            }
+        };
+        let mut p = base;
+        for c in chain.into_iter().rev() {
+            p += 1;
+            self.pos_memo[c] = p;
+        }
+        Some(self.pos_memo[cid])
     }
 
     fn through_bridges(&self, mut r: usize) -> usize {

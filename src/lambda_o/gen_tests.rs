@@ -88,7 +88,8 @@ impl Body {
     }
 }
 
-/// Function ids are fixed: main/0 body/1 then/2 else/3 helper/4 loop/5 loopbody/6 loopdone/7.
+/// Function ids are fixed: main/0 body/1 then/2 else/3 helper/4 loop/5 loopbody/6 loopdone/7
+/// failbr/8 passbr/9.
 fn generate(seed: u64) -> String {
     let mut rng = Rng::new(seed);
     let mut p = String::new();
@@ -125,7 +126,7 @@ fn generate(seed: u64) -> String {
     b.line("a0 := prj 1 acc".into());
     for _ in 0..1 + rng.below(5) {
         let a = b.a.clone();
-        match rng.below(7) {
+        match rng.below(8) {
             0 => {
                 let name = ["u1", "u2", "r1", "r2", "w1", "w2"][rng.below(6) as usize];
                 b.a = b.xcall(name, &[a, "e".into()]);
@@ -157,9 +158,24 @@ fn generate(seed: u64) -> String {
                 b.line(format!("{kk} := prj 0 {kv}"));
                 b.internal(kk, &[a, "e".into()], true);
             }
-            _ => {
+            6 => {
                 let l = b.xcall("llm", &[a, "e".into()]);
                 b.xcall("w2", &[l]);
+            }
+            _ => {
+                // A sequential call that raises in one iteration: the run raises it, ordered
+                // calls after it never run, speculative unordered ones may (and are cancelled).
+                let c = b.konst(rng.below(5) as i64);
+                let cond = b.xcall("eq", &["e".into(), c]);
+                let (fb, pb, r) = (b.fresh("fb"), b.fresh("pb"), b.fresh("ite"));
+                b.line(format!("{fb} := fun failbr/8"));
+                b.line(format!("{pb} := fun passbr/9"));
+                b.line(format!("{r} := ite({cond}, {fb}, {pb}; {}, {a})", b.s));
+                let (s, a2) = (b.fresh("S"), b.fresh("a"));
+                b.line(format!("{s} := prj 0 {r}"));
+                b.line(format!("{a2} := prj 1 {r}"));
+                b.s = s;
+                b.a = a2;
             }
         }
     }
@@ -202,6 +218,11 @@ fn generate(seed: u64) -> String {
     let _ = out;
     p += &lb.text;
     p += "fun loopdone/7(S, i, a):\n  o := (S, a)\n  ret o\n";
+    let mut fb = Body::new("S", "a");
+    fb.xcall("fail", &["a".into()]);
+    p += "fun failbr/8(S, a):\n";
+    p += &fb.finish();
+    p += "fun passbr/9(S, a):\n  o := (S, a)\n  ret o\n";
     p
 }
 
@@ -222,7 +243,7 @@ struct Cbv<'a> {
 }
 
 impl Cbv<'_> {
-    fn call(&mut self, fid: FuncId, env_in: Vec<V>) -> V {
+    fn call(&mut self, fid: FuncId, env_in: Vec<V>) -> Result<V, String> {
         let f = &self.prog.funcs[fid as usize];
         let mut env: Vec<Option<V>> = env_in.into_iter().map(Some).collect();
         env.resize(f.nvars as usize, None);
@@ -240,13 +261,13 @@ impl Cbv<'_> {
                 Op::Call { func, args } => {
                     let V::C(g, mut caps) = get(&env, *func) else { panic!("CBV: call of a non-closure") };
                     caps.extend(args.iter().map(|a| get(&env, *a)));
-                    self.call(g, caps)
+                    self.call(g, caps)?
                 }
                 Op::Ite { cond, then_f, else_f, args } => {
                     let V::P(TPrim::Bool(b)) = get(&env, *cond) else { panic!("CBV: ite on a non-bool") };
                     let V::C(g, mut caps) = get(&env, if b { *then_f } else { *else_f }) else { panic!() };
                     caps.extend(args.iter().map(|a| get(&env, *a)));
-                    self.call(g, caps)
+                    self.call(g, caps)?
                 }
                 Op::Fold { seq, body, acc } => {
                     let V::P(TPrim::Tuple(items)) = get(&env, *seq) else { panic!("CBV: fold over a non-tuple") };
@@ -256,7 +277,7 @@ impl Cbv<'_> {
                         let mut e = caps.clone();
                         e.push(V::P(it));
                         e.push(a);
-                        a = self.call(g, e);
+                        a = self.call(g, e)?;
                     }
                     a
                 }
@@ -264,7 +285,7 @@ impl Cbv<'_> {
                     V::C(g, mut caps) => {
                         caps.push(V::Seq);
                         caps.extend(args.iter().map(|a| get(&env, *a)));
-                        self.call(g, caps)
+                        self.call(g, caps)?
                     }
                     V::P(TPrim::Ext(name)) => {
                         let argv: Vec<TPrim> = args
@@ -274,9 +295,9 @@ impl Cbv<'_> {
                                 other => panic!("CBV: non-primitive argument {other:?}"),
                             })
                             .collect();
-                        let r = self.host.apply(&name, &argv).expect("CBV: generated calls do not fail");
+                        let r = self.host.apply(&name, &argv);
                         self.calls.push((name, argv));
-                        V::T(vec![V::Seq, V::P(r)])
+                        V::T(vec![V::Seq, V::P(r?)])
                     }
                     other => panic!("CBV: xcall of {other:?}"),
                 },
@@ -284,7 +305,7 @@ impl Cbv<'_> {
             };
             env[st.dst as usize] = Some(val);
         }
-        get(&env, f.ret)
+        Ok(get(&env, f.ret))
     }
 }
 
@@ -314,6 +335,8 @@ fn canonical(calls: &[(String, Vec<TPrim>)]) -> (Vec<(Vec<String>, Option<String
 #[test]
 fn generated_structured_programs_match_call_by_value() {
     let mut checked = 0;
+    let mut failing = 0;
+    let mut cancelled = 0;
     for seed in 0..1000u64 {
         let src = generate(seed);
         let prog = text::parse::<TPrim>(&src).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"));
@@ -321,8 +344,12 @@ fn generated_structured_programs_match_call_by_value() {
         let mut cbv = Cbv { prog: &prog, host: TestHost::new(), calls: vec![] };
         let nparams = prog.funcs[prog.entry as usize].nparams;
         assert_eq!(nparams, 1);
-        let V::T(out) = cbv.call(prog.entry, vec![V::Seq]) else { panic!("seed {seed}: main returned no tuple") };
-        let V::P(expected) = out[1].clone() else { panic!("seed {seed}: no primitive result") };
+        let expected = cbv.call(prog.entry, vec![V::Seq]).map(|out| {
+            let V::T(out) = out else { panic!("seed {seed}: main returned no tuple") };
+            let V::P(p) = out[1].clone() else { panic!("seed {seed}: no primitive result") };
+            show(&p)
+        });
+        failing += expected.is_err() as usize;
         let want = canonical(&cbv.calls);
         let want_output = cbv.host.output.clone();
         let prog = Rc::new(prog);
@@ -331,16 +358,32 @@ fn generated_structured_programs_match_call_by_value() {
             let mut host = TestHost::with_random_latencies(seed * 31 + i as u64);
             let opts = RunOptions { max_steps: 1_000_000, shuffle_seed: shuffle };
             let mut stats = RunStats::default();
-            let got = run_with(&mut host, prog.clone(), vec![], &mut stats, &opts)
-                .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"));
-            assert_eq!(show(&got), show(&expected), "seed {seed} run {i}: result\n{src}");
+            let got = run_with(&mut host, prog.clone(), vec![], &mut stats, &opts).map(|p| show(&p));
+            assert_eq!(got, expected, "seed {seed} run {i}: result\n{src}");
             assert_eq!(host.output, want_output, "seed {seed} run {i}: printed output\n{src}");
             let calls: Vec<(String, Vec<TPrim>)> = host.trace.iter().map(|c| (c.name.clone(), c.args.clone())).collect();
-            assert_eq!(canonical(&calls), want, "seed {seed} run {i}: external calls modulo annotations\n{src}");
+            let (segs, unordered) = canonical(&calls);
+            // Ordered calls exactly as CBV; unordered ones: CBV's, plus, when a call raised,
+            // speculative ones CBV never reached.
+            assert_eq!(segs, want.0, "seed {seed} run {i}: ordered calls modulo annotations\n{src}");
+            if expected.is_ok() {
+                assert_eq!(unordered, want.1, "seed {seed} run {i}: unordered calls\n{src}");
+            } else {
+                let mut extra = unordered.clone();
+                for c in &want.1 {
+                    let k = extra.iter().position(|x| x == c).unwrap_or_else(|| panic!("seed {seed} run {i}: unordered call {c} CBV made is missing\n{src}"));
+                    extra.remove(k);
+                }
+                cancelled += host.cancelled.len();
+            }
             checked += 1;
         }
     }
     assert_eq!(checked, 2000);
+    // The generator exercises failures, and speculative calls after them get cancelled.
+    assert!(failing > 100, "only {failing} generated programs raise");
+    assert!(cancelled > 0, "no speculative call was ever cancelled");
+    println!("{failing} of 1000 generated programs raise; {cancelled} speculative calls cancelled");
 }
 
 #[test]

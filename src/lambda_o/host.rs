@@ -115,6 +115,11 @@ pub trait Host {
         kwnames: &[String],
     ) -> Dispatch<Self::Prim, Self::Error>;
 
+    /// Try to cancel a Pending task (it became speculative: an earlier call in program order
+    /// failed). Its outcome must still be reported by `wait` (a cancellation error is fine), or
+    /// never if the host cannot cancel it (then it runs to completion and is reported).
+    fn cancel(&mut self, _task: TaskId) {}
+
     /// Block until at least one Pending task has finished and return every finished one.
     /// Only called while at least one task is Pending. An `Err` aborts the whole run (for example
     /// KeyboardInterrupt while waiting); the host cancels what is still running.

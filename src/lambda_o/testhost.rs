@@ -71,6 +71,8 @@ pub struct TestHost {
     /// Externals that resolve to a λO expression: name → (program, function); the call's
     /// arguments become the function's parameters after S.
     pub terms: HashMap<String, (ProgramRef<TPrim>, FuncId)>,
+    /// Tasks the evaluator cancelled (speculative calls after a failure).
+    pub cancelled: Vec<TaskId>,
     seed: Option<u64>,
     pending: Vec<(u64, TaskId, usize, Result<TPrim, String>)>,
 }
@@ -84,6 +86,7 @@ impl TestHost {
             programs: HashMap::new(),
             latency: HashMap::new(),
             terms: HashMap::new(),
+            cancelled: vec![],
             seed: None,
             pending: vec![],
         }
@@ -258,6 +261,16 @@ impl Host for TestHost {
         } else {
             self.pending.push((self.now + latency, task, i, result));
             Dispatch::Pending
+        }
+    }
+
+    fn cancel(&mut self, task: TaskId) {
+        let now = self.now;
+        if let Some(p) = self.pending.iter_mut().find(|p| p.1 == task) {
+            p.0 = now;
+            p.3 = Err("cancelled".into());
+            self.trace[p.2].end = now;
+            self.cancelled.push(task);
         }
     }
 

@@ -3,10 +3,14 @@
 Each call is recorded when it starts: name, reordering class, arguments, and the classes of the
 calls still in flight at that moment.  The maximum number of calls in flight is tracked too.  At
 exit the trace is written as JSON to the path in env POPPY_TEST_TRACE (if set), for
-tests/difftest.py to compare plain CPython with PYTHONPOPPY=1.
+tests/difftest.py to compare plain CPython with PYTHONPOPPY=1; under PYTHONPOPPY=1 it also holds
+`poppy_jit.stats()` at exit (key "poppy_stats": functions compiled, fallbacks with reasons,
+compile times), which the harness reports and checks.
 
 Answers are deterministic functions of the arguments; async ones sleep a small deterministic time
-so that, under poppy, calls overlap and may finish out of order.
+so that, under poppy, calls overlap and may finish out of order.  A program may shrink every
+sleep with `set_latency_scale(f)` (the corpus programs p100+ use 0.1: 1–4 ms) to keep test time
+low; the relative order of delays stays the same.
 """
 import asyncio
 import atexit
@@ -17,23 +21,33 @@ import os
 import threading
 import time
 
+import poppy_jit
 from poppy_jit import readonly, sequential, unordered
 
 _lock = threading.Lock()
 _calls = []
 _in_flight = {}  # call index -> class
 _max_in_flight = 0
+_latency_scale = 1.0
+_window_peak = 0  # most calls in flight since the last take_peak()
+
+
+def set_latency_scale(factor):
+    """Multiply every external's sleep by `factor` (default 1.0)."""
+    global _latency_scale
+    _latency_scale = float(factor)
 
 
 @contextlib.contextmanager
 def _traced(name, kind, *args, **kwargs):
-    global _max_in_flight
+    global _max_in_flight, _window_peak
     with _lock:
         idx = len(_calls)
         _calls.append({"name": name, "kind": kind, "args": repr(args), "kwargs": repr(kwargs),
                        "in_flight": sorted(_in_flight.values())})
         _in_flight[idx] = kind
         _max_in_flight = max(_max_in_flight, len(_in_flight))
+        _window_peak = max(_window_peak, len(_in_flight))
     try:
         yield
     finally:
@@ -41,12 +55,24 @@ def _traced(name, kind, *args, **kwargs):
             del _in_flight[idx]
 
 
+def take_peak():
+    """The most calls in flight at once since the previous take_peak() (or the start); resets it.
+    Lets a program check the parallelism of each function separately."""
+    global _window_peak
+    with _lock:
+        peak, _window_peak = _window_peak, len(_in_flight)
+    return peak
+
+
 @atexit.register
 def _write_trace():
     path = os.environ.get("POPPY_TEST_TRACE")
     if path:
+        out = {"calls": _calls, "max_in_flight": _max_in_flight}
+        if poppy_jit.is_enabled():
+            out["poppy_stats"] = poppy_jit.stats()
         with open(path, "w") as f:
-            json.dump({"calls": _calls, "max_in_flight": _max_in_flight}, f, indent=1)
+            json.dump(out, f, indent=1)
 
 
 def _h(*parts):
@@ -55,7 +81,7 @@ def _h(*parts):
 
 def _delay(*parts):
     """A deterministic 10–40 ms sleep, different per call, so completions interleave."""
-    return 0.010 + _h("delay", *parts)[0] % 31 / 1000
+    return (0.010 + _h("delay", *parts)[0] % 31 / 1000) * _latency_scale
 
 
 _WORDS = ["amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "heath", "inlet",
@@ -65,6 +91,8 @@ _WORDS = ["amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "heath"
 def _answer(prompt, style, n):
     """Scripted replies: 'list: X' → n lines; 'yesno: X' → yes/no; 'count: X' → a number;
     'fail: X' → raises; anything else → a short sentence."""
+    if not isinstance(prompt, str):  # a list or dict "prompt" (tests of mutable arguments)
+        prompt = repr(prompt)
     h = _h(prompt, style)
     if prompt.startswith("list:"):
         return "\n".join(f"{_WORDS[h[i] % len(_WORDS)]}-{i}" for i in range(n))

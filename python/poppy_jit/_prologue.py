@@ -1,0 +1,274 @@
+"""Interception of @poppy functions without a PEP 523 eval-frame function (CPython 3.11).
+
+Any PEP 523 function makes CPython 3.11 stop inlining Python-to-Python calls and specialising
+CALL for Python functions, for all code (docs/benchmarks.md). Instead, a @poppy function gets a
+copy of its code object with a prologue right after RESUME:
+
+    LOAD_CONST entry; LOAD_CONST None; BINARY_SUBSCR      # entry[None]: the runtime, in C
+    COPY 1; LOAD_CONST DECLINE; IS_OP 0
+    POP_JUMP_FORWARD_IF_TRUE +1
+    RETURN_VALUE                                          # ran compiled: its result
+    POP_TOP                                               # declined: the body, same frame
+
+CPython has bound the arguments and pushed the function's real frame, so the runtime reads them
+from the frame; when it declines (fallback, nested run, tracer, running loop) the original body
+runs in that same frame, exactly as without poppy_jit. A subscript is used rather than a call so
+that profilers see no extra C call. After the body, unreachable NOPs carry the positions of the
+body's lines and calls: when a run fails, the runtime points the frame at the one for the failing
+call, so the traceback entry CPython adds for the real frame shows that line.
+
+Only code whose first unit is RESUME and that has no cell or free variables and is not a
+generator or coroutine gets a prologue (the others fall back anyway).
+"""
+from __future__ import annotations
+
+import dis
+
+_OP = dis.opmap
+_CACHES = {op: n for op, n in enumerate(dis._inline_cache_entries) if n}
+_NOT_SIMPLE = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR | COROUTINE | ITERABLE_COROUTINE | ASYNC_GENERATOR
+
+
+class DECLINE:
+    """The prologue's sentinel: run the original body."""
+
+
+class Inert:
+    """What a pickled copy of a prologue's runtime object becomes: it always declines."""
+
+    def __getitem__(self, key):
+        return DECLINE
+
+
+def ineligible(code) -> str | None:
+    """Why `code` cannot get a prologue, or None."""
+    if code.co_flags & _NOT_SIMPLE:
+        return "generator or coroutine"
+    if code.co_cellvars or code.co_freevars:
+        return "cell or free variables"
+    if not code.co_code or code.co_code[0] != _OP["RESUME"]:
+        return "code does not start with RESUME"
+    return None
+
+
+# ---- encodings (CPython 3.11 Objects/locations.md, Objects/exception_handling_notes.txt) ----
+
+def _varint(out: bytearray, v: int) -> None:
+    while v >= 64:
+        out.append(64 | (v & 63))
+        v >>= 6
+    out.append(v)
+
+
+def _svarint(out: bytearray, v: int) -> None:
+    _varint(out, (-v << 1) | 1 if v < 0 else v << 1)
+
+
+def encode_linetable(positions, firstlineno: int) -> bytes:
+    """co_linetable for one (line, end_line, col, end_col) tuple per code unit."""
+    out = bytearray()
+    line = firstlineno
+    i = 0
+    n = len(positions)
+    while i < n:
+        pos = positions[i]
+        j = i + 1
+        while j < n and j - i < 8 and positions[j] == pos:
+            j += 1
+        length = j - i
+        ln, end_ln, col, end_col = pos
+        if ln is None:
+            out.append(0x80 | (15 << 3) | (length - 1))
+        elif col is None and end_col is None and end_ln == ln:
+            out.append(0x80 | (13 << 3) | (length - 1))
+            _svarint(out, ln - line)
+            line = ln
+        else:
+            out.append(0x80 | (14 << 3) | (length - 1))
+            _svarint(out, ln - line)
+            _varint(out, (end_ln if end_ln is not None else ln) - ln)
+            _varint(out, 0 if col is None else col + 1)
+            _varint(out, 0 if end_col is None else end_col + 1)
+            line = ln
+        i = j
+    return bytes(out)
+
+
+def _except_varint(out: bytearray, v: int, first: bool) -> None:
+    chunks = [v & 63]
+    v >>= 6
+    while v:
+        chunks.append(v & 63)
+        v >>= 6
+    chunks.reverse()
+    for k, c in enumerate(chunks):
+        b = c | (64 if k < len(chunks) - 1 else 0)
+        if first and k == 0:
+            b |= 128
+        out.append(b)
+
+
+def encode_exception_table(entries) -> bytes:
+    """co_exceptiontable for dis._ExceptionTableEntry-like entries (byte offsets)."""
+    out = bytearray()
+    for e in entries:
+        _except_varint(out, e.start // 2, True)
+        _except_varint(out, (e.end - e.start) // 2, False)
+        _except_varint(out, e.target // 2, False)
+        _except_varint(out, (e.depth << 1) | int(e.lasti), False)
+    return bytes(out)
+
+
+# ---- the rewrite ------------------------------------------------------------------------------
+
+def _load_const(units: list, index: int) -> None:
+    if index > 255:
+        ext = []
+        v = index >> 8
+        while v:
+            ext.append(v & 255)
+            v >>= 8
+        for b in reversed(ext):
+            units.append((_OP["EXTENDED_ARG"], b))
+    units.append((_OP["LOAD_CONST"], index & 255))
+
+
+def build(code, entry):
+    """(code with the prologue, {(line, original CALL offset or -1): byte offset of its NOP}).
+
+    Raises ValueError if the result would not describe the original body exactly."""
+    why = ineligible(code)
+    if why:
+        raise ValueError(why)
+    consts = code.co_consts + (entry, None, DECLINE)
+    k_entry, k_none, k_decline = len(code.co_consts), len(code.co_consts) + 1, len(code.co_consts) + 2
+    pro: list = []
+    _load_const(pro, k_entry)
+    _load_const(pro, k_none)
+    pro.append((_OP["BINARY_SUBSCR"], 0))
+    pro.extend([(_OP["CACHE"], 0)] * _CACHES[_OP["BINARY_SUBSCR"]])
+    pro.append((_OP["COPY"], 1))
+    _load_const(pro, k_decline)
+    pro.append((_OP["IS_OP"], 0))
+    pro.append((_OP["POP_JUMP_FORWARD_IF_TRUE"], 1))
+    pro.append((_OP["RETURN_VALUE"], 0))
+    pro.append((_OP["POP_TOP"], 0))
+    shift = 2 * len(pro)
+
+    orig = code.co_code
+    positions = list(code.co_positions())
+    # Dead NOPs after the body: one per line (no columns), one per CALL (its exact positions).
+    sites = {}
+    dead_pos = []
+    body_units = len(orig) // 2
+    seen_lines = []
+    for i, pos in enumerate(positions):
+        if pos[0] is not None and pos[0] not in seen_lines:
+            seen_lines.append(pos[0])
+    for ln in seen_lines:
+        sites[(ln, -1)] = 2 * (1 + len(pro) + body_units - 1 + len(dead_pos))
+        dead_pos.append((ln, ln, None, None))
+    for i in range(body_units):
+        if orig[2 * i] == _OP["CALL"] and positions[i][0] is not None:
+            sites[(positions[i][0], 2 * i)] = 2 * (1 + len(pro) + body_units - 1 + len(dead_pos))
+            dead_pos.append(positions[i])
+
+    new_code = bytearray(orig[:2])
+    for op, arg in pro:
+        new_code += bytes((op, arg))
+    new_code += orig[2:]
+    for _ in dead_pos:
+        new_code += bytes((_OP["NOP"], 0))
+    new_positions = positions[:1] + [(None, None, None, None)] * len(pro) + positions[1:] + dead_pos
+
+    table = []
+    for e in dis._parse_exception_table(code):
+        if e.start < 2:
+            raise ValueError("exception table covers RESUME")
+        table.append(e._replace(start=e.start + shift, end=e.end + shift, target=e.target + shift))
+
+    new = code.replace(
+        co_code=bytes(new_code),
+        co_consts=consts,
+        co_stacksize=max(code.co_stacksize, 3),
+        co_linetable=encode_linetable(new_positions, code.co_firstlineno),
+        co_exceptiontable=encode_exception_table(table),
+    )
+    # Self-checks: the body, its positions and its handlers are the original ones, shifted.
+    if list(new.co_positions()) != new_positions:
+        raise ValueError("line table did not round-trip")
+    if dis._parse_exception_table(new) != table:
+        raise ValueError("exception table did not round-trip")
+    return new, sites
+
+
+# ---- installing and removing prologues ----------------------------------------------------------
+
+_with_prologue: dict = {}  # original code -> code with the prologue
+_originals: dict = {}  # code with the prologue -> original code
+
+
+def original(code):
+    """`code` without the prologue."""
+    return _originals.get(code, code)
+
+
+def intercept(fn, core) -> None:
+    """Give the @poppy function `fn` the code with the prologue (marking its code for `core`)."""
+    code = fn.__code__
+    if code in _originals:
+        return
+    new = _with_prologue.get(code)
+    if new is None:
+        core.mark_poppy(code)
+        why = ineligible(code)
+        if why is None:
+            entry = core.Prologue(code, DECLINE)
+            try:
+                new, sites = build(code, entry)
+            except ValueError as e:
+                why = str(e)
+            else:
+                entry._bind(new, sites, sites.get((code.co_firstlineno, -1), -1))
+                _with_prologue[code] = new
+                _originals[new] = code
+        if why is not None:
+            # It runs plainly; record why now (the translator's own reason when it has one).
+            try:
+                reason = core.explain(fn)["fallback"]
+            except Exception:  # noqa: BLE001 - explaining is best effort
+                reason = None
+            core._note_fallback(fn.__qualname__, reason or f"not intercepted: {why}")
+            _with_prologue[code] = code
+            return
+    fn.__code__ = new
+
+
+def release(fn) -> None:
+    """Give `fn` its original code back."""
+    code = _originals.get(fn.__code__)
+    if code is not None:
+        fn.__code__ = code
+
+
+def recursive(fn) -> bool:
+    """Whether the @poppy function `fn` may call itself through the @poppy functions its code
+    names as globals (directly, or through a cycle of them). Used by the host to bound inlining
+    like CPython's recursion limit bounds frames; an over-approximation only bounds more."""
+    seen = set()
+    stack = [fn]
+    while stack:
+        f = stack.pop()
+        scope = getattr(f, "__globals__", None) or {}
+        code = getattr(f, "__code__", None)
+        if code is None:
+            continue
+        for name in original(code).co_names:
+            g = scope.get(name)
+            if getattr(g, "__poppy__", False) and hasattr(g, "__code__"):
+                if g is fn:
+                    return True
+                if id(g) not in seen:
+                    seen.add(id(g))
+                    stack.append(g)
+    return False
