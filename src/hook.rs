@@ -45,6 +45,9 @@ pub struct Compiled {
     pub program: ProgramRef<Obj>,
     pub bezoar: String,
     pub argcount: usize,
+    /// Which parameters are cell variables: in the frame (after MAKE_CELL) their slot holds the
+    /// cell, and the argument is its contents.
+    pub cell_params: Vec<bool>,
     /// The globals dict the program's global loader reads (a code object shared by functions of
     /// different modules is recompiled for each).
     pub globals: Obj,
@@ -108,7 +111,8 @@ pub fn compile_function(py: Python<'_>, func: &Bound<'_, PyAny>) -> Result<Compi
     let opts = LowerOptions { force_memory: force_memory() };
     let program = lower(&bz, &mut factory, &opts)?;
     let globals = func.getattr("__globals__").map_err(|e| e.to_string())?.unbind();
-    Ok(Compiled { program: Rc::new(program), bezoar: bz_text::print(&bz), argcount: bz.params.len(), globals })
+    let cell_params = bz.params.iter().map(|p| info.cellvars.contains(p)).collect();
+    Ok(Compiled { program: Rc::new(program), bezoar: bz_text::print(&bz), argcount: bz.params.len(), cell_params, globals })
 }
 
 fn qualname(func: &Bound<'_, PyAny>) -> String {
@@ -242,8 +246,15 @@ fn run_frame(
         return Ok(None);
     };
     let args: Vec<Obj> = (0..compiled.argcount)
-        .map(|i| unsafe { Bound::from_borrowed_ptr(py, *locals.add(i)) }.unbind())
-        .collect();
+        .map(|i| {
+            let slot = unsafe { Bound::from_borrowed_ptr(py, *locals.add(i)) };
+            if compiled.cell_params[i] {
+                slot.getattr("cell_contents").map(|v| v.unbind())
+            } else {
+                Ok(slot.unbind())
+            }
+        })
+        .collect::<PyResult<_>>()?;
     let mut host = PyHost::new(py, &qualname(func))?;
     host.set_frame(func.clone().unbind(), args.iter().map(|a| a.clone_ref(py)).collect(), on_stack);
     let mut stats = RunStats::default();

@@ -17,8 +17,9 @@ that profilers see no extra C call. After the body, unreachable NOPs carry the p
 body's lines and calls: when a run fails, the runtime points the frame at the one for the failing
 call, so the traceback entry CPython adds for the real frame shows that line.
 
-Only code whose first unit is RESUME and that has no cell or free variables and is not a
-generator or coroutine gets a prologue (the others fall back anyway).
+Only code that starts with RESUME (after the MAKE_CELLs of its cell variables: the prologue
+follows them, so a parameter that is a cell is read from its cell), has no free variables and is
+not a generator or coroutine gets a prologue (the others fall back anyway).
 """
 from __future__ import annotations
 
@@ -44,10 +45,22 @@ def ineligible(code) -> str | None:
     """Why `code` cannot get a prologue, or None."""
     if code.co_flags & _NOT_SIMPLE:
         return "generator or coroutine"
-    if code.co_cellvars or code.co_freevars:
-        return "cell or free variables"
-    if not code.co_code or code.co_code[0] != _OP["RESUME"]:
+    if code.co_freevars:
+        return "free variables"
+    if _resume_unit(code) is None:
         return "code does not start with RESUME"
+    return None
+
+
+def _resume_unit(code):
+    """Index of the RESUME unit that starts the body: the first unit, or the one after the
+    MAKE_CELLs of the cell variables; None otherwise."""
+    units = code.co_code
+    i = 0
+    while 2 * i < len(units) and units[2 * i] == _OP["MAKE_CELL"]:
+        i += 1
+    if 2 * i < len(units) and units[2 * i] == _OP["RESUME"]:
+        return i
     return None
 
 
@@ -154,6 +167,7 @@ def build(code, entry):
     pro.append((_OP["RETURN_VALUE"], 0))
     pro.append((_OP["POP_TOP"], 0))
     shift = 2 * len(pro)
+    r = _resume_unit(code)  # the prologue follows unit r
 
     orig = code.co_code
     positions = list(code.co_positions())
@@ -173,17 +187,17 @@ def build(code, entry):
             sites[(positions[i][0], 2 * i)] = 2 * (1 + len(pro) + body_units - 1 + len(dead_pos))
             dead_pos.append(positions[i])
 
-    new_code = bytearray(orig[:2])
+    new_code = bytearray(orig[:2 * (r + 1)])
     for op, arg in pro:
         new_code += bytes((op, arg))
-    new_code += orig[2:]
+    new_code += orig[2 * (r + 1):]
     for _ in dead_pos:
         new_code += bytes((_OP["NOP"], 0))
-    new_positions = positions[:1] + [(None, None, None, None)] * len(pro) + positions[1:] + dead_pos
+    new_positions = positions[:r + 1] + [(None, None, None, None)] * len(pro) + positions[r + 1:] + dead_pos
 
     table = []
     for e in dis._parse_exception_table(code):
-        if e.start < 2:
+        if e.start < 2 * (r + 1):
             raise ValueError("exception table covers RESUME")
         table.append(e._replace(start=e.start + shift, end=e.end + shift, target=e.target + shift))
 
