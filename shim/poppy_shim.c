@@ -10,6 +10,7 @@
  * @poppy frames that inlining replaced, for tracebacks.
  */
 #include "poppy_shim.h"
+#include <stddef.h>
 #include "frameobject.h"
 #include "internal/pycore_frame.h"
 #include "internal/pycore_code.h"
@@ -17,6 +18,16 @@
 #if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION != 11
 #error "poppy_shim.c is written against CPython 3.11's frame layout"
 #endif
+
+/* Layout assumptions this file and the Rust side (src/py311: byte offsets = 2 x code units,
+ * positions and exception-table encodings read by the lifter) rely on: a mismatch fails the
+ * build, not a user's program. */
+_Static_assert(sizeof(_Py_CODEUNIT) == 2, "3.11 code units are two bytes (opcode, oparg)");
+_Static_assert(offsetof(PyFrameObject, f_frame) > 0, "PyFrameObject keeps its _PyInterpreterFrame pointer");
+_Static_assert(sizeof(((_PyInterpreterFrame *)0)->localsplus[0]) == sizeof(PyObject *),
+               "localsplus holds object pointers");
+_Static_assert(sizeof(((_PyInterpreterFrame *)0)->prev_instr) == sizeof(_Py_CODEUNIT *),
+               "prev_instr points at a code unit");
 
 static Py_ssize_t extra_index = -1;
 

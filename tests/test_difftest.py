@@ -1,4 +1,5 @@
 """Differential tests (plain CPython vs PYTHONPOPPY=1) and tests of the harness's own checks."""
+import collections
 import functools
 
 import pytest
@@ -79,8 +80,10 @@ def test_program_differential(path):
     # stats()["compile_times"]: one entry per translation, consistent with the counters.
     times = stats["compile_times"]
     assert sum(e["compiled"] for e in times) == stats["functions_compiled"]
-    assert [e["function"] for e in times if not e["compiled"]] == \
-        [fb["function"] for fb in stats["fallbacks"]]
+    # Failed translations are fallbacks; so are functions that could not be intercepted at all
+    # (recorded when decorated, without a translation).
+    failed = collections.Counter(e["function"] for e in times if not e["compiled"])
+    assert failed <= collections.Counter(fb["function"] for fb in stats["fallbacks"])
     assert all(e["ms"] > 0 for e in times)
     assert abs(sum(e["ms"] for e in times) - stats["compile_ms"]) < 1e-6 * len(times) + 1e-9
 

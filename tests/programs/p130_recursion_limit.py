@@ -1,9 +1,7 @@
-# KNOWN BUG (xfail): recursion of a compiled @poppy function is not bounded by Python's recursion
-# limit. CPython raises "RecursionError: maximum recursion depth exceeded" for deep(5000); under
-# PYTHONPOPPY=1 the inlined recursion runs on the evaluator's heap and returns 5000 (exit 0).
-# (A runaway recursion would grow memory instead of raising.)
+# Recursion of a compiled @poppy function is bounded by Python's recursion limit as in CPython:
+# deep(5000) raises "RecursionError: maximum recursion depth exceeded" (it once returned 5000:
+# inlined recursion ran on the evaluator's heap).
 # difftest: expect_rc=1
-# difftest: xfail=1
 from poppy_jit import poppy
 from _ext import log, set_latency_scale
 
