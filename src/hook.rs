@@ -106,6 +106,9 @@ pub fn compile_function(py: Python<'_>, func: &Bound<'_, PyAny>) -> Result<Compi
     };
     let info = py311::code_info(&code).map_err(|e| format!("reading the code object: {e}"))?;
     let mut bz = lift::lift(&info).map_err(|fb| fb.to_string())?;
+    if let Some((why, line)) = passes::loop_iterable_changed(&bz) {
+        return Err(format!("{why} at line {line}"));
+    }
     passes::remove_dead_pure_lets(&mut bz);
     let mut factory = PyFactory::new(py, func).map_err(|e| e.to_string())?;
     let opts = LowerOptions { force_memory: force_memory() };

@@ -440,3 +440,58 @@ def test_inlined_inner_function_calls_use_defaults_like_cpython(tmp_path):
             return [ask(x) for x in xs]
     """))
     assert e["fallback"] is None and "make_function" not in e["bezoar"]
+
+
+# A `for` loop runs over a snapshot of its iterable: loops whose body may change the container
+# they iterate fall back (with the line of the change); loops that only read it compile.
+LOOP_ITERABLE_FALLBACKS = [
+    ("""
+     def f(seed):
+         queue = [seed]
+         for task in queue:
+             queue.append(task + "a")
+         return queue
+     """, "the loop over `queue` may change it in its body (a loop runs over a snapshot of its iterable) at line 4"),
+    ("""
+     def f(d):
+         for i, k in enumerate(d.keys()):
+
+             d[k + "x"] = i
+     """, "the loop over `d` may change it in its body (a loop runs over a snapshot of its iterable) at line 4"),
+    ("""
+     def f(lines):
+         it = iter(lines)
+         for line in it:
+             next(it, None)
+     """, "the loop over `it` may change it in its body (a loop runs over a snapshot of its iterable) at line 4"),
+    ("""
+     def f(q):
+         for x in q:
+             helper(q, x)
+     """, "the loop over `q` may change it in its body (a loop runs over a snapshot of its iterable) at line 3"),
+    ("""
+     def f(q):
+         for x in q:
+             q += [x]
+     """, "the loop over `q` may change it in its body (a loop runs over a snapshot of its iterable) at line 3"),
+]
+
+
+@pytest.mark.parametrize("src,reason", LOOP_ITERABLE_FALLBACKS)
+def test_loops_that_may_change_their_iterable_fall_back(src, reason):
+    assert core.explain(define(src))["fallback"] == reason
+
+
+def test_loops_that_only_read_their_iterable_compile():
+    src = """
+    def f(xs, d):
+        out = []
+        for i in range(len(xs)):
+            out.append(llm(xs[i], len(xs), xs.count(xs[i])))
+        for x in sorted(xs):
+            xs.append(x)  # iterates over a copy, as in CPython
+        for k, v in d.items():
+            print(k, v, d.get(k), k in d)
+        return out
+    """
+    assert core.explain(define(src))["fallback"] is None

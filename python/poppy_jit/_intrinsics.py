@@ -7,6 +7,7 @@ reordering class `_annotations.classify` decides from its arguments.
 from __future__ import annotations
 
 import builtins
+import itertools
 import operator
 import types
 
@@ -56,6 +57,11 @@ def _format_ascii(x, spec=""):
 
 def _iter_snapshot(x):
     """Materialise the elements a `for` loop iterates over."""
+    if type(x) is itertools.groupby:
+        # Each group is a view into the shared underlying iterator, exhausted once the next key
+        # is read: materialising the keys alone would leave every group empty. Keep each group's
+        # items, as an iterator like the group itself.
+        return tuple((k, iter(tuple(g))) for k, g in x)
     return tuple(x)
 
 

@@ -1,9 +1,8 @@
-# KNOWN BUG (xfail): a `for` loop over a list that the loop body mutates (the worklist pattern:
-# append sub-tasks to the list being iterated, directly or through enumerate(); or remove a later
-# element). CPython's list iterator sees the mutation (appended items are visited, removed ones
-# skipped); under PYTHONPOPPY=1 the compiled loop iterates over a snapshot taken when the loop starts, so appended tasks are never
-# run (missing LLM calls) and removed ones still are: different stdout and trace, no error.
-# difftest: xfail=1
+# A `for` loop over a list that the loop body mutates (the worklist pattern: append sub-tasks to
+# the list being iterated, directly, through a helper or through enumerate(); or remove a later
+# element). CPython's list iterator sees the mutation. A compiled loop runs over a snapshot, so
+# these functions fall back ("the loop over `queue` may change it in its body", with the line);
+# they once ran compiled and silently skipped the appended tasks.
 from poppy_jit import poppy
 from _ext import llm, set_latency_scale
 

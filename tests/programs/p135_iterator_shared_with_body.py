@@ -1,11 +1,8 @@
-# KNOWN BUG (xfail): a compiled `for` loop materialises its iterable before the body runs (a
-# sequential call consuming the iterator), which breaks bodies that share the iterator:
-# * `for key, group in itertools.groupby(...)`: materialising advances groupby's shared underlying
-#   iterator, so every `group` the body sees is already exhausted (len(list(group)) is 0);
-# * `for line in it: ... next(it, None)` (skip the line after a marker): the body's next() finds
-#   the iterator exhausted, so the skipped line is processed anyway (an extra LLM call).
-# No error and no side effect of the iterator involved — silently different values and calls.
-# difftest: xfail=1
+# Loops whose body shares the loop's iterator:
+# * `for key, group in itertools.groupby(...)`: a compiled loop materialises its iterable first,
+#   which would exhaust every group; the snapshot keeps each group's items (as an iterator);
+# * `for line in it: ... next(it, None)` (skip the line after a marker): the body passes the
+#   iterator to next(), so the function falls back and the line is skipped as in CPython.
 import itertools
 import operator
 
