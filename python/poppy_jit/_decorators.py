@@ -139,6 +139,9 @@ def enable() -> None:
     """Hand all @poppy functions to the runtime (imports `_core`): each gets a copy of its code
     with an interception prologue (`_prologue`)."""
     core = _load_core()
+    # The runtime's Python support (intrinsics, classification), loaded now rather than by the
+    # first translation (whose compile time would otherwise include this one-time import).
+    importlib.import_module(__package__ + "._rt")
     core.enable()
     for fn in _registry:
         _prologue.intercept(fn, core)
