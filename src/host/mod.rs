@@ -111,7 +111,7 @@ struct Executor<'py> {
     run_forever: Bound<'py, PyAny>,
     stop: Obj,
     queue: DoneQueue,
-    running: HashMap<TaskId, Obj>,
+    running: Running,
     loop_: Bound<'py, PyAny>,
 }
 
@@ -126,7 +126,7 @@ impl<'py> Executor<'py> {
             run_forever: loop_.getattr("run_forever")?,
             stop: loop_.getattr("stop")?.unbind(),
             queue: Rc::new(RefCell::new(Vec::new())),
-            running: HashMap::new(),
+            running: Running::default(),
             loop_,
         })
     }
@@ -136,6 +136,43 @@ impl<'py> Executor<'py> {
         fut.call_method1("add_done_callback", (Py::new(py, cb)?,))?;
         self.running.insert(task, fut.unbind());
         Ok(())
+    }
+}
+
+/// Futures of the calls in flight, by task id (task ids are dense: the evaluator's controller
+/// indices), so that no hashing is on the per-call path.
+#[derive(Default)]
+struct Running {
+    futs: Vec<Option<Obj>>,
+    count: usize,
+}
+
+impl Running {
+    fn insert(&mut self, task: TaskId, fut: Obj) {
+        let i = task as usize;
+        if self.futs.len() <= i {
+            self.futs.resize_with(i + 1, || None);
+        }
+        if self.futs[i].replace(fut).is_none() {
+            self.count += 1;
+        }
+    }
+    fn remove(&mut self, task: &TaskId) -> Option<Obj> {
+        let r = self.futs.get_mut(*task as usize).and_then(Option::take);
+        if r.is_some() {
+            self.count -= 1;
+        }
+        r
+    }
+    fn get(&self, task: &TaskId) -> Option<&Obj> {
+        self.futs.get(*task as usize).and_then(Option::as_ref)
+    }
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    fn drain(&mut self) -> Vec<Obj> {
+        self.count = 0;
+        self.futs.drain(..).flatten().collect()
     }
 }
 
@@ -212,7 +249,11 @@ pub struct PyHost<'py> {
     run_name: String,
     /// Callees seen in this run, by object address (every callee stays alive in the run's
     /// slots until the run ends, so addresses are not reused meanwhile).
-    callees: HashMap<usize, Rc<Callee>>,
+    /// Functions and loaders seen in this run, by identity (the object is kept so that its
+    /// address cannot be reused by another object during the run), and the last one asked about.
+    callees: HashMap<usize, (Obj, Rc<Callee>)>,
+    last_callee: Option<(Obj, Rc<Callee>)>,
+    plain: Rc<Callee>,
     /// The @poppy function this run stands for and its arguments, and the @poppy functions
     /// inlined into the run: what a failure's traceback entries are built from.
     frame: Option<(Obj, Vec<Obj>)>,
@@ -276,6 +317,8 @@ impl<'py> PyHost<'py> {
             run_start,
             run_name: name.to_string(),
             callees: HashMap::new(),
+            last_callee: None,
+            plain: Rc::new(Callee::Plain),
             frame: None,
             frame_on_stack: false,
             top_site: None,
@@ -301,7 +344,7 @@ impl<'py> PyHost<'py> {
     pub fn finish(&mut self) -> PyResult<()> {
         if let Some(ex) = &mut self.executor {
             if !ex.running.is_empty() {
-                let pending: Vec<Obj> = ex.running.drain().map(|(_, f)| f).collect();
+                let pending: Vec<Obj> = ex.running.drain();
                 self.rt.call_method1("cancel_all", (ex.loop_.clone(), pending))?;
             }
             ex.queue.borrow_mut().clear();
@@ -317,12 +360,27 @@ impl<'py> PyHost<'py> {
     }
 
     fn callee(&mut self, f: &Obj) -> Rc<Callee> {
-        let key = f.as_ptr() as usize;
-        if let Some(c) = self.callees.get(&key) {
-            return c.clone();
+        if let Some((o, c)) = &self.last_callee {
+            if o.is(f) {
+                return c.clone();
+            }
         }
-        let c = Rc::new(describe(f.bind(self.py)).unwrap_or(Callee::Plain));
-        self.callees.insert(key, c.clone());
+        let b = f.bind(self.py);
+        // Only functions (decorated externals) and global loaders are described; anything else
+        // (builtins, bound methods, intrinsics) is a plain callee.
+        if !b.is_instance_of::<PyFunction>() && !b.is_instance_of::<GlobalLoader>() {
+            return self.plain.clone();
+        }
+        let key = f.as_ptr() as usize;
+        let c = match self.callees.get(&key) {
+            Some((_, c)) => c.clone(),
+            None => {
+                let c = Rc::new(describe(b).unwrap_or(Callee::Plain));
+                self.callees.insert(key, (f.clone_ref(self.py), c.clone()));
+                c
+            }
+        };
+        self.last_callee = Some((f.clone_ref(self.py), c.clone()));
         c
     }
 
