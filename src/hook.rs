@@ -48,6 +48,11 @@ pub struct Compiled {
     /// Which parameters are cell variables: in the frame (after MAKE_CELL) their slot holds the
     /// cell, and the argument is its contents.
     pub cell_params: Vec<bool>,
+    /// Free variables (a @poppy function that is itself a closure): their cells are passed after
+    /// the `argcount - nfree` arguments.
+    pub nfree: usize,
+    /// The parameter names of the free variables (`$cell.x`: the cell; `x`: its value).
+    pub free_params: Vec<String>,
     /// The globals dict the program's global loader reads (a code object shared by functions of
     /// different modules is recompiled for each).
     pub globals: Obj,
@@ -115,7 +120,17 @@ pub fn compile_function(py: Python<'_>, func: &Bound<'_, PyAny>) -> Result<Compi
     let program = lower(&bz, &mut factory, &opts)?;
     let globals = func.getattr("__globals__").map_err(|e| e.to_string())?.unbind();
     let cell_params = bz.params.iter().map(|p| info.cellvars.contains(p)).collect();
-    Ok(Compiled { program: Rc::new(program), bezoar: bz_text::print(&bz), argcount: bz.params.len(), cell_params, globals })
+    let nfree = info.freevars.len();
+    let free_params = bz.params[bz.params.len() - nfree..].to_vec();
+    Ok(Compiled {
+        program: Rc::new(program),
+        bezoar: bz_text::print(&bz),
+        argcount: bz.params.len(),
+        cell_params,
+        nfree,
+        free_params,
+        globals,
+    })
 }
 
 fn qualname(func: &Bound<'_, PyAny>) -> String {
@@ -194,7 +209,7 @@ pub fn inline_program(py: Python<'_>, f: &Bound<'_, PyAny>, nargs: usize) -> Opt
     }
     let entry = entry_of(&code)?;
     let compiled = entry.get_or_compile(py, f)?;
-    (compiled.argcount == nargs).then(|| compiled.program.clone())
+    (compiled.nfree == 0 && compiled.argcount == nargs).then(|| compiled.program.clone())
 }
 
 unsafe extern "C" fn free_entry(p: *mut c_void) {
@@ -248,7 +263,8 @@ fn run_frame(
     let Some(compiled) = entry.get_or_compile(py, func) else {
         return Ok(None);
     };
-    let args: Vec<Obj> = (0..compiled.argcount)
+    let nargs = compiled.argcount - compiled.nfree;
+    let mut args: Vec<Obj> = (0..nargs)
         .map(|i| {
             let slot = unsafe { Bound::from_borrowed_ptr(py, *locals.add(i)) };
             if compiled.cell_params[i] {
@@ -258,8 +274,28 @@ fn run_frame(
             }
         })
         .collect::<PyResult<_>>()?;
+    if compiled.nfree > 0 {
+        // A closure's free variables: the cells themselves where the function writes them or a
+        // real inner function captures them (`$cell.x` parameters), else their values, read now
+        // (an empty cell: run plainly, so that CPython raises its NameError where it would).
+        let closure = func.getattr("__closure__")?;
+        for (c, name) in closure.iter()?.zip(&compiled.free_params) {
+            let c = c?;
+            if name.starts_with("$cell.") {
+                args.push(c.unbind());
+            } else {
+                match c.getattr("cell_contents") {
+                    Ok(v) => args.push(v.unbind()),
+                    Err(_) => return Ok(None),
+                }
+            }
+        }
+        if args.len() != compiled.argcount {
+            return Ok(None);
+        }
+    }
     let mut host = PyHost::new(py, &qualname(func))?;
-    host.set_frame(func.clone().unbind(), args.iter().map(|a| a.clone_ref(py)).collect(), on_stack);
+    host.set_frame(func.clone().unbind(), args[..nargs].iter().map(|a| a.clone_ref(py)).collect(), on_stack);
     let mut stats = RunStats::default();
     let time = py.import_bound("time")?;
     let cpu0: f64 = time.call_method0("thread_time")?.extract()?;

@@ -147,8 +147,17 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
         // A function held in a real cell (an escaping function refers to it) escapes too.
         let (plain, real_cells) = loop {
             let plain: HashSet<u32> = candidates.values().map(|k| k.2).filter(|c| !escaping.contains(c)).collect();
-            let real_cells: HashSet<String> =
-                ci.cellvars.iter().filter(|c| captured_by_function(ci, c, &plain)).cloned().collect();
+            // The function's own free variables (a @poppy closure) are the enclosing function's
+            // cells, passed in as parameters after the arguments (see `params` below): the cell
+            // itself when this code writes it or a real inner function captures it, else its value
+            // (read once, at entry, like a global).
+            let real_cells: HashSet<String> = ci
+                .cellvars
+                .iter()
+                .filter(|c| captured_by_function(ci, c, &plain))
+                .chain(ci.freevars.iter().filter(|v| free_needs_cell(ci, v, &plain)))
+                .cloned()
+                .collect();
             let held: Vec<u32> =
                 candidates.iter().filter(|(n, k)| plain.contains(&k.2) && real_cells.contains(*n)).map(|(_, k)| k.2).collect();
             if held.is_empty() {
@@ -221,7 +230,18 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
                     firstlineno: ci.firstlineno,
                     // CPython binds positional and keyword-only parameters, then the `*args` tuple and
                     // the `**kwargs` dict, into the frame's first locals.
-                    params: ci.varnames[..nparams(ci)].to_vec(),
+                    // A closure's free variables follow, as `$cell.x` locals holding the cells.
+                    params: ci.varnames[..nparams(ci)]
+                        .iter()
+                        .cloned()
+                        .chain(ci.freevars.iter().map(|v| {
+                            if t.real_cells.contains(v) {
+                                cell_local(v)
+                            } else {
+                                v.clone()
+                            }
+                        }))
+                        .collect(),
                     consts: t.consts,
                     body,
                     nregs,
@@ -243,9 +263,6 @@ fn check_code_object(ci: &CodeInfo) -> Result<()> {
     }
     if flag(CO_GENERATOR) {
         return at_def("generator function");
-    }
-    if !ci.freevars.is_empty() {
-        return at_def(&format!("closure: free variables ({})", ci.freevars.join(", ")));
     }
     if !ci.exceptiontable.is_empty() {
         // Report the line of the first protected instruction (the start of the first entry,
@@ -1012,6 +1029,18 @@ fn captured_by_function(ci: &CodeInfo, name: &str, plain: &HashSet<u32>) -> bool
         ch.freevars.iter().any(|f| f == name)
             && (!(is_comprehension(ch) || plain.contains(k)) || captured_by_function(ch, name, &HashSet::new()))
     })
+}
+
+/// Whether a free variable of the function must stay a cell: written here or by inner code
+/// (`nonlocal`), or captured by an inner function that is a real function object.
+fn free_needs_cell(ci: &CodeInfo, name: &str, plain: &HashSet<u32>) -> bool {
+    fn writes(ci: &CodeInfo, name: &str) -> bool {
+        let lp = ci.localsplus();
+        instructions(&ci.code, &ci.lines).any(|i| {
+            matches!(i.opcode, STORE_DEREF | DELETE_DEREF) && lp.get(i.arg as usize).is_some_and(|n| n == name)
+        }) || ci.children.values().any(|ch| ch.freevars.iter().any(|f| f == name) && writes(ch, name))
+    }
+    writes(ci, name) || captured_by_function(ci, name, plain)
 }
 
 fn cell_local(name: &str) -> String {

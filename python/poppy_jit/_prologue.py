@@ -17,9 +17,10 @@ that profilers see no extra C call. After the body, unreachable NOPs carry the p
 body's lines and calls: when a run fails, the runtime points the frame at the one for the failing
 call, so the traceback entry CPython adds for the real frame shows that line.
 
-Only code that starts with RESUME (after the MAKE_CELLs of its cell variables: the prologue
-follows them, so a parameter that is a cell is read from its cell), has no free variables and is
-not a generator or coroutine gets a prologue (the others fall back anyway).
+Only code that starts with RESUME (after a closure's COPY_FREE_VARS and the MAKE_CELLs of its cell
+variables: the prologue follows them, so a parameter that is a cell is read from its cell, and
+free variables are read from the function's closure) and is not a generator or coroutine gets a
+prologue (the others fall back anyway).
 """
 from __future__ import annotations
 
@@ -45,8 +46,6 @@ def ineligible(code) -> str | None:
     """Why `code` cannot get a prologue, or None."""
     if code.co_flags & _NOT_SIMPLE:
         return "generator or coroutine"
-    if code.co_freevars:
-        return "free variables"
     if _resume_unit(code) is None:
         return "code does not start with RESUME"
     return None
@@ -54,9 +53,11 @@ def ineligible(code) -> str | None:
 
 def _resume_unit(code):
     """Index of the RESUME unit that starts the body: the first unit, or the one after the
-    MAKE_CELLs of the cell variables; None otherwise."""
+    COPY_FREE_VARS of a closure and the MAKE_CELLs of the cell variables; None otherwise."""
     units = code.co_code
     i = 0
+    if units and units[0] == _OP["COPY_FREE_VARS"]:
+        i = 1
     while 2 * i < len(units) and units[2 * i] == _OP["MAKE_CELL"]:
         i += 1
     if 2 * i < len(units) and units[2 * i] == _OP["RESUME"]:
