@@ -162,6 +162,13 @@ impl CodeEntry {
                 e.print(py);
             }
         }
+        // Another thread may have translated the same function meanwhile (compiling runs Python
+        // code, so the GIL can switch): keep the first translation, count it once.
+        match &*self.state.borrow() {
+            EntryState::Compiled(c) if c.globals.bind(py).is(&globals) => return Some(c.clone()),
+            EntryState::Fallback => return None,
+            _ => {}
+        }
         let new_state = match result {
             Ok(c) => {
                 with_totals(py, |t| {

@@ -557,3 +557,45 @@ def test_a_failure_cancels_the_speculative_calls_after_it(tmp_path):
     assert float(next(ln.split()[1] for ln in lines if ln.startswith("seconds"))) < 10
     assert "tasks 0" in lines
     assert "cancelled_calls 1" in lines
+
+
+def test_threads_translating_one_function_at_once_keep_one_translation(tmp_path):
+    """Translating runs Python code, so the GIL can pass to another thread that calls the same
+    fresh function: the first translation is kept and counted once."""
+    src = PRELUDE + textwrap.dedent(
+        """
+        import sys, threading
+        sys.setswitchinterval(1e-6)  # switch threads as often as possible
+
+        @poppy
+        def work(k):
+            parts = [fetch(k + i) for i in range(3)]
+            total = ""
+            for p in parts:
+                if p:
+                    total += p
+            return total
+
+        barrier = threading.Barrier(8)
+        results = {}
+
+        def worker(k):
+            barrier.wait()
+            results[k] = work(k)
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(sorted(results.items()))
+        st = poppy_jit.stats()
+        print("compiled", st["functions_compiled"], "translations", len(st["compile_times"]))
+        """
+    )
+    path = tmp_path / "prog.py"
+    path.write_text(src)
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPOPPY="1"))
+    assert p.returncode == 0, p.stderr
+    assert "compiled 1 translations" in p.stdout, p.stdout
