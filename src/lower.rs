@@ -86,6 +86,9 @@ struct Lowerer<'a, F: PrimFactory> {
     funcs: Vec<Option<Func<F::Prim>>>,
     stack: Vec<Builder<F::Prim>>,
     regs: Vec<Option<Loc>>,
+    /// Fresh display operands of operations, by the operation's result register
+    /// (`passes::fresh_operands`).
+    fresh: std::collections::HashMap<bz::Reg, u32>,
 }
 
 /// Lower a Bezoar function to a λO program whose entry takes [S, params...] and returns (S', value).
@@ -104,6 +107,7 @@ pub fn lower<F: PrimFactory>(
         funcs: Vec::new(),
         stack: Vec::new(),
         regs: vec![None; src.nregs as usize],
+        fresh: crate::bezoar::passes::fresh_operands(src),
     };
     lw.lower_entry()?;
     let funcs = lw.funcs.into_iter().map(|f| f.expect("every function finished")).collect();
@@ -424,7 +428,8 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         match &s.kind {
             StmtKind::Let(r, e) => {
                 let name = format!("r{r}");
-                let loc = self.lower_expr(st, e, &name, line)?;
+                let fresh = self.fresh.get(r).copied().unwrap_or(0);
+                let loc = self.lower_expr(st, e, &name, line, fresh)?;
                 self.regs[*r as usize] = Some(loc);
             }
             StmtKind::Store(x, r) => {
@@ -648,7 +653,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         }
     }
 
-    fn lower_expr(&mut self, st: &mut State, e: &Expr, name: &str, line: u32) -> Result<Loc, String> {
+    fn lower_expr(&mut self, st: &mut State, e: &Expr, name: &str, line: u32, fresh: u32) -> Result<Loc, String> {
         Ok(match e {
             Expr::Const(k) => {
                 let c = self.src.consts.get(*k as usize).ok_or("constant index out of range")?;
@@ -674,7 +679,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                     let p = self.factory.constant(&c);
                     argl.push(self.prim("k", p, line));
                 }
-                let p = self.factory.intrinsic(op);
+                let p = if fresh != 0 { self.factory.intrinsic_fresh(op, fresh) } else { self.factory.intrinsic(op) };
                 let f = self.prim(&intrinsic_var_name(op), p, line);
                 self.xcall(st, f, &argl, &[], name, line)
             }

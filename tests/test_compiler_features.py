@@ -497,3 +497,34 @@ def test_loops_that_only_read_their_iterable_compile():
         return out
     """
     assert core.explain(define(src))["fallback"] is None
+
+
+def test_fresh_display_operands_are_marked_and_classified_by_their_items():
+    """`x == [a, b]`, `cache |= {s}`: a display built for one operation alone cannot be seen by
+    anything else, so it does not order the operation as a read of a mutable object (the
+    paper's get_values `value_cache |= {state}` stays parallel: p138). A display with another
+    use (a variable later appended to) is not fresh."""
+    from poppy_jit._annotations import READONLY, UNORDERED, classify
+    from poppy_jit._intrinsics import INTRINSICS, intrinsic_fresh
+
+    fresh = define("""
+    def f(x, a, b, cache, s):
+        cache |= {s}
+        return x == [a, b], cache  # (`x in [a, b]` is compiled with a tuple already)
+    """)
+    lo = core.explain(fresh)["lambda_o"]
+    assert lo.count("fresh-operand") == 2, lo
+    shared = define("""
+    def f(x, a, b):
+        lst = [a, b]
+        r = x in lst
+        lst.append(x)
+        return r, lst
+    """)
+    assert "fresh-operand" not in core.explain(shared)["lambda_o"]
+    contains = INTRINSICS["in"]
+    assert classify(contains, ("a", ["a", "b"]), ()) == READONLY
+    assert classify(intrinsic_fresh("in", 0b10), ("a", ["a", "b"]), ()) == UNORDERED
+    # What a fresh display holds still counts: a list inside it is a mutable read.
+    assert classify(intrinsic_fresh("in", 0b10), ("a", [["a"], "b"]), ()) == READONLY
+    assert intrinsic_fresh("in", 0b10)("a", ["a", "b"]) is True

@@ -33,7 +33,7 @@ import sys
 import types
 import weakref
 
-from ._intrinsics import (INTRINSICS, _BINARY, _build_tuple, _build_list, _is, _is_not,
+from ._intrinsics import (INTRINSICS, _BINARY, FreshArgs, _build_tuple, _build_list, _is, _is_not,
                           _iter_snapshot, bound_check)
 
 UNORDERED, READONLY, SEQUENTIAL = 0, 1, 2
@@ -705,6 +705,9 @@ def _isinstance_class(f, x, cls) -> int:
 
 def classify(f, args: tuple, kwnames: tuple) -> int:
     """Reordering class of calling `f(*args)` (the last len(kwnames) args are keywords)."""
+    if type(f) is FreshArgs:
+        # Fresh displays (built for this operation alone) count by what they hold.
+        return classify(f.fn, f.stand_ins(args), kwnames)
     fid = id(f)
     if fid in _BY_ARGS:
         return args_class(args)

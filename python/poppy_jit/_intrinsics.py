@@ -306,3 +306,40 @@ INTRINSICS.update({
 
 def intrinsic(key: str):
     return INTRINSICS[key]
+
+
+class FreshArgs:
+    """An intrinsic some of whose operands (bit mask `fresh`) are fresh displays — a list, set or
+    dict built for this operation alone (`x in [a, b]`, `cache |= {state}`). Calls forward to the
+    intrinsic; the annotation library classifies a call by the fresh operands' items instead of
+    as reads of mutable objects (nothing else can refer to them while the operation runs)."""
+
+    __slots__ = ("fn", "fresh", "__weakref__")
+
+    def __init__(self, fn, fresh: int):
+        self.fn = fn
+        self.fresh = fresh
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def stand_ins(self, args):
+        """The arguments with each fresh display replaced by a tuple of what it holds."""
+        out = list(args)
+        for i, a in enumerate(args):
+            if self.fresh >> i & 1 and type(a) in (list, set, dict):
+                out[i] = tuple(a.items()) if type(a) is dict else tuple(a)
+        return tuple(out)
+
+    def __repr__(self):
+        return f"<fresh-operand {getattr(self.fn, '__name__', self.fn)!r} {self.fresh:#b}>"
+
+
+_fresh_cache: dict = {}
+
+
+def intrinsic_fresh(key: str, fresh: int):
+    f = _fresh_cache.get((key, fresh))
+    if f is None:
+        f = _fresh_cache[(key, fresh)] = FreshArgs(INTRINSICS[key], fresh)
+    return f

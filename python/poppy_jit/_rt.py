@@ -9,7 +9,7 @@ import asyncio
 import types
 
 from ._annotations import classify  # noqa: F401 (used by the Rust host)
-from ._intrinsics import INTRINSICS, bound_check, intrinsic  # noqa: F401 (used by the Rust host)
+from ._intrinsics import INTRINSICS, bound_check, intrinsic, intrinsic_fresh  # noqa: F401 (used by the Rust host)
 from ._decorators import unordered
 from ._loop import take_cancel  # noqa: F401 (used by the Rust host)
 

@@ -327,3 +327,72 @@ pub fn loop_iterable_changed(f: &Function) -> Option<(String, u32)> {
     scan(&f.body, &defs, &mut found, &mut Vec::new());
     found
 }
+
+/// Operands of intrinsic operations that are *fresh displays*: a list/set/dict built right there
+/// (`x in [a, b]`, `cache |= {state}`, `[a] + xs`) whose register has no other use. Nothing else
+/// can refer to such an object while the operation runs, so its mutability cannot order the
+/// operation: only its items can. Returns, per operation's result register, the bit mask of its
+/// fresh operand positions (positions ≥ 32 are ignored).
+pub fn fresh_operands(f: &Function) -> std::collections::HashMap<Reg, u32> {
+    use std::collections::HashMap;
+    let mut uses: HashMap<Reg, u32> = HashMap::new();
+    let mut displays: BTreeSet<Reg> = BTreeSet::new();
+    let mut ops: Vec<(Reg, Vec<Reg>)> = Vec::new();
+    fn count(b: &[Stmt], uses: &mut HashMap<Reg, u32>, displays: &mut BTreeSet<Reg>, ops: &mut Vec<(Reg, Vec<Reg>)>) {
+        for s in b {
+            let mut used: Vec<Reg> = Vec::new();
+            match &s.kind {
+                StmtKind::Let(r, e) => match e {
+                    Expr::Call { func, args, .. } => {
+                        used.push(*func);
+                        used.extend(args);
+                    }
+                    Expr::Op(op, args) => {
+                        used.extend(args);
+                        match op {
+                            Intrinsic::BuildList | Intrinsic::BuildSet | Intrinsic::BuildMap => {
+                                displays.insert(*r);
+                            }
+                            Intrinsic::Binary { .. }
+                            | Intrinsic::Contains { .. }
+                            | Intrinsic::Compare(_)
+                            | Intrinsic::GetItem => ops.push((*r, args.clone())),
+                            _ => {}
+                        }
+                    }
+                    _ => {}
+                },
+                StmtKind::Store(_, r) | StmtKind::Return(r) => used.push(*r),
+                StmtKind::If { cond, then_body, else_body } => {
+                    used.push(*cond);
+                    count(then_body, uses, displays, ops);
+                    count(else_body, uses, displays, ops);
+                }
+                StmtKind::For { iter, item, body } => {
+                    used.push(*iter);
+                    used.push(*item);
+                    count(body, uses, displays, ops);
+                }
+                StmtKind::Loop { body } => count(body, uses, displays, ops),
+                _ => {}
+            }
+            for r in used {
+                *uses.entry(r).or_default() += 1;
+            }
+        }
+    }
+    count(&f.body, &mut uses, &mut displays, &mut ops);
+    let mut out = HashMap::new();
+    for (r, args) in ops {
+        let mut mask = 0u32;
+        for (i, a) in args.iter().enumerate().take(32) {
+            if displays.contains(a) && uses.get(a) == Some(&1) {
+                mask |= 1 << i;
+            }
+        }
+        if mask != 0 {
+            out.insert(r, mask);
+        }
+    }
+    out
+}

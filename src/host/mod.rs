@@ -819,6 +819,14 @@ impl<'py> PrimFactory for PyFactory<'py> {
             .unbind()
     }
 
+    fn intrinsic_fresh(&mut self, i: &Intrinsic, fresh: u32) -> Obj {
+        self.rt
+            .getattr("intrinsic_fresh")
+            .and_then(|f| f.call1((i.key(), fresh)))
+            .expect("poppy_jit._rt.intrinsic_fresh wraps every intrinsic")
+            .unbind()
+    }
+
     fn global_loader(&mut self) -> Obj {
         self.loader.clone_ref(self.py)
     }

@@ -165,6 +165,11 @@ pub trait PrimFactory {
     /// The callable implementing an intrinsic (extra static operands, such as the attribute name of
     /// `GetAttr`, are passed by lowering as additional `string` arguments after the operands).
     fn intrinsic(&mut self, i: &Intrinsic) -> Self::Prim;
+    /// The callable implementing an intrinsic whose operands in `fresh` (a bit mask) are fresh
+    /// displays nothing else refers to: classified by their items, not as mutable objects.
+    fn intrinsic_fresh(&mut self, i: &Intrinsic, _fresh: u32) -> Self::Prim {
+        self.intrinsic(i)
+    }
     /// The callable that looks a global name up (module globals, then builtins) when called with
     /// the name as its one argument.
     fn global_loader(&mut self) -> Self::Prim;
