@@ -60,7 +60,7 @@ pub struct Compiled {
 
 enum EntryState {
     Pending,
-    Compiled(Rc<Compiled>),
+    Compiled(Vec<Rc<Compiled>>),
     Fallback,
 }
 
@@ -141,13 +141,8 @@ impl CodeEntry {
     /// The cached translation for `func`, compiling it on first use.
     fn get_or_compile(&self, py: Python<'_>, func: &Bound<'_, PyAny>) -> Option<Rc<Compiled>> {
         let globals = func.getattr("__globals__").ok()?;
-        if let EntryState::Compiled(c) = &*self.state.borrow() {
-            if c.globals.bind(py).is(&globals) {
-                return Some(c.clone());
-            }
-        }
-        if let EntryState::Fallback = &*self.state.borrow() {
-            return None;
+        if let Some(found) = self.cached(py, &globals) {
+            return found;
         }
         let clock = crate::host::trace_module(py).and_then(|m| Some((m, crate::host::Clock::new(py).ok()?)));
         let start = Instant::now();
@@ -164,19 +159,30 @@ impl CodeEntry {
         }
         // Another thread may have translated the same function meanwhile (compiling runs Python
         // code, so the GIL can switch): keep the first translation, count it once.
-        match &*self.state.borrow() {
-            EntryState::Compiled(c) if c.globals.bind(py).is(&globals) => return Some(c.clone()),
-            EntryState::Fallback => return None,
-            _ => {}
+        if let Some(found) = self.cached(py, &globals) {
+            return found;
         }
-        let new_state = match result {
+        match result {
             Ok(c) => {
                 with_totals(py, |t| {
                     t.functions_compiled += 1;
                     t.compile_ns += ns;
                     t.compile_times.push((name, ns, true));
                 });
-                EntryState::Compiled(Rc::new(c))
+                let c = Rc::new(c);
+                let mut state = self.state.borrow_mut();
+                match &mut *state {
+                    // One translation per globals dict the code runs under (a code object shared
+                    // by functions of several modules), the most recent few.
+                    EntryState::Compiled(cs) => {
+                        if cs.len() >= MAX_GLOBALS_VARIANTS {
+                            cs.remove(0);
+                        }
+                        cs.push(c.clone());
+                    }
+                    other => *other = EntryState::Compiled(vec![c.clone()]),
+                }
+                Some(c)
             }
             Err(reason) => {
                 with_totals(py, |t| {
@@ -184,16 +190,24 @@ impl CodeEntry {
                     t.compile_times.push((name.clone(), ns, false));
                     t.fallbacks.push((name, reason.clone()));
                 });
-                EntryState::Fallback
+                *self.state.borrow_mut() = EntryState::Fallback;
+                None
             }
-        };
-        *self.state.borrow_mut() = new_state;
+        }
+    }
+
+    /// Some(the translation for `globals`, or None for a fallback) if already decided.
+    fn cached(&self, py: Python<'_>, globals: &Bound<'_, PyAny>) -> Option<Option<Rc<Compiled>>> {
         match &*self.state.borrow() {
-            EntryState::Compiled(c) => Some(c.clone()),
-            _ => None,
+            EntryState::Compiled(cs) => cs.iter().find(|c| c.globals.bind(py).is(globals)).map(|c| Some(c.clone())),
+            EntryState::Fallback => Some(None),
+            EntryState::Pending => None,
         }
     }
 }
+
+/// Translations kept per code object for different globals dicts.
+const MAX_GLOBALS_VARIANTS: usize = 4;
 
 fn entry_of(code: &Bound<'_, PyAny>) -> Option<&'static CodeEntry> {
     let p = unsafe { poppy_shim_get_mark(code.as_ptr()) };

@@ -599,3 +599,30 @@ def test_threads_translating_one_function_at_once_keep_one_translation(tmp_path)
                        env=dict(os.environ, PYTHONPOPPY="1"))
     assert p.returncode == 0, p.stderr
     assert "compiled 1 translations" in p.stdout, p.stdout
+
+
+def test_one_code_object_under_two_globals_keeps_both_translations(tmp_path):
+    """A code object shared by functions of two globals dicts gets one translation per dict,
+    kept: alternating calls do not retranslate (each still reads its own globals)."""
+    src = PRELUDE + textwrap.dedent(
+        """
+        import types
+        PREFIX = "main"
+
+        def ask(topic):
+            return PREFIX + ":" + str(topic)
+
+        f1 = poppy(ask)
+        f2 = poppy(types.FunctionType(ask.__code__, dict(globals(), PREFIX="other"), "ask2"))
+        print([f(i) for i in range(3) for f in (f1, f2)])
+        st = poppy_jit.stats()
+        print("compiled", st["functions_compiled"], "translations", len(st["compile_times"]))
+        """
+    )
+    path = tmp_path / "prog.py"
+    path.write_text(src)
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPOPPY="1"))
+    assert p.returncode == 0, p.stderr
+    assert "['main:0', 'other:0', 'main:1', 'other:1', 'main:2', 'other:2']" in p.stdout
+    assert "compiled 2 translations 2" in p.stdout, p.stdout
