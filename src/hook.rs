@@ -114,6 +114,7 @@ pub fn compile_function(py: Python<'_>, func: &Bound<'_, PyAny>) -> Result<Compi
     if let Some((why, line)) = passes::loop_iterable_changed(&bz) {
         return Err(format!("{why} at line {line}"));
     }
+    passes::fuse_split_getitem(&mut bz);
     passes::remove_dead_pure_lets(&mut bz);
     let mut factory = PyFactory::new(py, func).map_err(|e| e.to_string())?;
     let opts = LowerOptions { force_memory: force_memory() };

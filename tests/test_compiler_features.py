@@ -528,3 +528,33 @@ def test_fresh_display_operands_are_marked_and_classified_by_their_items():
     # What a fresh display holds still counts: a list inside it is a mutable read.
     assert classify(intrinsic_fresh("in", 0b10), ("a", [["a"], "b"]), ()) == READONLY
     assert intrinsic_fresh("in", 0b10)("a", ["a", "b"]) is True
+
+
+def test_split_then_subscript_is_one_operation_only_for_a_list_used_once():
+    """`line.split(sep, 1)[i]` with constant arguments is fused into one operation (pure on a
+    str, sequential on anything else); a split result used otherwise is left alone."""
+    from poppy_jit._annotations import SEQUENTIAL, UNORDERED, classify
+    from poppy_jit._intrinsics import INTRINSICS
+
+    fused = define("""
+    def f(line, k):
+        return line.split(": ", 1)[1], line.rsplit()[k], line.splitlines()[0]
+    """)
+    bz = core.explain(fused)["bezoar"]
+    assert bz.count("split_getitem.") == 3, bz
+    kept = define("""
+    def f(line, sep):
+        parts = line.split(": ")
+        parts.append("x")
+        return parts[0], line.split(sep)[0]
+    """)
+    assert "split_getitem" not in core.explain(kept)["bezoar"]  # list reused; non-constant argument
+    sg = INTRINSICS["split_getitem"]
+    assert sg("a: b: c", ": ", 1, 1, "split") == "b: c"
+    assert classify(sg, ("a: b", ": ", 1, 1, "split"), ()) == UNORDERED
+
+    class Odd:
+        def split(self):
+            return ["shared"]
+
+    assert classify(sg, (Odd(), 0, "split"), ()) == SEQUENTIAL

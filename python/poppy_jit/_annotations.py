@@ -33,7 +33,7 @@ import sys
 import types
 import weakref
 
-from ._intrinsics import (INTRINSICS, _BINARY, FreshArgs, _build_tuple, _build_list, _is, _is_not,
+from ._intrinsics import (INTRINSICS, _BINARY, FreshArgs, _split_getitem, _build_tuple, _build_list, _is, _is_not,
                           _iter_snapshot, bound_check)
 
 UNORDERED, READONLY, SEQUENTIAL = 0, 1, 2
@@ -708,6 +708,12 @@ def classify(f, args: tuple, kwnames: tuple) -> int:
     if type(f) is FreshArgs:
         # Fresh displays (built for this operation alone) count by what they hold.
         return classify(f.fn, f.stand_ins(args), kwnames)
+    if f is _split_getitem:
+        # `s.split(...)[i]` on a str/bytes with atom arguments: a pure operation (the list it
+        # builds is seen by nothing else); on anything else, an arbitrary method: sequential.
+        if type(args[0]) in (str, bytes) and all(type(a) in _ATOMS or type(a) is slice for a in args[1:]):
+            return UNORDERED
+        return SEQUENTIAL
     fid = id(f)
     if fid in _BY_ARGS:
         return args_class(args)

@@ -65,6 +65,12 @@ def _iter_snapshot(x):
     return tuple(x)
 
 
+def _split_getitem(obj, *rest):
+    """`obj.<method>(args...)[index]` (operands: obj, args..., index, method name)."""
+    *args, index, method = rest
+    return getattr(obj, method)(*args)[index]
+
+
 def bound_check(x):
     """Identity; lowering calls it on a possibly-unbound local so the error surfaces in order."""
     return x
@@ -301,6 +307,7 @@ INTRINSICS.update({
     "build_map": _build_map, "build_set": _build_set, "build_slice": _build_slice,
     "list_extend": _list_extend, "dict_update": _dict_update, "set_update": _set_update,
     "list_to_tuple": _list_to_tuple, "unpack_sequence": _unpack_sequence, "unpack_ex": _unpack_ex,
+    "split_getitem": _split_getitem,
 })
 
 

@@ -98,6 +98,11 @@ pub enum Intrinsic {
     Truth,
     /// `getattr(obj, name)`. Operands: [obj].
     GetAttr(String),
+    /// `obj.<method>(args...)[index]` with the list the method returns used for nothing else
+    /// (`line.split(": ", 1)[1]`): the same getattr, call and subscript, as one operation, so that
+    /// on a str the intermediate list (which nothing else can see) does not order it as a read
+    /// of a mutable object. Operands: [obj, args..., index]. Methods: split, rsplit, splitlines.
+    SplitGetItem(String),
     /// `obj[key]`. Operands: [obj, key].
     GetItem,
     /// `(a, b, ...)`.
@@ -214,6 +219,7 @@ impl Intrinsic {
             Intrinsic::Contains { negate } => if *negate { "not_in" } else { "in" }.into(),
             Intrinsic::Truth => "truth".into(),
             Intrinsic::GetAttr(_) => "getattr".into(),
+            Intrinsic::SplitGetItem(_) => "split_getitem".into(),
             Intrinsic::GetItem => "getitem".into(),
             Intrinsic::BuildTuple => "tuple".into(),
             Intrinsic::BuildList => "list".into(),
@@ -256,7 +262,7 @@ impl Intrinsic {
     pub fn static_operands(&self) -> Vec<Const> {
         match self {
             Intrinsic::GetAttr(n) | Intrinsic::SetAttr(n) | Intrinsic::DelAttr(n) | Intrinsic::IsConsumer(n)
-            | Intrinsic::LoadGlobal(n) => {
+            | Intrinsic::LoadGlobal(n) | Intrinsic::SplitGetItem(n) => {
                 vec![Const::Str(n.clone())]
             }
             Intrinsic::UnpackSequence(n) => vec![Const::Int(*n as i64)],
