@@ -59,6 +59,16 @@ enum Waiter {
     Follow(SlotId),
 }
 
+/// Where a call's input order comes from.
+enum Pred {
+    /// The output order of this controller.
+    Call(usize),
+    /// The run's initial order.
+    Start,
+    /// Not known (yet).
+    Unknown,
+}
+
 /// No controller / no alias source (the `u32` fields of `Pend`).
 const NONE: u32 = u32::MAX;
 
@@ -1243,24 +1253,17 @@ impl<'a, H: Host> Eval<'a, H> {
                 break self.pos_memo[cur];
             }
             chain.push(cur);
-            let ctrl = &self.ctrls[cur];
-            let tok = match ctrl.in_tok {
-                Some(t) => t,
-                None => match self.value(ctrl.seq) {
-                    Some(Value::Seq(t)) => *t,
-                    _ => return None,
-                },
-            };
-            match self.fut_owner.get(self.through_bridges(tok.r)).copied().filter(|&o| o != NONE) {
-                Some(owner) => {
-                    cur = owner as usize;
+            match self.predecessor(cur) {
+                Pred::Call(owner) => {
+                    cur = owner;
                     if matches!(self.ctrls[cur].phase, Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. }) {
                         // A call that is being inlined: its order continues through its body's
                         // calls, which are not all known yet.
                         return None;
                     }
                 }
-                None => break 0,
+                Pred::Start => break 0,
+                Pred::Unknown => return None,
             }
         };
         let mut p = base;
@@ -1269,6 +1272,23 @@ impl<'a, H: Host> Eval<'a, H> {
             self.pos_memo[c] = p;
         }
         Some(self.pos_memo[cid])
+    }
+
+    /// The call whose output order is this call's input order (through inlined calls' bridges).
+    fn predecessor(&self, cid: usize) -> Pred {
+        let ctrl = &self.ctrls[cid];
+        // Without `in_tok`, S is still held (see `finish`).
+        let tok = match ctrl.in_tok {
+            Some(t) => t,
+            None => match self.value(ctrl.seq) {
+                Some(Value::Seq(t)) => *t,
+                _ => return Pred::Unknown,
+            },
+        };
+        match self.fut_owner.get(self.through_bridges(tok.r)).copied().filter(|&o| o != NONE) {
+            Some(owner) => Pred::Call(owner as usize),
+            None => Pred::Start,
+        }
     }
 
     fn through_bridges(&self, mut r: usize) -> usize {
@@ -1294,24 +1314,13 @@ impl<'a, H: Host> Eval<'a, H> {
                     break;
                 }
                 chain.push(c);
-                let ctrl = &self.ctrls[c];
-                // Without `in_tok`, S is still held (see `finish`).
-                let tok = match ctrl.in_tok {
-                    Some(t) => Some(t),
-                    None => match self.value(ctrl.seq) {
-                        Some(Value::Seq(t)) => Some(*t),
-                        _ => None,
-                    },
-                };
-                cur = match tok {
-                    Some(t) => match self.fut_owner.get(self.through_bridges(t.r)).copied().filter(|&o| o != NONE) {
-                        Some(owner) => Some(owner as usize),
-                        None => {
-                            base = Some(0); // the run's initial token
-                            None
-                        }
-                    },
-                    None => {
+                cur = match self.predecessor(c) {
+                    Pred::Call(owner) => Some(owner),
+                    Pred::Start => {
+                        base = Some(0); // the run's initial token
+                        None
+                    }
+                    Pred::Unknown => {
                         base = None;
                         None
                     }
