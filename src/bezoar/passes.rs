@@ -334,55 +334,23 @@ pub fn loop_iterable_changed(f: &Function) -> Option<(String, u32)> {
 /// operation: only its items can. Returns, per operation's result register, the bit mask of its
 /// fresh operand positions (positions ≥ 32 are ignored).
 pub fn fresh_operands(f: &Function) -> std::collections::HashMap<Reg, u32> {
-    use std::collections::HashMap;
-    let mut uses: HashMap<Reg, u32> = HashMap::new();
+    let uses = use_counts(f);
     let mut displays: BTreeSet<Reg> = BTreeSet::new();
     let mut ops: Vec<(Reg, Vec<Reg>)> = Vec::new();
-    fn count(b: &[Stmt], uses: &mut HashMap<Reg, u32>, displays: &mut BTreeSet<Reg>, ops: &mut Vec<(Reg, Vec<Reg>)>) {
-        for s in b {
-            let mut used: Vec<Reg> = Vec::new();
-            match &s.kind {
-                StmtKind::Let(r, e) => match e {
-                    Expr::Call { func, args, .. } => {
-                        used.push(*func);
-                        used.extend(args);
-                    }
-                    Expr::Op(op, args) => {
-                        used.extend(args);
-                        match op {
-                            Intrinsic::BuildList | Intrinsic::BuildSet | Intrinsic::BuildMap => {
-                                displays.insert(*r);
-                            }
-                            Intrinsic::Binary { .. }
-                            | Intrinsic::Contains { .. }
-                            | Intrinsic::Compare(_)
-                            | Intrinsic::GetItem => ops.push((*r, args.clone())),
-                            _ => {}
-                        }
-                    }
-                    _ => {}
-                },
-                StmtKind::Store(_, r) | StmtKind::Return(r) => used.push(*r),
-                StmtKind::If { cond, then_body, else_body } => {
-                    used.push(*cond);
-                    count(then_body, uses, displays, ops);
-                    count(else_body, uses, displays, ops);
+    visit(&f.body, &mut |k| {
+        if let StmtKind::Let(r, Expr::Op(op, args)) = k {
+            match op {
+                Intrinsic::BuildList | Intrinsic::BuildSet | Intrinsic::BuildMap => {
+                    displays.insert(*r);
                 }
-                StmtKind::For { iter, item, body } => {
-                    used.push(*iter);
-                    used.push(*item);
-                    count(body, uses, displays, ops);
+                Intrinsic::Binary { .. } | Intrinsic::Contains { .. } | Intrinsic::Compare(_) | Intrinsic::GetItem => {
+                    ops.push((*r, args.clone()))
                 }
-                StmtKind::Loop { body } => count(body, uses, displays, ops),
                 _ => {}
             }
-            for r in used {
-                *uses.entry(r).or_default() += 1;
-            }
         }
-    }
-    count(&f.body, &mut uses, &mut displays, &mut ops);
-    let mut out = HashMap::new();
+    });
+    let mut out = std::collections::HashMap::new();
     for (r, args) in ops {
         let mut mask = 0u32;
         for (i, a) in args.iter().enumerate().take(32) {

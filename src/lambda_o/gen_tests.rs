@@ -109,11 +109,9 @@ fn generate(seed: u64) -> String {
     m.s = s;
     m.a = a;
     if rng.below(2) == 0 {
-        let (lp, zero, n) = (m.fresh("lp"), m.konst(0), m.konst(rng.below(4) as i64));
-        let _ = lp;
+        let (zero, n) = (m.konst(0), m.konst(rng.below(4) as i64));
         let a = m.a.clone();
         m.internal(format!("fun loop/5[{n}]"), &[zero, a], false);
-        let _ = n;
     }
     let a = m.a.clone();
     m.xcall("print", &[a]);
@@ -212,10 +210,9 @@ fn generate(seed: u64) -> String {
     let mut lb = Body::new("S", "a");
     let a2 = lb.xcall("w1", &["a".into(), "i".into()]);
     let j = lb.xcall("inc", &["i".into()]);
-    let (r, out) = (lb.fresh("r"), lb.fresh("o"));
+    let r = lb.fresh("r");
     lb.line(format!("{r} := me({}, {j}, {a2})", lb.s));
     lb.line(format!("ret {r}"));
-    let _ = out;
     p += &lb.text;
     p += "fun loopdone/7(S, i, a):\n  o := (S, a)\n  ret o\n";
     let mut fb = Body::new("S", "a");
