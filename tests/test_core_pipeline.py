@@ -446,7 +446,7 @@ def test_a_result_that_contradicts_its_declared_type_is_an_error_not_a_silent_re
 def test_cancelling_the_caller_of_await_run_cancels_the_runs_externals(tmp_path):
     """issue 3 item 7: cancellation of the caller (here: the task awaiting poppy_jit.run) cancels
     the externals in flight and leaves no task behind on the worker's loop."""
-    src = PRELUDE + textwrap.dedent(
+    p, _ = run(
         """
         import threading, time
 
@@ -487,12 +487,10 @@ def test_cancelling_the_caller_of_await_run_cancels_the_runs_externals(tmp_path)
 
         asyncio.run(app())
         print("logged", any(c[0] == "log" for c in CALLS))
-        """
+        """,
+        True,
+        tmp_path=tmp_path,
     )
-    path = tmp_path / "prog.py"
-    path.write_text(src)
-    env = dict(os.environ, PYTHONPOPPY="1")
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert sorted(line for line in lines if line.startswith("cancelled")) == ["cancelled 1", "cancelled 2"]
@@ -508,7 +506,7 @@ def test_a_failure_cancels_the_speculative_calls_after_it(tmp_path):
     """A sequential call raises while unordered calls *after* it in program order (which CPython
     never makes) are in flight: they are cancelled and the run raises at once, instead of waiting
     for them; a slow call *before* it in program order still completes first."""
-    src = PRELUDE + textwrap.dedent(
+    p, _ = run(
         """
         import time
 
@@ -543,12 +541,10 @@ def test_a_failure_cancels_the_speculative_calls_after_it(tmp_path):
         print("tasks", len(asyncio.all_tasks(_loop.get_loop())))
         if os.environ.get("PYTHONPOPPY") == "1":
             print("cancelled_calls", poppy_jit.stats()["cancelled_calls"])
-        """
+        """,
+        True,
+        tmp_path=tmp_path,
     )
-    path = tmp_path / "prog.py"
-    path.write_text(src)
-    env = dict(os.environ, PYTHONPOPPY="1")
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert "finished before" in lines  # earlier in program order: runs to completion
@@ -562,7 +558,7 @@ def test_a_failure_cancels_the_speculative_calls_after_it(tmp_path):
 def test_threads_translating_one_function_at_once_keep_one_translation(tmp_path):
     """Translating runs Python code, so the GIL can pass to another thread that calls the same
     fresh function: the first translation is kept and counted once."""
-    src = PRELUDE + textwrap.dedent(
+    p, _ = run(
         """
         import sys, threading
         sys.setswitchinterval(1e-6)  # switch threads as often as possible
@@ -591,12 +587,10 @@ def test_threads_translating_one_function_at_once_keep_one_translation(tmp_path)
         print(sorted(results.items()))
         st = poppy_jit.stats()
         print("compiled", st["functions_compiled"], "translations", len(st["compile_times"]))
-        """
+        """,
+        True,
+        tmp_path=tmp_path,
     )
-    path = tmp_path / "prog.py"
-    path.write_text(src)
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, PYTHONPOPPY="1"))
     assert p.returncode == 0, p.stderr
     assert "compiled 1 translations" in p.stdout, p.stdout
 
@@ -604,7 +598,7 @@ def test_threads_translating_one_function_at_once_keep_one_translation(tmp_path)
 def test_one_code_object_under_two_globals_keeps_both_translations(tmp_path):
     """A code object shared by functions of two globals dicts gets one translation per dict,
     kept: alternating calls do not retranslate (each still reads its own globals)."""
-    src = PRELUDE + textwrap.dedent(
+    p, _ = run(
         """
         import types
         PREFIX = "main"
@@ -617,12 +611,10 @@ def test_one_code_object_under_two_globals_keeps_both_translations(tmp_path):
         print([f(i) for i in range(3) for f in (f1, f2)])
         st = poppy_jit.stats()
         print("compiled", st["functions_compiled"], "translations", len(st["compile_times"]))
-        """
+        """,
+        True,
+        tmp_path=tmp_path,
     )
-    path = tmp_path / "prog.py"
-    path.write_text(src)
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, PYTHONPOPPY="1"))
     assert p.returncode == 0, p.stderr
     assert "['main:0', 'other:0', 'main:1', 'other:1', 'main:2', 'other:2']" in p.stdout
     assert "compiled 2 translations 2" in p.stdout, p.stdout
