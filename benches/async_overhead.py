@@ -6,7 +6,7 @@ process, side by side (issue 3). Also memory per in-flight call.
 For n calls of an `@unordered async def noop(i)` that returns after one event-loop turn:
 - gather: `loop.run_until_complete(asyncio.gather(*(noop_raw(i) for i in range(n))))`
 - poppy : a @poppy function `for i in range(n): noop(i)` (the λO fold dispatches all n at once)
-Reported: seconds per run (best of --repeat), µs per call, and poppy's added µs per call.
+Reported: seconds per run (best of --repeat, the two interleaved, each after gc.collect()), µs per call, and poppy's added µs per call.
 Memory: tracemalloc peak while n calls are in flight (Python allocations), per call; and the
 evaluator's own (Rust) memory per call: peak live λO variables × bytes per variable plus one
 controller per call, from stats() (reclaimed variables are reused, so this is the peak).
@@ -86,8 +86,14 @@ def main() -> int:
           f"{'poppy µs/call':>14} {'added µs/call':>14} {'gather B/call':>14} {'poppy B/call':>13} "
           f"{'rust B/call':>12}")
     for n in (int(s) for s in a.sizes.split(",")):
-        g = min(time_gather(n) for _ in range(a.repeat))
-        p = min(time_poppy(n) for _ in range(a.repeat))
+        # Interleaved (gather, poppy, gather, ...), each from a freshly collected heap, best of
+        # --repeat: drift of a shared machine hits both columns alike.
+        gs, ps = [], []
+        for _ in range(a.repeat):
+            for fn, out in ((time_gather, gs), (time_poppy, ps)):
+                gc.collect()
+                out.append(fn(n))
+        g, p = min(gs), min(ps)
         mg = peak_bytes(time_gather, n) / n
         mp = peak_bytes(time_poppy, n) / n
         mr = rust_bytes_per_call(n)

@@ -79,6 +79,12 @@ pub struct Futures {
 }
 
 impl Futures {
+    /// Forget every future, keeping the allocations.
+    pub fn clear(&mut self) {
+        self.done.clear();
+        self.waiters.clear();
+    }
+
     pub fn new_future(&mut self) -> FutId {
         self.done.push(false);
         self.waiters.push(Vec::new());

@@ -190,13 +190,104 @@ fn stricter(a: Class, b: Class) -> bool {
     rank(a) > rank(b)
 }
 
-/// Bytes of the evaluator's fixed per-object state for host `H`: one λO variable (slot and its
-/// reference count), one statement work item, one controller (without its argument vectors).
+/// The evaluator's large vectors, kept (emptied) from one run to the next on the same thread,
+/// so a run does not map, fault in and unmap fresh memory for its slots and controllers each
+/// time (measured: a few per cent of a 100k-call run went to the kernel doing exactly that).
+/// At most `KEEP_BYTES` of capacity is kept.
+struct Buffers<P, E> {
+    slots: Vec<Slot<P, E>>,
+    refs: Vec<u32>,
+    free_slots: Vec<SlotId>,
+    work: Vec<Work<P>>,
+    free_work: Vec<WorkId>,
+    ready: VecDeque<WorkId>,
+    ctrls: Vec<Ctrl<P>>,
+    ctrl_work: Vec<WorkId>,
+    fut_owner: Vec<u32>,
+    pos_memo: Vec<u64>,
+    futs: Futures,
+}
+
+const KEEP_BYTES: usize = 128 << 20;
+
+impl<P, E> Default for Buffers<P, E> {
+    fn default() -> Self {
+        Buffers {
+            slots: Vec::new(),
+            refs: Vec::new(),
+            free_slots: Vec::new(),
+            work: Vec::new(),
+            free_work: Vec::new(),
+            ready: VecDeque::new(),
+            ctrls: Vec::new(),
+            ctrl_work: Vec::new(),
+            fut_owner: Vec::new(),
+            pos_memo: Vec::new(),
+            futs: Futures::default(),
+        }
+    }
+}
+
+impl<P, E> Buffers<P, E> {
+    fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.slots.capacity() * size_of::<Slot<P, E>>()
+            + self.work.capacity() * size_of::<Work<P>>()
+            + self.ctrls.capacity() * size_of::<Ctrl<P>>()
+            + (self.refs.capacity() + self.fut_owner.capacity()) * 4
+            + (self.free_slots.capacity() + self.free_work.capacity() + self.ready.capacity()) * 8
+            + (self.ctrl_work.capacity() + self.pos_memo.capacity()) * 8
+    }
+}
+
+thread_local! {
+    /// One `Buffers<P, E>` per host type, as `Box<dyn Any>` (a nested run on the same thread
+    /// finds none and allocates its own).
+    static BUFFERS: std::cell::RefCell<Vec<Box<dyn std::any::Any>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn take_buffers<P: 'static, E: 'static>() -> Buffers<P, E> {
+    BUFFERS
+        .try_with(|b| {
+            let mut b = b.borrow_mut();
+            let i = b.iter().position(|x| x.is::<Buffers<P, E>>())?;
+            b.swap_remove(i).downcast::<Buffers<P, E>>().ok().map(|x| *x)
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+fn keep_buffers<P: 'static, E: 'static>(mut b: Buffers<P, E>) {
+    b.slots.clear();
+    b.refs.clear();
+    b.free_slots.clear();
+    b.work.clear();
+    b.free_work.clear();
+    b.ready.clear();
+    b.ctrls.clear();
+    b.ctrl_work.clear();
+    b.fut_owner.clear();
+    b.pos_memo.clear();
+    b.futs.clear();
+    if b.bytes() > KEEP_BYTES {
+        return;
+    }
+    let _ = BUFFERS.try_with(|cell| {
+        let mut v = cell.borrow_mut();
+        if !v.iter().any(|x| x.is::<Buffers<P, E>>()) {
+            v.push(Box::new(b));
+        }
+    });
+}
+
 /// A statement reduced when its frame is instantiated: it needs no variable's value.
 fn immediate<P>(op: &Op<P>) -> bool {
     matches!(op, Op::Prim(_) | Op::Tuple(_) | Op::Fun { .. })
 }
 
+/// Bytes of the evaluator's fixed per-object state for host `H`: one λO variable (slot and its
+/// reference count), one statement work item, one controller (without its argument vectors).
 pub fn layout<H: Host>() -> (usize, usize, usize) {
     (
         std::mem::size_of::<Slot<H::Prim, H::Error>>() + std::mem::size_of::<u32>(),
@@ -242,32 +333,33 @@ pub fn run_with<H: Host>(
     opts: &RunOptions,
 ) -> Result<H::Prim, H::Error> {
     let max_steps = opts.max_steps;
+    let b = take_buffers::<H::Prim, H::Error>();
     let mut ev = Eval {
         host,
         stats,
-        slots: Vec::new(),
-        refs: Vec::new(),
-        free_slots: Vec::new(),
+        slots: b.slots,
+        refs: b.refs,
+        free_slots: b.free_slots,
         todo: Vec::new(),
         dead: Vec::new(),
         drop: Vec::new(),
         live_slots: 0,
         peak_live: 0,
-        work: Vec::new(),
-        free_work: Vec::new(),
-        ready: VecDeque::new(),
-        futs: Futures::default(),
-        ctrls: Vec::new(),
-        ctrl_work: Vec::new(),
+        work: b.work,
+        free_work: b.free_work,
+        ready: b.ready,
+        futs: b.futs,
+        ctrls: b.ctrls,
+        ctrl_work: b.ctrl_work,
         in_flight: 0,
         failures: Vec::new(),
         steps_left: max_steps,
         shuffle: opts.shuffle_seed.map(|s| s | 1),
         tracing: false,
-        fut_owner: Vec::new(),
+        fut_owner: b.fut_owner,
         bridge: HashMap::new(),
         failed_at: None,
-        pos_memo: Vec::new(),
+        pos_memo: b.pos_memo,
     };
     ev.tracing = ev.host.tracing();
     let token = Token { r: ev.futs.new_resolved(), w: ev.futs.new_resolved() };
@@ -280,8 +372,21 @@ pub fn run_with<H: Host>(
         let records = ev.call_records();
         ev.host.record_calls(records);
     }
-    driven?;
-    ev.outcome(ret)
+    let out = driven.and_then(|()| ev.outcome(ret));
+    keep_buffers(Buffers {
+        slots: std::mem::take(&mut ev.slots),
+        refs: std::mem::take(&mut ev.refs),
+        free_slots: std::mem::take(&mut ev.free_slots),
+        work: std::mem::take(&mut ev.work),
+        free_work: std::mem::take(&mut ev.free_work),
+        ready: std::mem::take(&mut ev.ready),
+        ctrls: std::mem::take(&mut ev.ctrls),
+        ctrl_work: std::mem::take(&mut ev.ctrl_work),
+        fut_owner: std::mem::take(&mut ev.fut_owner),
+        pos_memo: std::mem::take(&mut ev.pos_memo),
+        futs: std::mem::take(&mut ev.futs),
+    });
+    out
 }
 
 impl<'a, H: Host> Eval<'a, H> {

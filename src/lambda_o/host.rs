@@ -48,8 +48,8 @@ pub enum Dispatch<P, E> {
 }
 
 pub trait Host {
-    type Prim: Clone;
-    type Error: Clone;
+    type Prim: Clone + 'static;
+    type Error: Clone + 'static;
 
     /// If `f` is an internal (compiled) function that can be inlined for a call with `nargs`
     /// arguments of which the last `kwnames.len()` are keywords, its program (entry takes
