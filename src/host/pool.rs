@@ -46,7 +46,10 @@
 //! other call dispatched) for its whole duration: it becomes a tokio `sleep_until` task whose
 //! completion is delivered like a blocking call's (result None). The call keeps its place in
 //! program order (it is sequential like any unannotated call); only how it waits changes. Tokio
-//! timers have millisecond granularity and fire no earlier than asked, like `time.sleep`. The
+//! timers have millisecond granularity (deadlines rounded up to the next tick), so a timer waits
+//! on tokio until the tick before its deadline and sleeps the rest (under a millisecond) on the
+//! driver thread: it fires no earlier than asked, like `time.sleep`, and not a tick later.
+//! `time.sleep(0)` is completed on the event loop's next turn, without a task. The
 //! tasks are driven by a "poppy-timers" thread that runs the runtime's `block_on` while timers are
 //! pending and exits after `IDLE_TIMEOUT` without any. Cancelling the future (an aborted run,
 //! `PyHost::cancel`) aborts the task. At interpreter exit a pending timer is not waited for (a
@@ -73,6 +76,8 @@ use tokio::task::AbortHandle;
 pub const MAX_WORKERS: usize = 32;
 /// A blocking thread (or the timer driver) idle this long exits.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The granularity of tokio's timers.
+const TIMER_TICK: Duration = Duration::from_millis(1);
 /// Longest `time.sleep` run as a timer (tokio caps a sleep at about 2.2 years); longer ones run
 /// inline, as they would without poppy.
 const MAX_TIMER_SECS: f64 = 1e7;
@@ -394,10 +399,21 @@ pub fn timer_duration(py: Python<'_>, f: &Obj, args: &[Obj], kwnames: &[String])
     (0.0..=MAX_TIMER_SECS).contains(&secs).then(|| Duration::from_secs_f64(secs))
 }
 
-/// Start a timer that completes `fut` (a future of `loop_`) with None after `dur`. Returns false
+/// Start a timer that completes `fut` (a future of `loop_`) with None after `dur` (the timer
+/// task is driven by the tokio runtime; zero completes on the loop's next turn). Returns false
 /// when the executor takes no timers (interpreter exit began, or no driver thread could be
 /// started): the caller then sleeps inline.
 pub fn start_timer(py: Python<'_>, dur: Duration, loop_: &Bound<'_, PyAny>, fut: &Bound<'_, BlockingCall>) -> PyResult<bool> {
+    if dur.is_zero() {
+        // `time.sleep(0)`, a yield: completed on the loop's next turn (a tokio timer would
+        // round it up to the next millisecond tick).
+        if current().is_some_and(|e| e.lock().closed) {
+            return Ok(false);
+        }
+        loop_.call_method1("call_soon", (deliver_fn(py)?, fut, true, py.None(), py.None()))?;
+        TIMER_TASKS.fetch_add(1, Ordering::Relaxed);
+        return Ok(true);
+    }
     let e = exec(py)?;
     let mut st = e.lock();
     if st.closed {
@@ -422,7 +438,15 @@ pub fn start_timer(py: Python<'_>, dur: Duration, loop_: &Bound<'_, PyAny>, fut:
     st.next_timer += 1;
     let deadline = Instant::now() + dur;
     let task = e.handle().spawn(async move {
-        tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)).await;
+        // Tokio's timer wheel ticks in milliseconds and rounds deadlines up to the next tick, so
+        // a sleep would end 1-2 ms late: wait for the tick before the deadline, then the rest
+        // (less than a tick) on this thread.
+        let coarse = deadline.checked_sub(TIMER_TICK).unwrap_or(deadline);
+        tokio::time::sleep_until(tokio::time::Instant::from_std(coarse)).await;
+        let rest = deadline.saturating_duration_since(Instant::now());
+        if !rest.is_zero() {
+            std::thread::sleep(rest);
+        }
         fire(e, id);
     });
     st.timers.insert(id, Timer { loop_: loop_.clone().unbind(), fut: fut.clone().unbind(), deadline, abort: task.abort_handle() });
