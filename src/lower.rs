@@ -111,7 +111,9 @@ pub fn lower<F: PrimFactory>(
     };
     lw.lower_entry()?;
     let funcs = lw.funcs.into_iter().map(|f| f.expect("every function finished")).collect();
-    Ok(Program { name: src.qualname.clone(), funcs, entry: 0 })
+    let mut prog = Program { name: src.qualname.clone(), funcs, entry: 0 };
+    crate::lambda_o::prune::prune(&mut prog);
+    Ok(prog)
 }
 
 impl<'a, F: PrimFactory> Lowerer<'a, F> {

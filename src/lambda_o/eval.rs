@@ -192,6 +192,11 @@ fn stricter(a: Class, b: Class) -> bool {
 
 /// Bytes of the evaluator's fixed per-object state for host `H`: one λO variable (slot and its
 /// reference count), one statement work item, one controller (without its argument vectors).
+/// A statement reduced when its frame is instantiated: it needs no variable's value.
+fn immediate<P>(op: &Op<P>) -> bool {
+    matches!(op, Op::Prim(_) | Op::Tuple(_) | Op::Fun { .. })
+}
+
 pub fn layout<H: Host>() -> (usize, usize, usize) {
     (
         std::mem::size_of::<Slot<H::Prim, H::Error>>() + std::mem::size_of::<u32>(),
@@ -269,7 +274,6 @@ pub fn run_with<H: Host>(
     let mut params = vec![ev.new_slot(Value::Seq(token))];
     params.extend(args.into_iter().map(|a| ev.new_slot(Value::Prim(a))));
     let ret = ev.instantiate(&program, program.entry, &[], &params)?;
-    ev.retain(ret);
     let driven = ev.drive();
     ev.stats.peak_slots = ev.stats.peak_slots.max(ev.peak_live);
     if ev.tracing {
@@ -497,6 +501,7 @@ impl<'a, H: Host> Eval<'a, H> {
 
     // ---- instantiation ---------------------------------------------------------------------
 
+    /// Instantiate a function template; returns its result variable, retained for the caller.
     fn instantiate(
         &mut self,
         prog: &ProgramRef<H::Prim>,
@@ -539,14 +544,43 @@ impl<'a, H: Host> Eval<'a, H> {
             }
         }
         let ret = env[func.ret as usize];
-        let n = func.body.len();
-        if n > 0 {
-            for &s in &env {
-                self.refs[s] += 1;
-            }
+        if dst.is_none() {
+            // The caller's reference to the result (taken before the frame may release it).
+            self.refs[ret] += 1;
         }
-        let frame = Rc::new(Frame { prog: prog.clone(), func: fid, env, live: std::cell::Cell::new(n as u32) });
-        for index in 0..n {
+        let n = func.body.len();
+        if n == 0 {
+            return Ok(ret);
+        }
+        // Statements that need no input (primitives, tuples, closures) are reduced right here:
+        // queueing them would only delay them, and no work item is spent on them.
+        let deferred = func.body.iter().filter(|s| !immediate(&s.op)).count();
+        for &s in &env {
+            self.refs[s] += 1;
+        }
+        for stmt in func.body.iter().filter(|s| immediate(&s.op)) {
+            let dst = env[stmt.dst as usize];
+            let v = match &stmt.op {
+                Op::Prim(p) => Value::Prim(p.clone()),
+                Op::Tuple(vs) => Value::Tuple(vs.iter().map(|v| env[*v as usize]).collect()),
+                Op::Fun { func, captures } => Value::Closure(Rc::new(Closure {
+                    prog: prog.clone(),
+                    func: *func,
+                    env: captures.iter().map(|v| env[*v as usize]).collect(),
+                })),
+                _ => unreachable!("only input-free statements are immediate"),
+            };
+            self.stats.reductions += 1;
+            self.resolve(dst, v);
+        }
+        if deferred == 0 {
+            for &s in &env {
+                self.release(s);
+            }
+            return Ok(ret);
+        }
+        let frame = Rc::new(Frame { prog: prog.clone(), func: fid, env, live: std::cell::Cell::new(deferred as u32) });
+        for (index, _) in func.body.iter().enumerate().filter(|(_, s)| !immediate(&s.op)) {
             let item = Work::Stmt { frame: frame.clone(), index };
             let w = match self.free_work.pop() {
                 Some(w) => {
@@ -655,19 +689,7 @@ impl<'a, H: Host> Eval<'a, H> {
         }
         match &stmt.op {
             Op::Alias(y) => self.follow(env[*y as usize], dst),
-            Op::Prim(p) => self.resolve(dst, Value::Prim(p.clone())),
-            Op::Tuple(vs) => {
-                let t: Rc<[SlotId]> = vs.iter().map(|v| env[*v as usize]).collect();
-                self.resolve(dst, Value::Tuple(t));
-            }
-            Op::Fun { func, captures } => {
-                let c = Closure {
-                    prog: frame.prog.clone(),
-                    func: *func,
-                    env: captures.iter().map(|v| env[*v as usize]).collect(),
-                };
-                self.resolve(dst, Value::Closure(Rc::new(c)));
-            }
+            Op::Prim(_) | Op::Tuple(_) | Op::Fun { .. } => unreachable!("reduced at instantiation"),
             Op::Proj { index, tuple } => match need!(*tuple) {
                 Value::Tuple(t) if (*index as usize) < t.len() => self.follow(t[*index as usize], dst),
                 Value::Error(e) => self.resolve(dst, Value::Error(e)),
@@ -721,11 +743,18 @@ impl<'a, H: Host> Eval<'a, H> {
                     return true;
                 };
                 // All iterations at once: iteration i+1's accumulator is iteration i's result slot.
+                // Each iteration's result is returned retained; it is released once the next
+                // iteration (or `dst`) holds it.
                 let mut acc_slot = env[*acc as usize];
+                let mut owned = false;
                 for item in items {
                     let e = self.new_slot(Value::Prim(item));
-                    match self.instantiate(&c.prog, c.func, &c.env, &[e, acc_slot]) {
-                        Ok(r) => acc_slot = r,
+                    let next = self.instantiate(&c.prog, c.func, &c.env, &[e, acc_slot]);
+                    if owned {
+                        self.release(acc_slot);
+                    }
+                    match next {
+                        Ok(r) => (acc_slot, owned) = (r, true),
                         Err(err) => {
                             self.resolve(dst, Value::Error(err));
                             return true;
@@ -733,6 +762,9 @@ impl<'a, H: Host> Eval<'a, H> {
                     }
                 }
                 self.follow(acc_slot, dst);
+                if owned {
+                    self.release(acc_slot);
+                }
             }
             Op::MemEmpty => self.resolve(dst, Value::Mem(Rc::new(BTreeMap::new()))),
             Op::MemLoad { mem, name } => match need!(*mem) {
@@ -1037,7 +1069,6 @@ impl<'a, H: Host> Eval<'a, H> {
                     self.stats.inlined_calls += 1;
                     match self.instantiate(&prog, fid, &env, &params) {
                         Ok(ret) => {
-                            self.retain(ret);
                             self.ctrls[cid].held.push(ret);
                             self.ctrls[cid].phase = Phase::Inlined { ret };
                         }

@@ -334,6 +334,7 @@ fn generated_structured_programs_match_call_by_value() {
     let mut checked = 0;
     let mut failing = 0;
     let mut cancelled = 0;
+    let mut pruned_programs = 0;
     for seed in 0..1000u64 {
         let src = generate(seed);
         let prog = text::parse::<TPrim>(&src).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"));
@@ -349,9 +350,14 @@ fn generated_structured_programs_match_call_by_value() {
         failing += expected.is_err() as usize;
         let want = canonical(&cbv.calls);
         let want_output = cbv.host.output.clone();
-        let prog = Rc::new(prog);
-        // The opportunistic runs: random latencies, FIFO and shuffled stepping.
-        for (i, shuffle) in [None, Some(seed * 7 + 3)].into_iter().enumerate() {
+        let mut pruned = prog.clone();
+        let removed = super::prune::prune(&mut pruned);
+        pruned_programs += (removed > 0) as usize;
+        let (prog, pruned) = (Rc::new(prog), Rc::new(pruned));
+        // The opportunistic runs: random latencies, FIFO and shuffled stepping, and the program
+        // with its dead statements pruned (as the compiler runs it) in shuffled order.
+        let runs = [(None, &prog), (Some(seed * 7 + 3), &prog), (Some(seed * 5 + 1), &pruned)];
+        for (i, (shuffle, prog)) in runs.into_iter().enumerate() {
             let mut host = TestHost::with_random_latencies(seed * 31 + i as u64);
             let opts = RunOptions { max_steps: 1_000_000, shuffle_seed: shuffle };
             let mut stats = RunStats::default();
@@ -376,7 +382,8 @@ fn generated_structured_programs_match_call_by_value() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 2000);
+    assert_eq!(checked, 3000);
+    assert!(pruned_programs > 500, "pruning removed statements from only {pruned_programs} programs");
     // The generator exercises failures, and speculative calls after them get cancelled.
     assert!(failing > 100, "only {failing} generated programs raise");
     assert!(cancelled > 0, "no speculative call was ever cancelled");

@@ -1,6 +1,7 @@
 //! λO (OPAL §3): terms, text form, host boundary and the opportunistic evaluator.
 pub mod eval;
 pub mod host;
+pub mod prune;
 pub mod term;
 pub mod text;
 #[cfg(test)]
