@@ -17,11 +17,14 @@
 //!   exists to overlap. Beyond the cap calls queue in FIFO order (tokio's queue).
 //! - **Lifetime.** A thread that has had nothing to do for `IDLE_TIMEOUT` exits
 //!   (`thread_keep_alive`). At interpreter exit (`threading._register_atexit`, as
-//!   concurrent.futures does) the executor closes: it waits (without the GIL, interruptibly) for
-//!   the calls handed over to finish — tokio's shutdown would drop calls still queued beyond the
-//!   cap — and then drops the runtime, whose shutdown lets idle threads go at once and joins every
-//!   thread, so no thread touches Python during finalization. After closing, blocking externals
-//!   run inline on the evaluator thread. So does a blocking call made from a pool thread (a
+//!   concurrent.futures does) the executor closes: it waits (without the GIL, checking for
+//!   KeyboardInterrupt) for the calls handed over to finish, and then drops the runtime, whose
+//!   shutdown lets idle threads go at once and joins every thread (after their `on_thread_stop`),
+//!   so no thread touches Python during finalization. Tokio's shutdown alone would also wait for
+//!   running calls, and its busy threads keep taking queued ones, but it cannot be interrupted and
+//!   it cancels a call handed to an idle thread that has not woken up yet when shutdown begins
+//!   (tokio 1.54 `blocking/pool.rs`: `shutdown_or_run_if_mandatory`). After closing, blocking
+//!   externals run inline on the evaluator thread. So does a blocking call made from a pool thread (a
 //!   blocking external running a @poppy function) when `MAX_WORKERS` calls are already handed
 //!   over: queueing it could deadlock, every thread waiting for a call queued behind them.
 //! - **Thread state.** A thread keeps one Python thread state for its life: its first call's
