@@ -564,11 +564,12 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         d.set_item("term_resolutions", t.run.term_resolutions)?;
         d.set_item("cancelled_calls", t.run.cancelled_calls)?;
         d.set_item("nested_plain_runs", t.declined_nested)?;
-        // Blocking externals on the runtime's worker threads (docs/observability.md).
+        // Blocking externals and timers on the runtime's executor (docs/observability.md).
         let w = crate::stats::worker_totals();
         d.set_item("blocking_calls", w.jobs)?;
         d.set_item("gil_wait_ms", w.gil_wait_ns as f64 / 1e6)?;
         d.set_item("blocking_handoff_ms", w.handoff_ns as f64 / 1e6)?;
+        d.set_item("timer_tasks", w.timers)?;
         // The Cranelift tier does not exist yet: nothing is compiled to machine code.
         let jit = PyDict::new_bound(py);
         jit.set_item("tier", "none")?;

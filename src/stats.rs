@@ -2,20 +2,24 @@
 use crate::lambda_o::Class;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Nanoseconds the runtime's worker threads (src/host/pool.rs) waited to acquire the GIL before
+/// Nanoseconds the runtime's blocking threads (src/host/pool.rs) waited to acquire the GIL before
 /// running a blocking external. Atomic: workers add to it before they hold the GIL.
 pub static GIL_WAIT_NS: AtomicU64 = AtomicU64::new(0);
-/// Blocking externals run by the worker threads.
+/// Blocking externals run by the blocking threads.
 pub static BLOCKING_JOBS: AtomicU64 = AtomicU64::new(0);
-/// Nanoseconds from a worker handing a result to the evaluator's event loop to the loop running
+/// Nanoseconds from a blocking thread handing a result to the evaluator's event loop to the loop running
 /// the completion (the evaluator thread's wake-up, mostly its wait to re-acquire the GIL).
 pub static HANDOFF_NS: AtomicU64 = AtomicU64::new(0);
 
-/// Totals of the blocking-call workers since the last reset.
+/// `time.sleep` calls from @poppy code run as timer tasks (src/host/pool.rs) instead of inline.
+pub static TIMER_TASKS: AtomicU64 = AtomicU64::new(0);
+
+/// Totals of the runtime's executor (blocking calls, timers) since the last reset.
 pub struct WorkerTotals {
     pub gil_wait_ns: u64,
     pub jobs: u64,
     pub handoff_ns: u64,
+    pub timers: u64,
 }
 
 pub fn worker_totals() -> WorkerTotals {
@@ -23,6 +27,7 @@ pub fn worker_totals() -> WorkerTotals {
         gil_wait_ns: GIL_WAIT_NS.load(Ordering::Relaxed),
         jobs: BLOCKING_JOBS.load(Ordering::Relaxed),
         handoff_ns: HANDOFF_NS.load(Ordering::Relaxed),
+        timers: TIMER_TASKS.load(Ordering::Relaxed),
     }
 }
 
@@ -30,6 +35,7 @@ pub fn reset_worker_totals() {
     GIL_WAIT_NS.store(0, Ordering::Relaxed);
     BLOCKING_JOBS.store(0, Ordering::Relaxed);
     HANDOFF_NS.store(0, Ordering::Relaxed);
+    TIMER_TASKS.store(0, Ordering::Relaxed);
 }
 
 /// Counters of one λO run (merged into the process-wide totals when the run ends).

@@ -442,3 +442,37 @@ def test_cancelling_await_run_does_not_wait_for_running_blocking_calls(tmp_path)
     assert sorted(lines[1:-1]) == ["blocking finished 1", "blocking finished 5"]
     assert lines[-1] == "again 6"
     assert not any(ln.startswith("log") for ln in lines)
+
+
+def test_calls_queued_beyond_the_cap_at_exit_still_run(tmp_path):
+    # A non-daemon thread's run has 40 blocking calls handed over (32 running, 8 queued) when the
+    # main thread ends and the exit hook closes the executor: the queued ones still run (a dropped
+    # one would leave the run waiting forever for its result), and exit waits for all of them.
+    body = """
+    started = threading.Barrier(33)
+
+    @unordered(blocking=True)
+    def slow(i):
+        if i < 32:
+            started.wait(timeout=20)  # the first 32 hold every thread until main has seen them
+        time.sleep(0.3)
+        return i
+
+    @poppy
+    def main(n):
+        total = 0
+        for i in range(n):
+            total = total + slow(i)
+        return total
+
+    def run():
+        print("thread result", main(40), flush=True)
+
+    t = threading.Thread(target=run)
+    t.start()
+    started.wait(timeout=20)
+    print("main done", _core.blocking_pool_info()["queued"], flush=True)
+    """
+    p = _run(body, tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["main done 8", f"thread result {sum(range(40))}"]

@@ -3,9 +3,9 @@
 //! - Classification and the intrinsic callables come from `poppy_jit._rt` (the annotation library
 //!   is Python data that users extend).
 //! - Sync externals run inline in `dispatch`; `async def` externals become tasks on this thread's
-//!   event loop and `blocking=True` ones run on the runtime's worker threads (`pool`); both
-//!   complete futures of the loop, whose done-callbacks stop it so `wait` returns as soon as
-//!   something finished (no polling).
+//!   event loop, `blocking=True` ones run on the runtime's blocking threads and `time.sleep(x)`
+//!   becomes a timer (both on the tokio runtime of `pool`); all complete futures of the loop,
+//!   whose done-callbacks stop it so `wait` returns as soon as something finished (no polling).
 use crate::bezoar::{Const, Intrinsic};
 use crate::lambda_o::{Class, Dispatch, Host, PrimFactory, ProgramRef, TaskId};
 use pyo3::prelude::*;
@@ -422,6 +422,16 @@ impl<'py> PyHost<'py> {
             }
             return Ok(Dispatch::Done(vcall(py, inner, args, kwnames).map(|v| v.unbind()).map_err(PyErrRef::new)));
         }
+        if let Some(dur) = pool::timer_duration(py, f, args, kwnames) {
+            // `time.sleep(x)`: a timer task (pool.rs) instead of stalling this thread; inline once
+            // the executor is closed.
+            let ex = self.executor()?;
+            let call = Bound::new(py, pool::BlockingCall::new())?;
+            if pool::start_timer(py, dur, &ex.loop_, &call)? {
+                ex.watch(py, task, call.into_any())?;
+                return Ok(Dispatch::Pending);
+            }
+        }
         Ok(Dispatch::Done(vcall(py, f.bind(py), args, kwnames).map(|v| v.unbind()).map_err(PyErrRef::new)))
     }
 }
@@ -585,10 +595,15 @@ impl<'py> Host for PyHost<'py> {
         let Some(ex) = self.executor.as_mut() else { return };
         let Some(fut) = ex.running.get(&task) else { return };
         let fut = fut.bind(py);
-        // Blocking calls run to completion on their threads (they report as usual); asyncio
-        // tasks are cancelled and report CancelledError through their done-callback.
-        if !fut.is_instance_of::<pool::BlockingCall>() {
-            let _ = fut.call_method0("cancel");
+        // Blocking calls run to completion on their threads (they report as usual); timers and
+        // asyncio tasks are cancelled and report CancelledError through their done-callback.
+        match fut.downcast::<pool::BlockingCall>() {
+            Ok(call) => {
+                let _ = pool::interrupt(call, &ex.loop_);
+            }
+            Err(_) => {
+                let _ = fut.call_method0("cancel");
+            }
         }
     }
 

@@ -1,27 +1,40 @@
-//! Worker threads for `blocking=True` externals, owned by the runtime (no Python thread pool).
+//! The runtime's executor for what does not run on the evaluator thread: `blocking=True`
+//! externals and timers (`time.sleep` called from @poppy code), on one tokio runtime built on
+//! first use (current-thread scheduler, time driver, blocking pool). No Python thread pool.
 //!
-//! The evaluator thread queues a job here with a `BlockingCall` future; a worker takes the GIL,
-//! calls the external, and hands the outcome back with `loop.call_soon_threadsafe`, which wakes
+//! The evaluator thread hands a call over with a `BlockingCall` future; when the call is done the
+//! executor takes the GIL and hands the outcome back with `loop.call_soon_threadsafe`, which wakes
 //! the evaluator's event loop (its self-pipe); the future's done-callback then stops the loop, so
-//! the evaluator's `wait` returns. Nobody polls: workers sleep on a condition variable
-//! without the GIL, the evaluator sleeps in the loop's selector.
+//! the evaluator's `wait` returns. Nobody polls: blocking threads sleep in tokio's pool without
+//! the GIL, the timer driver sleeps in tokio's time driver, the evaluator in the loop's selector.
 //!
-//! - **Size.** One thread per blocking call in flight, up to `MAX_WORKERS`. Blocking externals
-//!   are waits (HTTP clients, subprocesses, disk), not CPU work, so the cap bounds threads, not
-//!   cores: a smaller cap (ThreadPoolExecutor's min(32, cpus + 4) is 6 on a 2-core machine) would
-//!   serialise the very calls the runtime exists to overlap. Beyond the cap jobs queue in FIFO order.
-//! - **Lifetime.** A worker that has had nothing to do for `IDLE_TIMEOUT` exits. At interpreter
-//!   exit (`threading._register_atexit`, as concurrent.futures does) the pool closes: idle workers
-//!   exit at once, busy ones after their current call (threads cannot be cancelled), and the exit
-//!   waits for them, so no worker touches Python during finalization. After closing, blocking
-//!   externals run inline on the evaluator thread. So does a blocking call made from a worker
-//!   (a blocking external running a @poppy function) when every thread is busy: queueing it
-//!   could deadlock, every worker waiting for a call queued behind them.
-//! - **Thread state.** A worker keeps one Python thread state for its life (taken with the GIL
-//!   when it starts, released only while it waits for work), so a callee's `threading.local`
-//!   data survive from one call to the next like on any worker thread.
-//! - **GIL waits** (`crate::stats`). `GIL_WAIT_NS` sums, over jobs, the time from a worker having
-//!   its job to it holding the GIL to run it (for a new worker, including the first acquisition
+//! Blocking externals run on tokio's blocking pool (`spawn_blocking`):
+//!
+//! - **Size.** One thread per blocking call in flight, up to `MAX_WORKERS`
+//!   (`max_blocking_threads`). Blocking externals are waits (HTTP clients, subprocesses, disk),
+//!   not CPU work, so the cap bounds threads, not cores: a smaller cap (ThreadPoolExecutor's
+//!   min(32, cpus + 4) is 6 on a 2-core machine) would serialise the very calls the runtime
+//!   exists to overlap. Beyond the cap calls queue in FIFO order (tokio's queue).
+//! - **Lifetime.** A thread that has had nothing to do for `IDLE_TIMEOUT` exits
+//!   (`thread_keep_alive`). At interpreter exit (`threading._register_atexit`, as
+//!   concurrent.futures does) the executor closes: it waits (without the GIL, checking for
+//!   KeyboardInterrupt) for the calls handed over to finish, and then drops the runtime, whose
+//!   shutdown lets idle threads go at once and joins every thread (after their `on_thread_stop`),
+//!   so no thread touches Python during finalization. Tokio's shutdown alone would also wait for
+//!   running calls, and its busy threads keep taking queued ones, but it cannot be interrupted and
+//!   it cancels a call handed to an idle thread that has not woken up yet when shutdown begins
+//!   (tokio 1.54 `blocking/pool.rs`: `shutdown_or_run_if_mandatory`). After closing, blocking
+//!   externals run inline on the evaluator thread. So does a blocking call made from a pool thread (a
+//!   blocking external running a @poppy function) when `MAX_WORKERS` calls are already handed
+//!   over: queueing it could deadlock, every thread waiting for a call queued behind them.
+//! - **Thread state.** A thread keeps one Python thread state for its life: its first call's
+//!   `Python::with_gil` (`PyGILState_Ensure`) creates it and the thread takes one more
+//!   `PyGILState_Ensure` reference, so that every later `with_gil` reuses it instead of creating
+//!   and deleting one. A callee's `threading.local` data thus survive from one call to the next
+//!   like on any worker thread; `on_thread_stop` drops them (while the interpreter surely still
+//!   runs) and releases the reference, which deletes the thread state.
+//! - **GIL waits** (`crate::stats`). `GIL_WAIT_NS` sums, over calls, the time from a thread
+//!   starting a call to it holding the GIL to run it (for a new thread, including the acquisition
 //!   that creates its thread state). The result is handed back within that same hold, so delivery
 //!   takes no second acquisition. Waits inside the callee (e.g. re-acquiring after `time.sleep`)
 //!   are the callee's own and not counted. `HANDOFF_NS` sums the time from handing a result over
@@ -30,20 +43,47 @@
 //! - **Aborted runs.** The run's futures are cancelled at once (`PyHost::finish`); a result that
 //!   arrives later finds its future done and is dropped. A callee's exception is delivered as
 //!   raised (with its traceback), `StopIteration` included.
+//!
+//! Timers: a call of the real `time.sleep` with one non-negative int or float (`timer_duration`)
+//! is not run inline, which would stall the evaluator thread (no other completion processed, no
+//! other call dispatched) for its whole duration: it becomes a tokio `sleep_until` task whose
+//! completion is delivered like a blocking call's (result None). The call keeps its place in
+//! program order (it is sequential like any unannotated call); only how it waits changes. Tokio
+//! timers have millisecond granularity (deadlines rounded up to the next tick), so a timer waits
+//! on tokio until the tick before its deadline and sleeps the rest (under a millisecond) on the
+//! driver thread: it fires no earlier than asked, like `time.sleep`, and not a tick later.
+//! `time.sleep(0)` is completed on the event loop's next turn, without a task. The
+//! tasks are driven by a "poppy-timers" thread that runs the runtime's `block_on` while timers are
+//! pending and exits after `IDLE_TIMEOUT` without any. Cancelling the future (an aborted run,
+//! `PyHost::cancel`) aborts the task. At interpreter exit a pending timer is not waited for (a
+//! daemon thread's sleep must not hold up exit): its remaining time is slept inline on its
+//! evaluator thread, as if the timer had never existed.
+//!
+//! Controllers are not tokio tasks: the evaluator steps them (O(1) state machines on its own
+//! thread, touching λO state that lives there and Python objects under the GIL it holds), so
+//! moving them would add a thread hop per call and gain nothing.
 use super::Obj;
-use crate::stats::{BLOCKING_JOBS, GIL_WAIT_NS, HANDOFF_NS};
+use crate::stats::{BLOCKING_JOBS, GIL_WAIT_NS, HANDOFF_NS, TIMER_TASKS};
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyDict, PyTuple};
-use std::collections::VecDeque;
+use pyo3::types::{PyCFunction, PyDict, PyFloat, PyLong, PyTuple};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
+use tokio::runtime::{Handle, Runtime};
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
 
-/// Most worker threads at once.
+/// Most blocking threads at once.
 pub const MAX_WORKERS: usize = 32;
-/// A worker idle this long exits.
+/// A blocking thread (or the timer driver) idle this long exits.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The granularity of tokio's timers.
+const TIMER_TICK: Duration = Duration::from_millis(1);
+/// Longest `time.sleep` run as a timer (tokio caps a sleep at about 2.2 years); longer ones run
+/// inline, as they would without poppy.
+const MAX_TIMER_SECS: f64 = 1e7;
 
 struct Job {
     func: Obj,
@@ -53,115 +93,117 @@ struct Job {
     fut: Py<BlockingCall>,
 }
 
+/// A job on its way to a blocking thread. Taken by whoever runs it: the thread, or the evaluator
+/// when tokio could not start a thread (then the call runs inline and the queued task finds
+/// nothing to do).
+type JobSlot = Arc<Mutex<Option<Job>>>;
+
+/// A pending timer; its Python objects are only touched (and released) under the GIL.
+struct Timer {
+    loop_: Obj,
+    fut: Py<BlockingCall>,
+    deadline: Instant,
+    abort: AbortHandle,
+}
+
 #[derive(Default)]
 struct State {
-    queue: VecDeque<Job>,
-    /// Threads that exist (decremented by a worker as the last thing it does with the GIL).
-    live: usize,
-    /// Threads that still take jobs (decremented when a worker decides to exit).
-    workers: usize,
-    /// Workers waiting for a job.
-    idle: usize,
-    /// Interpreter exit began: no new jobs, workers exit when done.
+    /// Interpreter exit began: no new calls or timers.
     closed: bool,
-    /// The exit hook is registered.
-    hooked: bool,
+    /// Blocking calls handed to tokio and not finished (queued or running).
+    busy: usize,
+    /// Of those, the ones a thread is running.
+    running: usize,
+    /// Blocking threads that exist (on_thread_start .. the end of on_thread_stop).
+    live: usize,
+    /// Pending timers by id.
+    timers: HashMap<u64, Timer>,
+    next_timer: u64,
+    /// A timer driver thread runs (or is starting).
+    driver: bool,
+    /// Driver threads not joined yet (finished ones are joined when the next one starts).
+    drivers: Vec<std::thread::JoinHandle<()>>,
+    /// The runtime; taken (and dropped) when the executor closes.
+    runtime: Option<Arc<Runtime>>,
 }
 
-struct Pool {
+/// Lock order: the GIL before `state`, never the other way round (nobody waits for the GIL while
+/// holding `state`, and no Python object is released while holding it: its `__del__` could
+/// release the GIL to a thread that then waits for `state`).
+struct Exec {
     state: Mutex<State>,
-    /// Signalled when a job is queued or the pool closes.
-    work: Condvar,
-    /// Signalled when a worker thread ends.
-    ended: Condvar,
+    /// Signalled when `busy` drops to zero.
+    idle: Condvar,
+    /// Wakes the timer driver (the executor is closing).
+    wake: Notify,
+    handle: OnceLock<Handle>,
 }
 
-impl Pool {
+impl Exec {
     fn lock(&self) -> MutexGuard<'_, State> {
-        // A panicking worker never holds the lock (its jobs run outside it); recover regardless.
+        // Nothing panics while holding the lock; recover regardless.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
 
-/// The current pool; replaced by a fresh one in a forked child (the parent's workers do not
-/// exist there). Pools are leaked: a worker holds `&'static` to its own.
-static POOL: AtomicPtr<Pool> = AtomicPtr::new(std::ptr::null_mut());
+    fn handle(&self) -> &Handle {
+        self.handle.get().expect("runtime built")
+    }
 
-fn new_pool() -> &'static Pool {
-    Box::leak(Box::new(Pool { state: Mutex::new(State::default()), work: Condvar::new(), ended: Condvar::new() }))
-}
-
-/// The current pool (created under the GIL, so two threads never race to create it).
-fn pool(_py: Python<'_>) -> &'static Pool {
-    let p = POOL.load(Ordering::Acquire);
-    if !p.is_null() {
-        return unsafe { &*p };
-    }
-    let fresh = new_pool();
-    POOL.store(fresh as *const Pool as *mut Pool, Ordering::Release);
-    fresh
-}
-
-/// Queue `func(*args, **kwargs)` for a worker; its outcome completes `fut` (a future of `loop_`).
-/// Returns false when the pool no longer takes jobs (interpreter exit began, or no thread could
-/// be started): the caller then runs the call itself.
-pub fn submit(
-    py: Python<'_>,
-    func: &Bound<'_, PyAny>,
-    args: Bound<'_, PyTuple>,
-    kwargs: Option<Bound<'_, PyDict>>,
-    loop_: &Bound<'_, PyAny>,
-    fut: &Bound<'_, BlockingCall>,
-) -> PyResult<bool> {
-    let pool = pool(py);
-    if !pool.lock().hooked {
-        register_exit_hook(py, pool)?;
-    }
-    let job = Job {
-        func: func.clone().unbind(),
-        args: args.unbind(),
-        kwargs: kwargs.map(|k| k.unbind()),
-        loop_: loop_.clone().unbind(),
-        fut: fut.clone().unbind(),
-    };
-    let mut st = pool.lock();
-    if st.closed {
-        return Ok(false);
-    }
-    if IS_WORKER.with(|w| w.get()) && st.idle <= st.queue.len() && st.workers >= MAX_WORKERS {
-        // A blocking external running a @poppy function that makes blocking calls, with every
-        // thread busy: queueing could wait for this very thread (all of them could be doing the
-        // same). Run it here instead.
-        return Ok(false);
-    }
-    st.queue.push_back(job);
-    if st.idle >= st.queue.len() {
-        pool.work.notify_one();
-    } else if st.workers < MAX_WORKERS {
-        st.workers += 1;
-        st.live += 1;
-        let spawned = std::thread::Builder::new()
-            .name("poppy-blocking".into())
-            .stack_size(stack_size(py))
-            .spawn(move || worker_main(pool));
-        if spawned.is_err() {
-            st.workers -= 1;
-            st.live -= 1;
-            if st.workers == 0 {
-                // Nobody would ever take it: hand the job back.
-                let job = st.queue.pop_back();
-                drop(st);
-                drop(job);
-                return Ok(false);
-            }
+    /// A blocking call handed over is finished (its outcome delivered).
+    fn job_done(&self, ran: bool) {
+        let mut st = self.lock();
+        st.busy -= 1;
+        if ran {
+            st.running -= 1;
+        }
+        if st.busy == 0 {
+            self.idle.notify_all();
         }
     }
-    Ok(true)
 }
 
-/// Worker stack size: `threading.stack_size()` when set, else 8 MiB, the usual size of a Python
-/// thread's stack on Linux (Rust's default, 2 MiB, is less than C-level recursion in a callee, e.g.
-/// `json.dumps` of deeply nested data, may need).
+/// The current executor; replaced by a fresh one in a forked child (the parent's threads do not
+/// exist there). Executors are leaked: the runtime's threads hold `&'static` to theirs.
+static EXEC: AtomicPtr<Exec> = AtomicPtr::new(std::ptr::null_mut());
+
+fn current() -> Option<&'static Exec> {
+    let p = EXEC.load(Ordering::Acquire);
+    // SAFETY: executors are leaked, never freed.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// The current executor, built on first use (under the GIL, so two threads never race to build
+/// it). Building a current-thread runtime starts no thread.
+fn exec(py: Python<'_>) -> PyResult<&'static Exec> {
+    if let Some(e) = current() {
+        return Ok(e);
+    }
+    let e: &'static Exec = Box::leak(Box::new(Exec {
+        state: Mutex::new(State::default()),
+        idle: Condvar::new(),
+        wake: Notify::new(),
+        handle: OnceLock::new(),
+    }));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .max_blocking_threads(MAX_WORKERS)
+        .thread_keep_alive(IDLE_TIMEOUT)
+        .thread_name("poppy-blocking")
+        .thread_stack_size(stack_size(py))
+        .on_thread_start(move || thread_started(e))
+        .on_thread_stop(move || thread_stopping(e))
+        .build()
+        .map_err(|err| pyo3::exceptions::PyRuntimeError::new_err(format!("poppy_jit: cannot build the runtime: {err}")))?;
+    let _ = e.handle.set(rt.handle().clone());
+    e.lock().runtime = Some(Arc::new(rt));
+    EXEC.store(e as *const Exec as *mut Exec, Ordering::Release);
+    register_exit_hook(py, e)?;
+    Ok(e)
+}
+
+/// Thread stack size: `threading.stack_size()` when set (read when the runtime is built), else
+/// 8 MiB, the usual size of a Python thread's stack on Linux (Rust's default, 2 MiB, is less than
+/// C-level recursion in a callee, e.g. `json.dumps` of deeply nested data, may need).
 fn stack_size(py: Python<'_>) -> usize {
     const DEFAULT: usize = 8 << 20;
     py.import_bound("threading")
@@ -172,81 +214,135 @@ fn stack_size(py: Python<'_>) -> usize {
         .unwrap_or(DEFAULT)
 }
 
-/// Close the pool when the interpreter exits, before finalization (threading._shutdown runs
+/// Close the executor when the interpreter exits, before finalization (threading._shutdown runs
 /// these hooks, as it does for concurrent.futures).
-fn register_exit_hook(py: Python<'_>, pool: &'static Pool) -> PyResult<()> {
+fn register_exit_hook(py: Python<'_>, e: &'static Exec) -> PyResult<()> {
     let hook = wrap_pyfunction_bound!(shutdown, py)?;
     let threading = py.import_bound("threading")?;
     let registered = match threading.getattr("_register_atexit") {
         Ok(reg) => reg.call1((hook,)).is_ok(),
         Err(_) => py.import_bound("atexit")?.call_method1("register", (hook,)).is_ok(),
     };
-    let mut st = pool.lock();
-    st.hooked = true;
     if !registered {
-        // Exit already began (`_register_atexit` refuses then): take no jobs.
-        st.closed = true;
+        // Exit already began (`_register_atexit` refuses then): take nothing.
+        e.lock().closed = true;
     }
     Ok(())
 }
 
-/// The next job, or None when this worker should exit (idle too long, or the pool closed).
-fn next_job(pool: &Pool) -> Option<Job> {
-    let mut st = pool.lock();
-    loop {
-        if let Some(job) = st.queue.pop_front() {
-            return Some(job);
-        }
-        if st.closed {
-            st.workers -= 1;
-            return None;
-        }
-        st.idle += 1;
-        let (guard, timeout) = pool.work.wait_timeout(st, IDLE_TIMEOUT).unwrap_or_else(|e| e.into_inner());
-        st = guard;
-        st.idle -= 1;
-        if timeout.timed_out() && st.queue.is_empty() {
-            st.workers -= 1;
-            return None;
-        }
-    }
-}
+// ---------------------------------------------------------------------------------------------
+// Blocking calls
 
 thread_local! {
-    /// This thread is one of the pool's workers.
+    /// This thread is one of the runtime's blocking threads.
     static IS_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The `PyGILState_Ensure` reference that keeps this thread's Python thread state alive.
+    static KEPT: std::cell::Cell<Option<pyo3::ffi::PyGILState_STATE>> = const { std::cell::Cell::new(None) };
 }
 
-fn worker_main(pool: &'static Pool) {
+fn thread_started(e: &'static Exec) {
     IS_WORKER.with(|w| w.set(true));
-    let started = Instant::now();
+    e.lock().live += 1;
+}
+
+fn thread_stopping(e: &'static Exec) {
+    let Some(kept) = KEPT.with(|k| k.take()) else {
+        // Never ran a call: it has no Python thread state.
+        e.lock().live -= 1;
+        return;
+    };
     Python::with_gil(|py| {
-        let mut waited = started.elapsed();
-        loop {
-            let next = py.allow_threads(|| next_job(pool).map(|j| (j, Instant::now())));
-            let Some((job, got)) = next else { break };
-            waited += got.elapsed();
-            GIL_WAIT_NS.fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
-            BLOCKING_JOBS.fetch_add(1, Ordering::Relaxed);
-            waited = Duration::ZERO;
-            run_job(py, job);
-        }
         forget_thread(py);
         // Drop this thread's Python thread-local data (threading.local values, e.g. the event
         // loop of a @poppy run made by a callee) while it still counts as live: their __del__
-        // may run Python code and let the GIL go. Once `live` says this thread is gone, the
-        // interpreter may be finalizing, and taking the GIL again would kill the thread
-        // (pthread_exit through Rust frames: abort). Deleting the thread state afterwards
-        // (end of with_gil) frees nothing that runs Python code.
+        // may run Python code and let the GIL go. Once `live` says this thread is gone (or the
+        // runtime's shutdown has returned), the interpreter may be finalizing, and taking the
+        // GIL again would kill the thread (pthread_exit through Rust frames: abort). Deleting the
+        // thread state afterwards (end of with_gil) frees nothing that runs Python code.
+        // SAFETY: the GIL is held and `kept` is this thread's own outstanding reference.
         unsafe {
             let d = pyo3::ffi::PyThreadState_GetDict();
             if !d.is_null() {
                 pyo3::ffi::PyDict_Clear(d);
             }
+            pyo3::ffi::PyGILState_Release(kept);
         }
-        let mut st = pool.lock();
-        st.live -= 1;
-        pool.ended.notify_all();
+        e.lock().live -= 1;
+    });
+}
+
+/// Take one more reference to this thread's Python thread state (called with the GIL held), so
+/// that it outlives the current `with_gil`.
+fn keep_thread_state() {
+    KEPT.with(|k| {
+        if k.get().is_none() {
+            // SAFETY: the GIL is held by this thread: this only increments its state's count.
+            k.set(Some(unsafe { pyo3::ffi::PyGILState_Ensure() }));
+        }
+    });
+}
+
+/// Hand `func(*args, **kwargs)` to a blocking thread; its outcome completes `fut` (a future of
+/// `loop_`). Returns false when the executor takes no calls (interpreter exit began, the caller is
+/// a blocking thread and every thread is taken, or no thread could be started): the caller then
+/// runs the call itself.
+pub fn submit(
+    py: Python<'_>,
+    func: &Bound<'_, PyAny>,
+    args: Bound<'_, PyTuple>,
+    kwargs: Option<Bound<'_, PyDict>>,
+    loop_: &Bound<'_, PyAny>,
+    fut: &Bound<'_, BlockingCall>,
+) -> PyResult<bool> {
+    let e = exec(py)?;
+    {
+        let mut st = e.lock();
+        if st.closed {
+            return Ok(false);
+        }
+        if st.busy >= MAX_WORKERS && IS_WORKER.with(|w| w.get()) {
+            // A blocking external running a @poppy function that makes blocking calls, with
+            // every thread taken: queueing could wait for this very thread (all of them could be
+            // doing the same). Run it here instead.
+            return Ok(false);
+        }
+        st.busy += 1;
+    }
+    let job = Job {
+        func: func.clone().unbind(),
+        args: args.unbind(),
+        kwargs: kwargs.map(|k| k.unbind()),
+        loop_: loop_.clone().unbind(),
+        fut: fut.clone().unbind(),
+    };
+    let slot: JobSlot = Arc::new(Mutex::new(Some(job)));
+    let theirs = slot.clone();
+    // tokio panics when the OS refuses the first thread (the task stays queued for a thread that
+    // may come later; it will find the slot empty).
+    let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drop(e.handle().spawn_blocking(move || run_on_worker(e, theirs)));
+    }));
+    if spawned.is_err() {
+        let job = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if job.is_some() {
+            e.job_done(false);
+            drop(job);
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn run_on_worker(e: &'static Exec, slot: JobSlot) {
+    let got = Instant::now();
+    Python::with_gil(|py| {
+        GIL_WAIT_NS.fetch_add(got.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        keep_thread_state();
+        let Some(job) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
+        BLOCKING_JOBS.fetch_add(1, Ordering::Relaxed);
+        e.lock().running += 1;
+        run_job(py, job);
+        e.job_done(true);
     });
 }
 
@@ -268,13 +364,177 @@ fn run_job(py: Python<'_>, job: Job) {
     let _ = job.loop_.bind(py).call_method1("call_soon_threadsafe", (deliver, job.fut, ok, value, sent));
 }
 
-/// The future of one blocking call, completed on the evaluator's loop thread. Not an asyncio
+// ---------------------------------------------------------------------------------------------
+// Timers
+
+/// The interpreter's own `time.sleep`, recorded when `_core` is imported (a later replacement of
+/// `time.sleep` is an ordinary callee); None if `time.sleep` was already replaced then.
+fn real_sleep(py: Python<'_>) -> Option<&Obj> {
+    static SLEEP: GILOnceCell<Option<Obj>> = GILOnceCell::new();
+    SLEEP
+        .get_or_init(py, || {
+            let time = py.import_bound("time").ok()?;
+            let f = time.getattr("sleep").ok()?;
+            let own = f.is_instance_of::<PyCFunction>()
+                && f.getattr("__self__").is_ok_and(|m| m.is(&time))
+                && f.getattr("__name__").is_ok_and(|n| n.eq("sleep").unwrap_or(false));
+            own.then(|| f.unbind())
+        })
+        .as_ref()
+}
+
+/// How long a call `f(*args)` sleeps, if it is a call of the real `time.sleep` with one
+/// non-negative int or float (finite, at most `MAX_TIMER_SECS`) and no keywords. Anything else
+/// (including what makes `time.sleep` raise) is None: the call runs inline, as without poppy.
+pub fn timer_duration(py: Python<'_>, f: &Obj, args: &[Obj], kwnames: &[String]) -> Option<Duration> {
+    if !f.is(real_sleep(py)?) || args.len() != 1 || !kwnames.is_empty() {
+        return None;
+    }
+    let a = args[0].bind(py);
+    let secs = if a.is_exact_instance_of::<PyFloat>() {
+        a.extract::<f64>().ok()?
+    } else if a.is_exact_instance_of::<PyLong>() {
+        a.extract::<u64>().ok()? as f64
+    } else {
+        return None;
+    };
+    // (NaN fails both comparisons.)
+    (0.0..=MAX_TIMER_SECS).contains(&secs).then(|| Duration::from_secs_f64(secs))
+}
+
+/// Start a timer that completes `fut` (a future of `loop_`) with None after `dur` (the timer
+/// task is driven by the tokio runtime; zero completes on the loop's next turn). Returns false
+/// when the executor takes no timers (interpreter exit began, or no driver thread could be
+/// started): the caller then sleeps inline.
+pub fn start_timer(py: Python<'_>, dur: Duration, loop_: &Bound<'_, PyAny>, fut: &Bound<'_, BlockingCall>) -> PyResult<bool> {
+    if dur.is_zero() {
+        // `time.sleep(0)`, a yield: completed on the loop's next turn (a tokio timer would
+        // round it up to the next millisecond tick).
+        if current().is_some_and(|e| e.lock().closed) {
+            return Ok(false);
+        }
+        loop_.call_method1("call_soon", (deliver_fn(py)?, fut, true, py.None(), py.None()))?;
+        TIMER_TASKS.fetch_add(1, Ordering::Relaxed);
+        return Ok(true);
+    }
+    let e = exec(py)?;
+    let mut st = e.lock();
+    if st.closed {
+        return Ok(false);
+    }
+    if !st.driver {
+        let Some(rt) = st.runtime.clone() else { return Ok(false) };
+        // Join drivers that have ended (they did so after finding no timers for a while).
+        let (ended, running): (Vec<_>, Vec<_>) = std::mem::take(&mut st.drivers).into_iter().partition(|d| d.is_finished());
+        st.drivers = running;
+        let started = std::thread::Builder::new().name("poppy-timers".into()).spawn(move || drive_timers(e, rt));
+        match started {
+            Ok(d) => st.drivers.push(d),
+            Err(_) => return Ok(false),
+        }
+        st.driver = true;
+        for d in ended {
+            let _ = d.join();
+        }
+    }
+    let id = st.next_timer;
+    st.next_timer += 1;
+    let deadline = Instant::now() + dur;
+    let task = e.handle().spawn(async move {
+        // Tokio's timer wheel ticks in milliseconds and rounds deadlines up to the next tick, so
+        // a sleep would end 1-2 ms late: wait for the tick before the deadline, then the rest
+        // (less than a tick) on this thread.
+        let coarse = deadline.checked_sub(TIMER_TICK).unwrap_or(deadline);
+        tokio::time::sleep_until(tokio::time::Instant::from_std(coarse)).await;
+        let rest = deadline.saturating_duration_since(Instant::now());
+        if !rest.is_zero() {
+            std::thread::sleep(rest);
+        }
+        fire(e, id);
+    });
+    st.timers.insert(id, Timer { loop_: loop_.clone().unbind(), fut: fut.clone().unbind(), deadline, abort: task.abort_handle() });
+    drop(st);
+    fut.borrow_mut().timer = Some(id);
+    TIMER_TASKS.fetch_add(1, Ordering::Relaxed);
+    Ok(true)
+}
+
+/// A timer is due: deliver None to its future (unless it was cancelled meanwhile).
+fn fire(e: &'static Exec, id: u64) {
+    Python::with_gil(|py| {
+        let t = e.lock().timers.remove(&id);
+        let Some(t) = t else { return };
+        let Ok(deliver) = deliver_fn(py) else { return };
+        // A closed loop (its thread ended) raises: nobody waits for this result any more.
+        let _ = t.loop_.bind(py).call_method1("call_soon_threadsafe", (deliver, &t.fut, true, py.None(), py.None()));
+    });
+}
+
+/// The timer driver: runs the runtime's timer tasks while there are any, and exits once none has
+/// been pending for `IDLE_TIMEOUT` or the executor closes.
+fn drive_timers(e: &'static Exec, rt: Arc<Runtime>) {
+    rt.block_on(async {
+        loop {
+            let woken = tokio::time::timeout(IDLE_TIMEOUT, e.wake.notified()).await.is_ok();
+            let mut st = e.lock();
+            if st.closed || (!woken && st.timers.is_empty()) {
+                st.driver = false;
+                return;
+            }
+        }
+    });
+}
+
+/// Remove a pending timer and abort its task. Returns it (to be released under the GIL, after the
+/// state lock) if it had not fired yet.
+fn take_timer(id: u64) -> Option<Timer> {
+    let e = current()?;
+    let t = e.lock().timers.remove(&id)?;
+    t.abort.abort();
+    Some(t)
+}
+
+/// `PyHost::cancel` of a call in flight: a timer is stopped and its future reports
+/// CancelledError (like a cancelled asyncio task, on the loop's next iteration); a blocking call
+/// runs to completion and reports as usual.
+pub fn interrupt(call: &Bound<'_, BlockingCall>, loop_: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = call.py();
+    let Some(id) = call.borrow_mut().timer.take() else { return Ok(()) };
+    if take_timer(id).is_some() {
+        let err = pyo3::exceptions::asyncio::CancelledError::new_err(()).into_value(py);
+        loop_.call_method1("call_soon", (deliver_fn(py)?, call, false, err, py.None()))?;
+    }
+    Ok(())
+}
+
+/// Interpreter exit, for a timer still pending: sleep the rest inline on the evaluator's thread
+/// (runs on its loop), then complete the call.
+#[pyfunction]
+fn finish_sleep(call: &Bound<'_, BlockingCall>, secs: f64) -> PyResult<()> {
+    if call.borrow().done() {
+        return Ok(());
+    }
+    let py = call.py();
+    match real_sleep(py) {
+        Some(sleep) => sleep.call1(py, (secs,))?,
+        None => py.import_bound("time")?.call_method1("sleep", (secs,))?.unbind(),
+    };
+    deliver(call, true, py.None(), None);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Futures and delivery
+
+/// The future of one blocking call or timer, completed on the evaluator's loop thread. Not an asyncio
 /// future: those refuse `StopIteration` as an exception, which a plain call may raise; the host
 /// only needs `add_done_callback`, `cancel`, `cancelled`, `exception` and `result`.
 #[pyclass(module = "poppy_jit._core")]
 pub struct BlockingCall {
     state: CallState,
     callbacks: Vec<Obj>,
+    /// The id of its timer while that is pending (a timer's future).
+    timer: Option<u64>,
 }
 
 enum CallState {
@@ -286,7 +546,7 @@ enum CallState {
 
 impl BlockingCall {
     pub fn new() -> Self {
-        BlockingCall { state: CallState::Pending, callbacks: Vec::new() }
+        BlockingCall { state: CallState::Pending, callbacks: Vec::new(), timer: None }
     }
 }
 
@@ -300,12 +560,16 @@ impl BlockingCall {
         matches!(self.state, CallState::Cancelled)
     }
 
-    /// Give up on the call (an aborted run): its result will be dropped. Callbacks are not run
-    /// (the run that registered them is over).
+    /// Give up on the call (an aborted run): its result will be dropped, a timer is stopped.
+    /// Callbacks are not run (the run that registered them is over).
     fn cancel(&mut self) -> bool {
         if let CallState::Pending = self.state {
             self.state = CallState::Cancelled;
-            self.callbacks.clear();
+            let callbacks = std::mem::take(&mut self.callbacks);
+            let timer = self.timer.take().and_then(take_timer);
+            // (released after the state is final: their __del__ may run Python code)
+            drop(callbacks);
+            drop(timer);
             return true;
         }
         false
@@ -346,16 +610,20 @@ fn since_anchor() -> u64 {
 }
 
 /// Runs on the evaluator's loop: complete the call unless the run gave up on it. `sent` is when
-/// the worker handed the outcome over (`since_anchor`).
+/// a blocking thread handed the outcome over (`since_anchor`); None for timers.
 #[pyfunction]
-fn deliver(call: &Bound<'_, BlockingCall>, ok: bool, value: Obj, sent: u64) {
+#[pyo3(signature = (call, ok, value, sent))]
+fn deliver(call: &Bound<'_, BlockingCall>, ok: bool, value: Obj, sent: Option<u64>) {
     let callbacks = {
         let mut c = call.borrow_mut();
         if c.done() {
             return; // cancelled by an aborted run: the result is dropped
         }
-        HANDOFF_NS.fetch_add(since_anchor().saturating_sub(sent), Ordering::Relaxed);
+        if let Some(sent) = sent {
+            HANDOFF_NS.fetch_add(since_anchor().saturating_sub(sent), Ordering::Relaxed);
+        }
         c.state = if ok { CallState::Returned(value) } else { CallState::Raised(value) };
+        c.timer = None;
         std::mem::take(&mut c.callbacks)
     };
     let py = call.py();
@@ -390,47 +658,85 @@ fn forget_thread(py: Python<'_>) {
     }
 }
 
-/// Interpreter exit: stop taking jobs, let idle workers go, and wait (without the GIL) for busy
-/// ones to finish their call. A KeyboardInterrupt stops the wait (signals are checked every
-/// 100 ms, only here); a worker still running then may be stopped by CPython when it next asks
-/// for the GIL during finalization, as a daemon thread would.
+/// Interpreter exit: close the executor. Pending timers are handed back to their evaluator
+/// threads (`finish_sleep`); the wait (without the GIL) is for the blocking calls handed over,
+/// then the runtime is dropped, which lets idle threads go and joins every thread. A
+/// KeyboardInterrupt stops the wait (signals are checked every 100 ms, only here); a thread still
+/// running a call then may be stopped by CPython when it next asks for the GIL during
+/// finalization, as a daemon thread would.
 #[pyfunction]
 fn shutdown(py: Python<'_>) -> PyResult<()> {
-    let pool = pool(py);
-    pool.lock().closed = true;
-    pool.work.notify_all();
+    let Some(e) = current() else { return Ok(()) };
+    let timers: Vec<Timer> = {
+        let mut st = e.lock();
+        st.closed = true;
+        st.timers.drain().map(|(_, t)| t).collect()
+    };
+    // The driver exits (it checks `closed` whenever it wakes).
+    e.wake.notify_waiters();
+    e.wake.notify_one();
+    let now = Instant::now();
+    for t in timers {
+        t.abort.abort();
+        let rest = t.deadline.saturating_duration_since(now).as_secs_f64();
+        let finish = wrap_pyfunction_bound!(finish_sleep, py)?;
+        // A closed loop (its thread ended) raises: nobody waits for this result any more.
+        let _ = t.loop_.bind(py).call_method1("call_soon_threadsafe", (finish, &t.fut, rest));
+    }
     loop {
         let done = py.allow_threads(|| {
-            let st = pool.lock();
-            let (st, _) = pool
-                .ended
-                .wait_timeout_while(st, Duration::from_millis(100), |s| s.live > 0)
-                .unwrap_or_else(|e| e.into_inner());
-            st.live == 0
+            let st = e.lock();
+            let (st, _) = e
+                .idle
+                .wait_timeout_while(st, Duration::from_millis(100), |s| s.busy > 0)
+                .unwrap_or_else(|p| p.into_inner());
+            st.busy == 0
         });
         if done {
-            return Ok(());
+            break;
         }
         py.check_signals()?;
     }
+    let (rt, drivers) = {
+        let mut st = e.lock();
+        (st.runtime.take(), std::mem::take(&mut st.drivers))
+    };
+    // Without the GIL: exiting threads take it to release their thread state.
+    py.allow_threads(move || {
+        for d in drivers {
+            let _ = d.join();
+        }
+        drop(rt);
+    });
+    Ok(())
 }
 
-/// In a forked child the parent's workers do not exist: start over with an empty pool.
+/// In a forked child the parent's threads do not exist: start over with a fresh executor (the
+/// parent's is abandoned, never dropped: dropping its runtime would wait for those threads).
 #[pyfunction]
 fn after_fork_in_child() {
-    POOL.store(std::ptr::null_mut(), Ordering::Release);
+    EXEC.store(std::ptr::null_mut(), Ordering::Release);
 }
 
-/// Debugging/tests: the pool's threads and queue.
+/// Debugging/tests: the executor's threads, calls and timers.
 #[pyfunction]
 fn blocking_pool_info(py: Python<'_>) -> PyResult<Py<PyDict>> {
-    let st = pool(py).lock();
     let d = PyDict::new_bound(py);
-    d.set_item("live", st.live)?;
-    d.set_item("workers", st.workers)?;
-    d.set_item("idle", st.idle)?;
-    d.set_item("queued", st.queue.len())?;
-    d.set_item("closed", st.closed)?;
+    let (live, busy, running, timers, driver, closed) = match current() {
+        Some(e) => {
+            let st = e.lock();
+            (st.live, st.busy, st.running, st.timers.len(), st.driver, st.closed)
+        }
+        None => (0, 0, 0, 0, false, false),
+    };
+    d.set_item("live", live)?;
+    d.set_item("workers", live)?;
+    d.set_item("idle", live.saturating_sub(running))?;
+    d.set_item("running", running)?;
+    d.set_item("queued", busy - running)?;
+    d.set_item("closed", closed)?;
+    d.set_item("timers", timers)?;
+    d.set_item("timer_driver", driver)?;
     d.set_item("max_workers", MAX_WORKERS)?;
     d.set_item("idle_timeout_s", IDLE_TIMEOUT.as_secs_f64())?;
     Ok(d.unbind())
@@ -441,6 +747,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(blocking_pool_info, m)?)?;
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     let py = m.py();
+    // Record the real time.sleep now, before anything can replace it.
+    let _ = real_sleep(py);
     let hook = m.getattr("after_fork_in_child")?;
     let kw = PyDict::new_bound(py);
     kw.set_item("after_in_child", hook)?;
