@@ -26,9 +26,11 @@ impl PrimText for P {
     }
 }
 
-/// Every external is an unordered synchronous identity; fold sequences are given by the caller.
+/// Every external is a synchronous identity of class `class`; fold sequences are given by the
+/// caller.
 struct Bench {
     seq: P,
+    class: Class,
 }
 
 impl Host for Bench {
@@ -38,7 +40,7 @@ impl Host for Bench {
         None
     }
     fn classify(&mut self, _: &P, _: &[P], _: &[String]) -> Class {
-        Class::Unordered
+        self.class
     }
     fn dispatch(&mut self, _: TaskId, _: &P, args: &[P], _: &[String]) -> Dispatch<P, String> {
         Dispatch::Done(Ok(args.first().cloned().unwrap_or(P::Int(0))))
@@ -107,8 +109,12 @@ fun body/1(e, acc):
 ";
 
 fn run(prog: &ProgramRef<P>, n: i64) -> u64 {
+    run_as(prog, n, Class::Unordered)
+}
+
+fn run_as(prog: &ProgramRef<P>, n: i64, class: Class) -> u64 {
     let seq = P::Seq((0..n).map(P::Int).collect());
-    let mut host = Bench { seq: seq.clone() };
+    let mut host = Bench { seq: seq.clone(), class };
     let mut stats = RunStats::default();
     eval::run(&mut host, prog.clone(), vec![seq], &mut stats).unwrap();
     stats.reductions
@@ -126,8 +132,62 @@ fn benches(c: &mut Criterion) {
     run(&external, 200_000);
     let dt = t.elapsed().as_secs_f64();
     println!("external calls: 200000 in {dt:.3} s = {:.3} µs per call (controller + dispatch)", dt / 200_000.0 * 1e6);
+    for _ in 0..3 {
+        let t = Instant::now();
+        run_as(&external, 100_000, Class::Sequential);
+        let ev = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        tokio_chain(100_000);
+        let tk = t.elapsed().as_secs_f64();
+        println!(
+            "100k sequential controllers: evaluator {:.3} µs per call, tokio tasks {:.3} µs per call",
+            ev / 1e5 * 1e6,
+            tk / 1e5 * 1e6
+        );
+    }
     c.bench_function("fold 10k internal iterations", |b| b.iter(|| run(&internal, 10_000)));
     c.bench_function("fold 10k external calls", |b| b.iter(|| run(&external, 10_000)));
+    // The design question of issue 3 ("tokio drives controllers"): the same chain of 10k
+    // sequential controllers (each waits for F_R and F_W of its predecessor, runs its call,
+    // resolves F_R' and F_W'), stepped by the evaluator vs as tokio tasks on a current-thread
+    // runtime with oneshot futures. The evaluator column also instantiates the program.
+    c.bench_function("10k sequential controllers: evaluator", |b| {
+        b.iter(|| run_as(&external, 10_000, Class::Sequential))
+    });
+    c.bench_function("10k sequential controllers: tokio tasks", |b| b.iter(|| tokio_chain(10_000)));
+}
+
+/// `n` sequential controllers as tokio tasks: task i awaits its predecessor's F_R and F_W, makes
+/// its (synchronous identity) call and resolves its own.
+fn tokio_chain(n: i64) -> i64 {
+    use tokio::sync::oneshot;
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async move {
+        let (r0, rr) = oneshot::channel::<()>();
+        let (w0, mut rw) = oneshot::channel::<()>();
+        let mut rr = rr;
+        r0.send(()).unwrap();
+        w0.send(()).unwrap();
+        let mut handles = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let (tr, nr) = oneshot::channel::<()>();
+            let (tw, nw) = oneshot::channel::<()>();
+            let (in_r, in_w) = (std::mem::replace(&mut rr, nr), std::mem::replace(&mut rw, nw));
+            handles.push(tokio::spawn(async move {
+                in_r.await.unwrap();
+                in_w.await.unwrap();
+                let out = std::hint::black_box(i);
+                tr.send(()).unwrap();
+                tw.send(()).unwrap();
+                out
+            }));
+        }
+        let mut sum = 0;
+        for h in handles {
+            sum += h.await.unwrap();
+        }
+        sum
+    })
 }
 
 criterion_group!(benches_group, benches);
