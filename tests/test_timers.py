@@ -377,3 +377,39 @@ def test_sleep_in_a_run_on_a_blocking_thread(tmp_path):
     out, stats = _same(body, tmp_path)
     assert out == ["result 20"]
     assert stats["timer_tasks"] == 4 and stats["blocking_calls"] == 4
+
+
+def test_a_failure_before_a_pending_sleep_cancels_its_timer(tmp_path):
+    # check is unordered, so the sequential sleep after it is dispatched (as a timer) while check
+    # is still running; when check raises, CPython would never have slept: the run raises at once,
+    # the timer is cancelled, and nothing after the sleep ran. The timeout (well under 60 s) is
+    # what a timer left pending would hit.
+    body = """
+    @unordered
+    async def check(x):
+        await asyncio.sleep(0.2)
+        raise ValueError(f"bad {x}")
+
+    @poppy
+    def main():
+        r = check(1)
+        time.sleep(60)
+        log("woke", r)
+
+    try:
+        main()
+    except ValueError as e:
+        print("raised", e, flush=True)
+    if poppy_jit.is_enabled():
+        st = poppy_jit.stats()
+        print("STAT timers", _core.blocking_pool_info()["timers"], flush=True)
+        print("STAT cancelled", st["cancelled_calls"], flush=True)
+        print("STAT timer_tasks", st["timer_tasks"], flush=True)
+    """
+    plain = _run(body, tmp_path, poppy=False, timeout=30)
+    popped = _run(body, tmp_path, poppy=True, timeout=30)
+    assert plain.returncode == popped.returncode == 0, (plain.stderr, popped.stderr)
+    keep = [ln for ln in popped.stdout.splitlines() if not ln.startswith("STAT ")]
+    assert keep == plain.stdout.splitlines() == ["raised bad 1"], (plain.stdout, popped.stdout)
+    stats = dict(ln.split(" ", 2)[1:] for ln in popped.stdout.splitlines() if ln.startswith("STAT "))
+    assert stats == {"timers": "0", "cancelled": "1", "timer_tasks": "1"}, popped.stdout
