@@ -563,6 +563,8 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         d.set_item("runtime_layout", mem)?;
         d.set_item("term_resolutions", t.run.term_resolutions)?;
         d.set_item("cancelled_calls", t.run.cancelled_calls)?;
+        d.set_item("object_local_calls", t.run.object_local_calls)?;
+        d.set_item("object_escapes", t.run.object_escapes)?;
         d.set_item("nested_plain_runs", t.declined_nested)?;
         // Blocking externals and timers on the runtime's executor (docs/observability.md).
         let w = crate::stats::worker_totals();

@@ -57,6 +57,10 @@ pub struct RunStats {
     pub term_resolutions: u64,
     /// Running external calls cancelled because an earlier call in program order failed.
     pub cancelled_calls: u64,
+    /// Operations on containers the run created, ordered against their object only.
+    pub object_local_calls: u64,
+    /// Calls that gave such an object to anything else (from then on it follows the global order).
+    pub object_escapes: u64,
 }
 
 impl RunStats {
@@ -80,5 +84,7 @@ impl RunStats {
         self.peak_slots = self.peak_slots.max(o.peak_slots);
         self.term_resolutions += o.term_resolutions;
         self.cancelled_calls += o.cancelled_calls;
+        self.object_local_calls += o.object_local_calls;
+        self.object_escapes += o.object_escapes;
     }
 }

@@ -131,11 +131,30 @@ struct Ctrl<P> {
     held: Vec<SlotId>,
     dispatched: bool,
     done: bool,
+    /// Per-object ordering: what this call does to objects the run created (None: nothing).
+    obj: Option<Box<ObjInfo>>,
     /// Timings: queued and done only when tracing; ready and dispatched for queue-wait stats.
     queued_at: Option<Instant>,
     ready_at: Option<Instant>,
     dispatched_at: Option<Instant>,
     done_at: Option<Instant>,
+}
+
+/// A call's involvement with *owned* objects — lists, dicts and sets the run itself created
+/// (`Host::fresh_key`). No call before an object's creation in program order can reach it, so
+/// operations that touch only their owned receiver (`Host::scope`) are ordered against the other
+/// operations on that object, not against the global order — until a call gets the object as an
+/// argument in any other way (an *escape*), after which it follows the global order again.
+#[derive(Default)]
+struct ObjInfo {
+    /// The owned receiver and whether the operation writes it.
+    touch: Option<(u64, bool)>,
+    /// Owned objects among the arguments (other than the receiver).
+    escapes: Vec<u64>,
+    /// Decided: Some(true) when the operation skips the global order.
+    local: Option<bool>,
+    /// Work items waiting for this call to finish.
+    done_waiters: Vec<WorkId>,
 }
 
 struct Eval<'a, H: Host> {
@@ -178,6 +197,8 @@ struct Eval<'a, H: Host> {
     failed_at: Option<u64>,
     /// Memoised program-order positions by controller (u64::MAX: not known yet).
     pos_memo: Vec<u64>,
+    /// Owned objects (see `ObjInfo`) by key, with the controller that created each.
+    owned: HashMap<u64, usize>,
 }
 
 /// Whether `a` orders more than `b` (unordered < readonly < sequential).
@@ -360,6 +381,7 @@ pub fn run_with<H: Host>(
         bridge: HashMap::new(),
         failed_at: None,
         pos_memo: b.pos_memo,
+        owned: HashMap::new(),
     };
     ev.tracing = ev.host.tracing();
     let token = Token { r: ev.futs.new_resolved(), w: ev.futs.new_resolved() };
@@ -1014,6 +1036,7 @@ impl<'a, H: Host> Eval<'a, H> {
             held,
             dispatched: false,
             done: false,
+            obj: None,
             queued_at: self.tracing.then(Instant::now),
             ready_at: None,
             dispatched_at: None,
@@ -1228,15 +1251,33 @@ impl<'a, H: Host> Eval<'a, H> {
                         let e = self.host.internal_error("TypeError", msg);
                         return self.fail(cid, e);
                     }
+                    let obj = self.involvement(cid, &argv);
                     let c = &mut self.ctrls[cid];
                     c.class = class;
                     c.early = Some(class);
                     c.argv = argv;
+                    c.obj = obj;
                     c.ready_at = Some(Instant::now());
                     c.phase = Phase::WaitOrder;
-                    self.forward(cid, w);
+                    if self.ctrls[cid].obj.is_none() {
+                        self.forward(cid, w);
+                    }
                 }
                 Phase::WaitOrder => {
+                    if self.ctrls[cid].obj.as_ref().is_some_and(|o| o.local.is_none()) {
+                        let Some(local) = self.object_order(cid, w) else { return };
+                        self.ctrls[cid].obj.as_mut().expect("involved").local = Some(local);
+                        if !self.ctrls[cid].obj.as_ref().expect("involved").escapes.is_empty() {
+                            self.stats.object_escapes += 1;
+                        }
+                        if local {
+                            self.stats.object_local_calls += 1;
+                            // Ordered against its object only: the global order passes on at once.
+                            self.ctrls[cid].class = Class::Unordered;
+                            self.ctrls[cid].early = Some(Class::Unordered);
+                        }
+                        self.forward(cid, w);
+                    }
                     let class = self.ctrls[cid].class;
                     let policy = Policy::of(class);
                     if policy.dispatch_needs_r || policy.dispatch_needs_w {
@@ -1260,6 +1301,167 @@ impl<'a, H: Host> Eval<'a, H> {
                 Phase::Running | Phase::Finished => return,
             }
         }
+    }
+
+    /// Wake the work items waiting for call `cid` to finish (per-object ordering).
+    fn wake_done(&mut self, cid: usize) {
+        if let Some(o) = self.ctrls[cid].obj.as_mut() {
+            let ws = std::mem::take(&mut o.done_waiters);
+            self.ready.extend(ws);
+        }
+    }
+
+    /// What a call about to be ordered does to owned objects (None: nothing).
+    fn involvement(&mut self, cid: usize, argv: &[H::Prim]) -> Option<Box<ObjInfo>> {
+        if self.owned.is_empty() {
+            return None;
+        }
+        let f = self.ctrls[cid].func.clone().expect("callee known");
+        let kwnames = self.ctrls[cid].kwnames.clone();
+        let mut keys = self.host.object_keys(&f, argv);
+        keys.retain(|k| self.owned.contains_key(k));
+        if keys.is_empty() {
+            return None;
+        }
+        // A scoped operation: its receiver is touched; the other arguments' objects escape.
+        let touch = match self.host.scope(&f, argv, &kwnames) {
+            Some((k, None, rest)) if self.owned.contains_key(&k) => {
+                // Touches no state of its receiver: only the other arguments matter.
+                let mut others = self.host.arg_keys(&rest);
+                others.retain(|o| self.owned.contains_key(o));
+                if others.is_empty() {
+                    return None;
+                }
+                keys = others;
+                None
+            }
+            Some((k, Some(write), rest)) if self.owned.contains_key(&k) => {
+                let mut others = self.host.arg_keys(&rest);
+                others.retain(|o| self.owned.contains_key(o));
+                keys = others;
+                if keys.contains(&k) {
+                    None // e.g. a list appended to itself: an escape
+                } else {
+                    Some((k, write))
+                }
+            }
+            _ => None,
+        };
+
+        keys.sort_unstable();
+        keys.dedup();
+        Some(Box::new(ObjInfo { touch, escapes: keys, local: None, done_waiters: Vec::new() }))
+    }
+
+    /// The first pending slot a primitive argument needs (looking into λO tuples).
+    fn first_pending(&self, s: SlotId) -> Option<SlotId> {
+        match self.value(s) {
+            None => Some(s),
+            Some(Value::Tuple(t)) => t.iter().find_map(|&c| self.first_pending(c)),
+            Some(_) => None,
+        }
+    }
+
+    /// Per-object ordering of call `cid` (see `ObjInfo`): walk program order backwards from it
+    /// to the creation of each owned object it involves, waiting for what must finish first.
+    /// None: registered to wait; Some(true): it may skip the global order; Some(false): it
+    /// follows the global order (its object escaped earlier, or it is itself an escape).
+    fn object_order(&mut self, cid: usize, w: WorkId) -> Option<bool> {
+        let info = self.ctrls[cid].obj.as_ref().expect("involved");
+        // (key, waits for every earlier operation on it (a write or an escape), is the receiver)
+        let mut active: Vec<(u64, bool, bool)> = info.escapes.iter().map(|&k| (k, true, false)).collect();
+        if let Some((k, write)) = info.touch {
+            active.push((k, write, true));
+        }
+        let mut escaped = false;
+        let mut cur = cid;
+        while !active.is_empty() {
+            let tok = match self.ctrls[cur].in_tok {
+                Some(t) => t,
+                None => match self.need(self.ctrls[cur].seq, w)? {
+                    Value::Seq(t) => t,
+                    _ => return Some(false),
+                },
+            };
+            let Some(c) = self.fut_owner.get(self.through_bridges(tok.r)).copied().filter(|&o| o != NONE) else {
+                break; // the run's start: every earlier call was looked at
+            };
+            let c = c as usize;
+            match self.ctrls[c].phase {
+                Phase::WaitCallee => {
+                    self.need(self.ctrls[c].callee, w)?;
+                    self.ready.push_back(w);
+                    return None;
+                }
+                Phase::WaitArgs => {
+                    // Its arguments decide whether it involves our objects.
+                    for i in 0..self.ctrls[c].args.len() {
+                        if let Some(p) = self.first_pending(self.ctrls[c].args[i]) {
+                            self.need(p, w);
+                            return None;
+                        }
+                    }
+                    self.ready.push_back(w); // it is queued to advance before us
+                    return None;
+                }
+                Phase::Inlined { .. } | Phase::InlinedOrder { .. } => {
+                    // An internal call whose body's order is not linked in yet.
+                    let seq = match self.ctrls[c].phase {
+                        Phase::Inlined { ret } => ret,
+                        Phase::InlinedOrder { seq } => seq,
+                        _ => unreachable!(),
+                    };
+                    if self.need(seq, w).is_some() {
+                        self.ready.push_back(w);
+                    }
+                    return None;
+                }
+                _ => {}
+            }
+            let finished = self.ctrls[c].done || self.ctrls[c].phase == Phase::Finished;
+            let (touch, local, escapes) = match self.ctrls[c].obj.as_ref() {
+                Some(o) => (o.touch, o.local, o.escapes.clone()),
+                None => (None, None, Vec::new()),
+            };
+            let mut i = 0;
+            while i < active.len() {
+                let (k, all, is_touch) = active[i];
+                if self.owned.get(&k) == Some(&c) {
+                    active.swap_remove(i); // its creation: nothing earlier can reach it
+                    continue;
+                }
+                if let Some((tk, cwrite)) = touch.filter(|(tk, _)| *tk == k) {
+                    let _ = tk;
+                    if local == Some(false) {
+                        // An earlier operation on it follows the global order: so does this one.
+                        escaped |= is_touch;
+                        active.swap_remove(i);
+                        continue;
+                    }
+                    if (cwrite || all) && !finished {
+                        let o = self.ctrls[c].obj.as_mut().expect("involved");
+                        o.done_waiters.push(w);
+                        return None;
+                    }
+                    if cwrite || (!all && local == Some(true)) {
+                        // A write finished after everything before it; a decided read saw the
+                        // last write finished — either way nothing earlier matters for us.
+                        active.swap_remove(i);
+                        continue;
+                    }
+                } else if escapes.contains(&k) {
+                    // An escape: it waited for the operations before it, and it (like everything
+                    // after it on this object) follows the global order.
+                    escaped |= is_touch;
+                    active.swap_remove(i);
+                    continue;
+                }
+                i += 1;
+            }
+            cur = c;
+        }
+        let touch = self.ctrls[cid].obj.as_ref().and_then(|o| o.touch);
+        Some(touch.is_some() && !escaped)
     }
 
     /// An external call's argument: a primitive, or a λO tuple of primitives (built into a host
@@ -1318,6 +1520,12 @@ impl<'a, H: Host> Eval<'a, H> {
 
     fn complete(&mut self, cid: usize, r: Result<H::Prim, H::Error>) {
         self.ctrls[cid].done = true;
+        self.wake_done(cid);
+        if let (Ok(v), Some(f)) = (&r, self.ctrls[cid].func.as_ref()) {
+            if let Some(k) = self.host.fresh_key(f, v) {
+                self.owned.insert(k, cid);
+            }
+        }
         if self.tracing {
             self.ctrls[cid].done_at = Some(Instant::now());
         }
@@ -1352,6 +1560,7 @@ impl<'a, H: Host> Eval<'a, H> {
     /// The call raised, or cannot run because an argument is an error: its result is the error
     /// and its output futures never resolve.
     fn fail(&mut self, cid: usize, e: H::Error) {
+        self.wake_done(cid);
         let result = self.ctrls[cid].result;
         self.failures.push((cid, e.clone()));
         self.resolve(result, Value::Error(e));

@@ -51,6 +51,28 @@ pub trait Host {
     type Prim: Clone + 'static;
     type Error: Clone + 'static;
 
+    /// Per-object ordering (all three default to "no owned objects"): if the finished call `f`
+    /// made `result` as a fresh mutable container (a list/dict/set display, `list(...)`), the
+    /// object's key (its identity); the host keeps it alive for the run.
+    fn fresh_key(&mut self, _f: &Self::Prim, _result: &Self::Prim) -> Option<u64> {
+        None
+    }
+    /// Keys of the mutable containers a call of `f` with `args` can reach directly: the
+    /// arguments (looking into tuples) and the object `f` is a method of.
+    fn object_keys(&mut self, _f: &Self::Prim, _args: &[Self::Prim]) -> Vec<u64> {
+        Vec::new()
+    }
+    /// The same for the arguments alone.
+    fn arg_keys(&mut self, _args: &[Self::Prim]) -> Vec<u64> {
+        Vec::new()
+    }
+    /// If the call touches nothing but one container (its receiver) and stores or reads nothing
+    /// else that could reach another object: (receiver key, writes? (None: touches no state at
+    /// all), the other arguments).
+    fn scope(&mut self, _f: &Self::Prim, _args: &[Self::Prim], _kwnames: &[String]) -> Option<(u64, Option<bool>, Vec<Self::Prim>)> {
+        None
+    }
+
     /// If `f` is an internal (compiled) function that can be inlined for a call with `nargs`
     /// arguments of which the last `kwnames.len()` are keywords, its program (entry takes
     /// [S, args...] and returns (S', result)).

@@ -1,0 +1,109 @@
+"""Per-object ordering: which calls make fresh containers and which touch only one container.
+
+The runtime orders operations on a list, dict or set *it created itself* (a display, `list(...)`,
+a comprehension) against the other operations on that object only — not against every earlier
+sequential call — as long as the object has not escaped (been given to any other call). See
+`ObjInfo` in src/lambda_o/eval.rs. This module is the Python side: `MAKERS` and `scope`.
+
+`scope(f, args, kwnames)` is `(receiver, writes, other_args)` (`writes` None: touches no state)
+when calling `f` touches nothing but
+`receiver` (an exact list/dict/set) — no user code can run (keys are immutable atoms in a
+container whose keys all are, indices are ints), nothing else is read — else None. Values it stores
+(`append(x)`) are in `other_args`, so an owned object stored into another escapes.
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+
+from ._intrinsics import FreshArgs, _build_list, _build_map, _build_set, _contains, _iter_snapshot, \
+    _not_contains, _setitem
+
+# Calls whose result is a new list/dict/set nobody else has seen.
+MAKERS = frozenset(id(f) for f in (_build_list, _build_map, _build_set, list, dict, set, sorted))
+FRESH_ARGS = FreshArgs
+
+_STR_SPLITS = frozenset(("split", "rsplit", "splitlines"))
+
+
+def maker(f) -> bool:
+    """A bound method that returns a new list nobody else holds (`s.split(...)`); the plain
+    makers are matched by identity (MAKERS) before this is asked."""
+    return type(f) is _BUILTIN_METHOD and type(f.__self__) in (str, bytes) and f.__name__ in _STR_SPLITS
+
+_CONTAINERS = (list, dict, set)
+# Hash/compare without running user code.
+_ATOMS = frozenset((str, int, float, bool, bytes, type(None)))
+_BUILTIN_METHOD = type([].append)
+
+
+def _atom(x) -> bool:
+    return type(x) in _ATOMS
+
+
+def _index(x) -> bool:
+    t = type(x)
+    return t is int or t is bool or (t is slice and all(type(v) in (int, type(None))
+                                                      for v in (x.start, x.stop, x.step)))
+
+
+def owned_ok(o) -> bool:
+    """Whether a fresh container may be owned: a dict or set only while every key is an atom (a
+    lookup with an atom key then compares atoms only; scoped operations only add atom keys)."""
+    return type(o) is list or all(type(x) in _ATOMS for x in o)
+
+
+def scope(f, args: tuple, kwnames: tuple):
+    if kwnames:
+        return None
+    if type(f) is FreshArgs:
+        f = f.fn
+    n = len(args)
+    if type(f) is _BUILTIN_METHOD and type(f.__self__) in (list, dict, set, str):
+        recv = f.__self__
+        t = type(recv)
+        name = f.__name__
+        if t is list:
+            if name == "append" and n == 1:
+                return recv, True, args
+            if name == "insert" and n == 2 and type(args[0]) is int:
+                return recv, True, args[1:]
+            if name == "pop" and (n == 0 or (n == 1 and type(args[0]) is int)):
+                return recv, True, ()
+            if name in ("clear", "reverse") and n == 0:
+                return recv, True, ()
+        elif t is dict:
+            if name == "get" and n in (1, 2) and _atom(args[0]):
+                return recv, False, args[1:]
+            if name == "pop" and n in (1, 2) and _atom(args[0]):
+                return recv, True, args[1:]
+            if name == "setdefault" and n in (1, 2) and _atom(args[0]):
+                return recv, True, args[1:]
+        elif t is set:
+            if name in ("add", "discard", "remove") and n == 1 and _atom(args[0]):
+                return recv, True, ()
+        elif t is str and name == "join" and n == 1 and type(args[0]) is list:
+            # str.join reads str items directly and raises on anything else: no user code.
+            return args[0], False, ()
+        return None
+    if f is builtins.getattr and n == 2 and type(args[0]) in _CONTAINERS and type(args[1]) is str:
+        # A builtin container's attributes are its type's: reading one touches no state (the
+        # bound method it returns stands for the container wherever it goes).
+        return args[0], None, ()
+    if f is operator.getitem and n == 2:
+        o, k = args
+        if (type(o) is list and _index(k)) or (type(o) is dict and _atom(k)):
+            return o, False, ()
+        return None
+    if f is _setitem and n == 3:
+        o, k, v = args
+        if (type(o) is list and type(k) is int) or (type(o) is dict and _atom(k)):
+            return o, True, (v,)
+        return None
+    if (f is _iter_snapshot or f is builtins.len) and n == 1 and type(args[0]) in _CONTAINERS:
+        return args[0], False, ()
+    if (f is _contains or f is _not_contains) and n == 2:
+        x, o = args
+        if _atom(x) and type(o) in (dict, set):
+            return o, False, ()
+    return None
