@@ -1,6 +1,6 @@
-"""Per-object ordering under generated programs: 60 random @poppy functions over lists and dicts
+"""Per-object ordering under generated programs: 90 random @poppy functions over lists and dicts
 the run creates, mixing object-local operations (append/insert/pop, subscripts, len, iteration,
-str.join, dict get/set) with slow async values, escapes (a slow sequential external that
+str.join, dict get/set, also inside inlined @poppy helpers) with slow async values, escapes (a slow sequential external that
 mutates the object, a global store, a bound method handed to an external, a tuple holding the
 object) and sequential logging. The same file runs under plain CPython and with PYTHONPOPPY=1:
 stdout (every function's result and the log, in order) must be identical, and the objects must
@@ -53,6 +53,23 @@ PRELUDE = textwrap.dedent('''
     @sequential
     def held_len():
         return sum(len(h) for h in HELD)
+
+    @poppy
+    def peek(l):
+        return len(l), (l[-1] if l else None)
+
+    @poppy
+    def grow(l, v):
+        l.append(v)
+
+    @poppy
+    def alias_of(l):
+        return l
+
+    @unordered
+    async def later(x):
+        await asyncio.sleep(0.003)
+        return x
 ''')
 
 
@@ -70,6 +87,8 @@ def gen_function(rng, idx):
             "mutate(xs, 'm{k}')", "mutate(d, 'm{k}')", "look(xs)", "log(len(xs), val({k}))",
             "HELD.append(xs)", "out.append(held_len())", "call(xs.append, 'cb{k}')",
             "look((xs, 1)[0])", "xs[0] = val({k}) if False else 'set{k}'",
+            "out.append(peek(xs))", "grow(xs, val({k}))", "alias_of(xs).append('a{k}')",
+            "out.append(later(len(xs)))", "xs.append(later('l{k}'))",
         ])
         stmt = op.format(k=k, m=rng.randint(0, 2))
         if stmt.startswith("xs[0] ="):
@@ -92,7 +111,7 @@ def program(seed, n):
     return "\n".join(body) + "\n" + calls + "\n" + tail
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, 2, 3])
 def test_generated_programs_match_cpython(tmp_path, seed):
     path = tmp_path / "gen.py"
     path.write_text(program(seed, 30))

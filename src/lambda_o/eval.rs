@@ -153,6 +153,8 @@ struct ObjInfo {
     escapes: Vec<u64>,
     /// Decided: Some(true) when the operation skips the global order.
     local: Option<bool>,
+    /// The owned object its result holds without touching it (`getattr(lst, "append")`).
+    carries: Option<u64>,
     /// Work items waiting for this call to finish.
     done_waiters: Vec<WorkId>,
 }
@@ -1330,7 +1332,9 @@ impl<'a, H: Host> Eval<'a, H> {
                 let mut others = self.host.arg_keys(&rest);
                 others.retain(|o| self.owned.contains_key(o));
                 if others.is_empty() {
-                    return None;
+                    // Its result stands for the object (a bound method): calls that get that
+                    // result while it is pending must be waited for (see `object_order`).
+                    return Some(Box::new(ObjInfo { carries: Some(k), ..ObjInfo::default() }));
                 }
                 keys = others;
                 None
@@ -1350,16 +1354,75 @@ impl<'a, H: Host> Eval<'a, H> {
 
         keys.sort_unstable();
         keys.dedup();
-        Some(Box::new(ObjInfo { touch, escapes: keys, local: None, done_waiters: Vec::new() }))
+        Some(Box::new(ObjInfo { touch, escapes: keys, local: None, carries: None, done_waiters: Vec::new() }))
     }
 
-    /// The first pending slot a primitive argument needs (looking into λO tuples).
-    fn first_pending(&self, s: SlotId) -> Option<SlotId> {
-        match self.value(s) {
-            None => Some(s),
-            Some(Value::Tuple(t)) => t.iter().find_map(|&c| self.first_pending(c)),
-            Some(_) => None,
+    /// Whether call `c`, still waiting for arguments, may involve one of `keys`: None if it
+    /// cannot; Some(slot) to wait for (Some(None): its involvement will be known once it
+    /// advances, which it is queued to do).
+    fn may_involve(&mut self, c: usize, keys: &[u64]) -> Option<Option<SlotId>> {
+        self.may_involve_at(c, keys, 0)
+    }
+
+    fn may_involve_at(&mut self, c: usize, keys: &[u64], depth: u32) -> Option<Option<SlotId>> {
+        let mut known = Vec::new();
+        let mut pending = Vec::new();
+        for i in 0..self.ctrls[c].args.len() {
+            self.arg_leaves(self.ctrls[c].args[i], &mut known, &mut pending);
         }
+        let f = self.ctrls[c].func.clone().expect("callee known");
+        if self.host.object_keys(&f, &known).iter().any(|k| keys.contains(k)) {
+            return Some(pending.first().copied());
+        }
+        for &p in &pending {
+            // The pending value is an external call's result (not an internal function's: that
+            // could return anything). Such a result is an owned object only if the object reached
+            // that call — as an argument (the call then lies on our walk, which deals with it) or
+            // through its callee (a bound method: a carrier).
+            let safe = match self.producer_of(p) {
+                Some(pc) if self.ctrls[pc].func.is_some() => match self.ctrls[pc].phase {
+                    Phase::WaitArgs => depth < 16 && self.may_involve_at(pc, keys, depth + 1).is_none(),
+                    Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => false,
+                    _ => !self.ctrls[pc].obj.as_ref().and_then(|o| o.carries).is_some_and(|k| keys.contains(&k)),
+                },
+                _ => false,
+            };
+            if !safe {
+                return Some(Some(p));
+            }
+        }
+        None
+    }
+
+    /// The primitive values and pending slots an argument is made of (looking into tuples).
+    fn arg_leaves(&self, s: SlotId, known: &mut Vec<H::Prim>, pending: &mut Vec<SlotId>) {
+        match self.value(s) {
+            None => pending.push(s),
+            Some(Value::Tuple(t)) => {
+                let t = t.clone();
+                for &x in t.iter() {
+                    self.arg_leaves(x, known, pending);
+                }
+            }
+            Some(Value::Prim(p)) => known.push(p.clone()),
+            Some(_) => {}
+        }
+    }
+
+    /// The call whose result a pending slot will be (following alias edges, and through an
+    /// inlined internal call to the value its body returns once that is linked).
+    fn producer_of(&self, mut s: SlotId) -> Option<usize> {
+        for _ in 0..64 {
+            let Slot::Pending(p) = &self.slots[s] else { return None };
+            if p.producer != NONE && (self.ctrls[p.producer as usize].func.is_some() || p.alias == NONE) {
+                return Some(p.producer as usize);
+            }
+            if p.alias == NONE {
+                return None;
+            }
+            s = p.alias as SlotId;
+        }
+        None
     }
 
     /// Per-object ordering of call `cid` (see `ObjInfo`): walk program order backwards from it
@@ -1394,15 +1457,22 @@ impl<'a, H: Host> Eval<'a, H> {
                     return None;
                 }
                 Phase::WaitArgs => {
-                    // Its arguments decide whether it involves our objects.
-                    for i in 0..self.ctrls[c].args.len() {
-                        if let Some(p) = self.first_pending(self.ctrls[c].args[i]) {
-                            self.need(p, w);
-                            return None;
+                    // Its arguments decide whether it involves our objects. It cannot if none of
+                    // the known ones is one and every pending one is the result of an external
+                    // call that does not carry one: an external's result is an owned object
+                    // only if the object escaped to it, and that escape lies on our walk.
+                    let keys: Vec<u64> = active.iter().map(|a| a.0).collect();
+                    if let Some(p) = self.may_involve(c, &keys) {
+                        match p {
+                            Some(slot) => {
+                                self.need(slot, w);
+                            }
+                            None => self.ready.push_back(w), // it is queued to advance first
                         }
+                        return None;
                     }
-                    self.ready.push_back(w); // it is queued to advance before us
-                    return None;
+                    cur = c;
+                    continue;
                 }
                 Phase::Inlined { .. } | Phase::InlinedOrder { .. } => {
                     // An internal call whose body's order is not linked in yet.

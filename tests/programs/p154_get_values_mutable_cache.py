@@ -1,11 +1,11 @@
-# KNOWN GAP (xfail; parallelism, not correctness): get_values with a mutable cache (`if state in
-# cache` on a set, `cache.add(state)`, `values.append(value)`), even without prints: the membership
-# test is a readonly call and waits for the previous iteration's `values.append(value)`
-# (sequential on another list), which waits for that LLM reply — one call at a time. Needs
-# per-object ordering (an append to one list should not order reads of another set). The output
-# and trace are correct; only the min_in_flight requirement fails.
+# get_values with a mutable cache (`if state in cache` on a set, `cache.add(state)`,
+# `values.append(value)`): the second session's known gap (one LLM call at a time: the membership
+# test waited for the previous iteration's `values.append(value)`, which waits for that reply).
+# With per-object ordering the set and the list are the run's own and never escape, so each
+# operation waits only for earlier operations on the same object — and for earlier calls whose
+# arguments are pending only when those could be that object (an external's result cannot be,
+# unless the object reached that call).
 # difftest: min_in_flight=4
-# difftest: xfail=1
 from poppy_jit import poppy
 from _ext import llm, set_latency_scale
 

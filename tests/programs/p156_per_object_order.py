@@ -61,6 +61,33 @@ def escape_through_bound_method():
 
 
 @poppy
+def pick(xs, flag):
+    return xs if flag == "ok" else []
+
+
+@poppy
+def escape_through_internal_value():
+    xs = []
+    xs.append(llm("first"))
+    ys = pick(xs, llm("yesno: slow flag")[:0] + "ok")   # xs itself, known only when the flag is
+    mutate(ys)                       # escape of xs through a value an internal function returned
+    xs.append("after")               # must come after mutate's append
+    return [x[:5] for x in xs]
+
+
+@poppy
+def escape_through_a_pending_branch_value():
+    xs = []
+    other = []
+    xs.append("first")
+    flag = llm("yesno: a flag")
+    zs = xs if flag != "" else other  # call-free branches: a pending value no call makes
+    mutate(zs)                       # escape of xs, known only when the flag is
+    xs.append("after")               # must come after mutate's append
+    return xs
+
+
+@poppy
 def reads_before_writes():
     d = {}
     d["a"] = llm("a value")
@@ -107,6 +134,8 @@ def skeletons(topics):
 print(escape_then_mutate())
 print(escape_through_global())
 print(escape_through_bound_method())
+print(escape_through_internal_value())
+print(escape_through_a_pending_branch_value())
 print(reads_before_writes())
 try:
     pop_of_empty_raises()
