@@ -1500,8 +1500,7 @@ impl<'a, H: Host> Eval<'a, H> {
                     active.swap_remove(i); // its creation: nothing earlier can reach it
                     continue;
                 }
-                if let Some((tk, cwrite)) = touch.filter(|(tk, _)| *tk == k) {
-                    let _ = tk;
+                if let Some((_, cwrite)) = touch.filter(|(tk, _)| *tk == k) {
                     if local == Some(false) {
                         // An earlier operation on it follows the global order: so does this one.
                         escaped |= is_touch;
