@@ -3,7 +3,6 @@ call in flight up to a cap, results and exceptions (with tracebacks) delivered t
 idle threads ending, KeyboardInterrupt not waiting for running blocking calls, interpreter exit.
 
 Each case runs a program in a fresh interpreter (PYTHONPOPPY is read at import time)."""
-import os
 import signal
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import textwrap
 import time
 
 import pytest
+from subproc import poppy_env, run_file
 
 pytest.importorskip("poppy_jit._core")
 
@@ -30,11 +30,7 @@ PRELUDE = textwrap.dedent(
 def _run(body, tmp_path, poppy=True, timeout=60):
     path = tmp_path / "prog.py"
     path.write_text(PRELUDE + textwrap.dedent(body))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONPOPPY")}
-    if poppy:
-        env["PYTHONPOPPY"] = "1"
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return run_file(path, poppy, timeout)
 
 
 def _same(body, tmp_path):
@@ -215,10 +211,8 @@ def test_keyboard_interrupt_does_not_wait_for_running_blocking_calls(tmp_path):
         print("again", again(), flush=True)
         print("threads", threading.active_count(), flush=True)
         """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONPOPPY")}
-    env["PYTHONPOPPY"] = "1"
     p = subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env)
+                         text=True, env=poppy_env(True))
     assert p.stdout.readline().strip() == "blocking started 1"
     sent = time.monotonic()
     p.send_signal(signal.SIGINT)
@@ -316,10 +310,8 @@ def test_interpreter_exit_waits_for_a_running_blocking_call(tmp_path):
         except KeyboardInterrupt:
             print("interrupted; exiting", flush=True)
         """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONPOPPY")}
-    env["PYTHONPOPPY"] = "1"
     p = subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env)
+                         text=True, env=poppy_env(True))
     assert p.stdout.readline().strip() == "blocking started 1"
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=30)

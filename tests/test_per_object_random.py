@@ -6,13 +6,11 @@ object) and sequential logging. The same file runs under plain CPython and with 
 stdout (every function's result and the log, in order) must be identical, and the objects must
 really have been ordered locally (stats)."""
 import json
-import os
 import random
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from subproc import run_file
 
 pytest.importorskip("poppy_jit._core")
 
@@ -115,14 +113,7 @@ def program(seed, n):
 def test_generated_programs_match_cpython(tmp_path, seed):
     path = tmp_path / "gen.py"
     path.write_text(program(seed, 30))
-    runs = {}
-    for poppy in (False, True):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONPOPPY")}
-        if poppy:
-            env["PYTHONPOPPY"] = "1"
-        runs[poppy] = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                                     env=env, timeout=120)
-    plain, popped = runs[False], runs[True]
+    plain, popped = run_file(path, False, 120), run_file(path, True, 120)
     assert plain.returncode == 0, plain.stderr
     assert popped.returncode == 0, popped.stderr
     assert popped.stdout == plain.stdout
