@@ -156,7 +156,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         let body = b
             .body
             .into_iter()
-            .map(|s| Stmt { dst: renum(s.dst), op: map_vars(s.op, &renum), line: s.line })
+            .map(|s| Stmt { dst: renum(s.dst), op: s.op.map_vars(&renum), line: s.line })
             .collect();
         let func = Func {
             name: b.name,
@@ -752,26 +752,6 @@ fn intrinsic_var_name(i: &Intrinsic) -> String {
 }
 
 /// Apply `f` to every variable an operation mentions.
-fn map_vars<P>(op: Op<P>, f: &dyn Fn(Var) -> Var) -> Op<P> {
-    let m = |v: Vec<Var>| v.into_iter().map(f).collect::<Vec<_>>();
-    match op {
-        Op::Alias(v) => Op::Alias(f(v)),
-        Op::Fun { func, captures } => Op::Fun { func, captures: m(captures) },
-        Op::Call { func, args } => Op::Call { func: f(func), args: m(args) },
-        Op::Tuple(v) => Op::Tuple(m(v)),
-        Op::Proj { index, tuple } => Op::Proj { index, tuple: f(tuple) },
-        Op::Prim(p) => Op::Prim(p),
-        Op::Ite { cond, then_f, else_f, args } => {
-            Op::Ite { cond: f(cond), then_f: f(then_f), else_f: f(else_f), args: m(args) }
-        }
-        Op::Fold { seq, body, acc } => Op::Fold { seq: f(seq), body: f(body), acc: f(acc) },
-        Op::XCall { seq, func, args, kwnames } => Op::XCall { seq: f(seq), func: f(func), args: m(args), kwnames },
-        Op::MemEmpty => Op::MemEmpty,
-        Op::MemLoad { mem, name } => Op::MemLoad { mem: f(mem), name },
-        Op::MemStore { mem, name, value } => Op::MemStore { mem: f(mem), name, value: f(value) },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -534,10 +534,12 @@ impl<'py> Host for PyHost<'py> {
         } else {
             Some(f.as_ptr() as usize)
         };
-        if !maker.is_some_and(|m| api.makers.contains(&m)) && !api.maker.call1((f,)).is_ok_and(|b| b.is_truthy().unwrap_or(false)) {
+        // A Python predicate that raises counts as false: the object is then not owned.
+        let holds = |pred: &Bound<'py, PyAny>, x: &Bound<'py, PyAny>| pred.call1((x,)).is_ok_and(|b| b.is_truthy().unwrap_or(false));
+        if !maker.is_some_and(|m| api.makers.contains(&m)) && !holds(&api.maker, &f) {
             return None;
         }
-        if !r.is_exact_instance_of::<pyo3::types::PyList>() && !api.owned_ok.call1((r,)).is_ok_and(|b| b.is_truthy().unwrap_or(false)) {
+        if !r.is_exact_instance_of::<pyo3::types::PyList>() && !holds(&api.owned_ok, r) {
             return None;
         }
         self.owned.push(result.clone_ref(py));

@@ -145,7 +145,6 @@ struct Ctrl<P> {
 /// operations that touch only their owned receiver (`Host::scope`) are ordered against the other
 /// operations on that object, not against the global order — until a call gets the object as an
 /// argument in any other way (an *escape*), after which it follows the global order again.
-#[derive(Default)]
 struct ObjInfo {
     /// The owned receiver and whether the operation writes it.
     touch: Option<(u64, bool)>,
@@ -155,8 +154,8 @@ struct ObjInfo {
     local: Option<bool>,
     /// The owned object its result holds without touching it (`getattr(lst, "append")`).
     carries: Option<u64>,
-    /// Work items waiting for this call to finish.
-    done_waiters: Vec<WorkId>,
+    /// Resolved when this call finishes (later operations on the object wait for it).
+    done: usize,
 }
 
 struct Eval<'a, H: Host> {
@@ -572,11 +571,20 @@ impl<'a, H: Host> Eval<'a, H> {
     }
 
     /// The stand-in for a pending slot's value: its producing call's result hint.
-    fn hint_of(&self, mut s: SlotId) -> Option<H::Prim> {
+    fn hint_of(&self, s: SlotId) -> Option<H::Prim> {
+        self.producer_along(s, false).and_then(|c| self.ctrls[c].hint.clone())
+    }
+
+    /// The call whose result a pending slot will be, following alias edges; with
+    /// `through_inlined`, past an inlined internal call to the value its body returns once that
+    /// is linked.
+    fn producer_along(&self, mut s: SlotId, through_inlined: bool) -> Option<usize> {
         for _ in 0..64 {
             let Slot::Pending(p) = &self.slots[s] else { return None };
-            if p.producer != NONE {
-                return self.ctrls[p.producer as usize].hint.clone();
+            if p.producer != NONE
+                && (!through_inlined || self.ctrls[p.producer as usize].func.is_some() || p.alias == NONE)
+            {
+                return Some(p.producer as usize);
             }
             if p.alias == NONE {
                 return None;
@@ -1307,9 +1315,8 @@ impl<'a, H: Host> Eval<'a, H> {
 
     /// Wake the work items waiting for call `cid` to finish (per-object ordering).
     fn wake_done(&mut self, cid: usize) {
-        if let Some(o) = self.ctrls[cid].obj.as_mut() {
-            let ws = std::mem::take(&mut o.done_waiters);
-            self.ready.extend(ws);
+        if let Some(f) = self.ctrls[cid].obj.as_ref().map(|o| o.done) {
+            self.resolve_fut(f);
         }
     }
 
@@ -1326,45 +1333,37 @@ impl<'a, H: Host> Eval<'a, H> {
             return None;
         }
         // A scoped operation: its receiver is touched; the other arguments' objects escape.
-        let touch = match self.host.scope(&f, argv, &kwnames) {
-            Some((k, None, rest)) if self.owned.contains_key(&k) => {
-                // Touches no state of its receiver: only the other arguments matter.
-                let mut others = self.host.arg_keys(&rest);
-                others.retain(|o| self.owned.contains_key(o));
-                if others.is_empty() {
-                    // Its result stands for the object (a bound method): calls that get that
-                    // result while it is pending must be waited for (see `object_order`).
-                    return Some(Box::new(ObjInfo { carries: Some(k), ..ObjInfo::default() }));
-                }
-                keys = others;
-                None
-            }
-            Some((k, Some(write), rest)) if self.owned.contains_key(&k) => {
-                let mut others = self.host.arg_keys(&rest);
-                others.retain(|o| self.owned.contains_key(o));
-                keys = others;
-                if keys.contains(&k) {
-                    None // e.g. a list appended to itself: an escape
-                } else {
-                    Some((k, write))
+        let touch = match self.host.scope(&f, argv, &kwnames).filter(|(k, _, _)| self.owned.contains_key(k)) {
+            Some((k, write, rest)) => {
+                keys = self.host.arg_keys(&rest);
+                keys.retain(|o| self.owned.contains_key(o));
+                match write {
+                    // Touches no state of its receiver: its result stands for the object (a
+                    // bound method), so calls that get that result while it is pending must be
+                    // waited for (see `object_order`).
+                    None if keys.is_empty() => {
+                        let done = self.futs.new_future();
+                        let info = ObjInfo { touch: None, escapes: Vec::new(), local: None, carries: Some(k), done };
+                        return Some(Box::new(info));
+                    }
+                    None => None,
+                    // e.g. a list appended to itself: an escape
+                    Some(_) if keys.contains(&k) => None,
+                    Some(write) => Some((k, write)),
                 }
             }
-            _ => None,
+            None => None,
         };
-
         keys.sort_unstable();
         keys.dedup();
-        Some(Box::new(ObjInfo { touch, escapes: keys, local: None, carries: None, done_waiters: Vec::new() }))
+        let done = self.futs.new_future();
+        Some(Box::new(ObjInfo { touch, escapes: keys, local: None, carries: None, done }))
     }
 
     /// Whether call `c`, still waiting for arguments, may involve one of `keys`: None if it
     /// cannot; Some(slot) to wait for (Some(None): its involvement will be known once it
     /// advances, which it is queued to do).
-    fn may_involve(&mut self, c: usize, keys: &[u64]) -> Option<Option<SlotId>> {
-        self.may_involve_at(c, keys, 0)
-    }
-
-    fn may_involve_at(&mut self, c: usize, keys: &[u64], depth: u32) -> Option<Option<SlotId>> {
+    fn may_involve(&mut self, c: usize, keys: &[u64], depth: u32) -> Option<Option<SlotId>> {
         let mut known = Vec::new();
         let mut pending = Vec::new();
         for i in 0..self.ctrls[c].args.len() {
@@ -1379,9 +1378,9 @@ impl<'a, H: Host> Eval<'a, H> {
             // could return anything). Such a result is an owned object only if the object reached
             // that call — as an argument (the call then lies on our walk, which deals with it) or
             // through its callee (a bound method: a carrier).
-            let safe = match self.producer_of(p) {
+            let safe = match self.producer_along(p, true) {
                 Some(pc) if self.ctrls[pc].func.is_some() => match self.ctrls[pc].phase {
-                    Phase::WaitArgs => depth < 16 && self.may_involve_at(pc, keys, depth + 1).is_none(),
+                    Phase::WaitArgs => depth < 16 && self.may_involve(pc, keys, depth + 1).is_none(),
                     Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => false,
                     _ => !self.ctrls[pc].obj.as_ref().and_then(|o| o.carries).is_some_and(|k| keys.contains(&k)),
                 },
@@ -1409,22 +1408,6 @@ impl<'a, H: Host> Eval<'a, H> {
         }
     }
 
-    /// The call whose result a pending slot will be (following alias edges, and through an
-    /// inlined internal call to the value its body returns once that is linked).
-    fn producer_of(&self, mut s: SlotId) -> Option<usize> {
-        for _ in 0..64 {
-            let Slot::Pending(p) = &self.slots[s] else { return None };
-            if p.producer != NONE && (self.ctrls[p.producer as usize].func.is_some() || p.alias == NONE) {
-                return Some(p.producer as usize);
-            }
-            if p.alias == NONE {
-                return None;
-            }
-            s = p.alias as SlotId;
-        }
-        None
-    }
-
     /// Per-object ordering of call `cid` (see `ObjInfo`): walk program order backwards from it
     /// to the creation of each owned object it involves, waiting for what must finish first.
     /// None: registered to wait; Some(true): it may skip the global order; Some(false): it
@@ -1439,17 +1422,15 @@ impl<'a, H: Host> Eval<'a, H> {
         let mut escaped = false;
         let mut cur = cid;
         while !active.is_empty() {
-            let tok = match self.ctrls[cur].in_tok {
-                Some(t) => t,
-                None => match self.need(self.ctrls[cur].seq, w)? {
-                    Value::Seq(t) => t,
-                    _ => return Some(false),
-                },
+            let c = match self.predecessor(cur) {
+                Pred::Call(c) => c,
+                Pred::Start => break, // every earlier call was looked at
+                Pred::Unknown => {
+                    // Its input order is not known yet: wait for it (an error value: no order).
+                    self.need(self.ctrls[cur].seq, w)?;
+                    return Some(false);
+                }
             };
-            let Some(c) = self.fut_owner.get(self.through_bridges(tok.r)).copied().filter(|&o| o != NONE) else {
-                break; // the run's start: every earlier call was looked at
-            };
-            let c = c as usize;
             match self.ctrls[c].phase {
                 Phase::WaitCallee => {
                     self.need(self.ctrls[c].callee, w)?;
@@ -1462,7 +1443,7 @@ impl<'a, H: Host> Eval<'a, H> {
                     // call that does not carry one: an external's result is an owned object
                     // only if the object escaped to it, and that escape lies on our walk.
                     let keys: Vec<u64> = active.iter().map(|a| a.0).collect();
-                    if let Some(p) = self.may_involve(c, &keys) {
+                    if let Some(p) = self.may_involve(c, &keys, 0) {
                         match p {
                             Some(slot) => {
                                 self.need(slot, w);
@@ -1474,14 +1455,9 @@ impl<'a, H: Host> Eval<'a, H> {
                     cur = c;
                     continue;
                 }
-                Phase::Inlined { .. } | Phase::InlinedOrder { .. } => {
+                Phase::Inlined { ret: next } | Phase::InlinedOrder { seq: next } => {
                     // An internal call whose body's order is not linked in yet.
-                    let seq = match self.ctrls[c].phase {
-                        Phase::Inlined { ret } => ret,
-                        Phase::InlinedOrder { seq } => seq,
-                        _ => unreachable!(),
-                    };
-                    if self.need(seq, w).is_some() {
+                    if self.need(next, w).is_some() {
                         self.ready.push_back(w);
                     }
                     return None;
@@ -1508,9 +1484,10 @@ impl<'a, H: Host> Eval<'a, H> {
                         continue;
                     }
                     if (cwrite || all) && !finished {
-                        let o = self.ctrls[c].obj.as_mut().expect("involved");
-                        o.done_waiters.push(w);
-                        return None;
+                        let done = self.ctrls[c].obj.as_ref().expect("involved").done;
+                        if !self.wait_fut(done, w) {
+                            return None;
+                        }
                     }
                     if cwrite || (!all && local == Some(true)) {
                         // A write finished after everything before it; a decided read saw the

@@ -26,77 +26,6 @@ fn pure<P>(op: &Op<P>) -> bool {
     )
 }
 
-fn uses<P>(op: &Op<P>, f: &mut dyn FnMut(Var)) {
-    match op {
-        Op::Alias(v) => f(*v),
-        Op::Fun { captures, .. } => captures.iter().for_each(|&v| f(v)),
-        Op::Call { func, args } => {
-            f(*func);
-            args.iter().for_each(|&v| f(v));
-        }
-        Op::Tuple(vs) => vs.iter().for_each(|&v| f(v)),
-        Op::Proj { tuple, .. } => f(*tuple),
-        Op::Prim(_) | Op::MemEmpty => {}
-        Op::Ite { cond, then_f, else_f, args } => {
-            f(*cond);
-            f(*then_f);
-            f(*else_f);
-            args.iter().for_each(|&v| f(v));
-        }
-        Op::Fold { seq, body, acc } => {
-            f(*seq);
-            f(*body);
-            f(*acc);
-        }
-        Op::XCall { seq, func, args, .. } => {
-            f(*seq);
-            f(*func);
-            args.iter().for_each(|&v| f(v));
-        }
-        Op::MemLoad { mem, .. } => f(*mem),
-        Op::MemStore { mem, value, .. } => {
-            f(*mem);
-            f(*value);
-        }
-    }
-}
-
-fn rename<P>(op: &mut Op<P>, m: &[Var]) {
-    let r = |v: &mut Var| *v = m[*v as usize];
-    match op {
-        Op::Alias(v) => r(v),
-        Op::Fun { captures, .. } => captures.iter_mut().for_each(r),
-        Op::Call { func, args } => {
-            r(func);
-            args.iter_mut().for_each(r);
-        }
-        Op::Tuple(vs) => vs.iter_mut().for_each(r),
-        Op::Proj { tuple, .. } => r(tuple),
-        Op::Prim(_) | Op::MemEmpty => {}
-        Op::Ite { cond, then_f, else_f, args } => {
-            r(cond);
-            r(then_f);
-            r(else_f);
-            args.iter_mut().for_each(r);
-        }
-        Op::Fold { seq, body, acc } => {
-            r(seq);
-            r(body);
-            r(acc);
-        }
-        Op::XCall { seq, func, args, .. } => {
-            r(seq);
-            r(func);
-            args.iter_mut().for_each(r);
-        }
-        Op::MemLoad { mem, .. } => r(mem),
-        Op::MemStore { mem, value, .. } => {
-            r(mem);
-            r(value);
-        }
-    }
-}
-
 /// Remove the pure statements no one uses from every function (to a fixpoint) and renumber the
 /// variables they bound. Returns the number of statements removed.
 pub fn prune<P>(prog: &mut Program<P>) -> usize {
@@ -108,7 +37,7 @@ fn prune_func<P>(f: &mut Func<P>) -> usize {
     let mut count = vec![0u32; n];
     count[f.ret as usize] += 1;
     for s in &f.body {
-        uses(&s.op, &mut |v| count[v as usize] += 1);
+        s.op.for_each_var(&mut |v| count[v as usize] += 1);
     }
     let mut alive = vec![true; f.body.len()];
     // Removing a statement drops its uses, which may make its inputs' statements dead in turn;
@@ -120,7 +49,7 @@ fn prune_func<P>(f: &mut Func<P>) -> usize {
             if alive[i] && pure(&s.op) && count[s.dst as usize] == 0 {
                 alive[i] = false;
                 changed = true;
-                uses(&s.op, &mut |v| count[v as usize] -= 1);
+                s.op.for_each_var(&mut |v| count[v as usize] -= 1);
             }
         }
     }
@@ -151,11 +80,7 @@ fn prune_func<P>(f: &mut Func<P>) -> usize {
         .into_iter()
         .zip(alive)
         .filter(|(_, a)| *a)
-        .map(|(mut s, _)| {
-            s.dst = map[s.dst as usize];
-            rename(&mut s.op, &map);
-            s
-        })
+        .map(|(s, _)| Stmt { dst: map[s.dst as usize], op: s.op.map_vars(&|v| map[v as usize]), line: s.line })
         .collect();
     f.ret = map[f.ret as usize];
     f.nvars = names.len() as u32;

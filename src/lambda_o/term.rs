@@ -75,6 +75,62 @@ pub enum Op<P> {
     MemStore { mem: Var, name: String, value: Var },
 }
 
+impl<P> Op<P> {
+    /// Call `f` on every variable the operation reads, in order.
+    pub fn for_each_var(&self, f: &mut dyn FnMut(Var)) {
+        match self {
+            Op::Alias(v) | Op::Proj { tuple: v, .. } | Op::MemLoad { mem: v, .. } => f(*v),
+            Op::Fun { captures: vs, .. } | Op::Tuple(vs) => vs.iter().for_each(|&v| f(v)),
+            Op::Call { func, args } => {
+                f(*func);
+                args.iter().for_each(|&v| f(v));
+            }
+            Op::Prim(_) | Op::MemEmpty => {}
+            Op::Ite { cond, then_f, else_f, args } => {
+                f(*cond);
+                f(*then_f);
+                f(*else_f);
+                args.iter().for_each(|&v| f(v));
+            }
+            Op::Fold { seq, body, acc } => {
+                f(*seq);
+                f(*body);
+                f(*acc);
+            }
+            Op::XCall { seq, func, args, .. } => {
+                f(*seq);
+                f(*func);
+                args.iter().for_each(|&v| f(v));
+            }
+            Op::MemStore { mem, value, .. } => {
+                f(*mem);
+                f(*value);
+            }
+        }
+    }
+
+    /// The operation with every variable it reads replaced by `f(v)`.
+    pub fn map_vars(self, f: &dyn Fn(Var) -> Var) -> Op<P> {
+        let m = |v: Vec<Var>| v.into_iter().map(f).collect::<Vec<_>>();
+        match self {
+            Op::Alias(v) => Op::Alias(f(v)),
+            Op::Fun { func, captures } => Op::Fun { func, captures: m(captures) },
+            Op::Call { func, args } => Op::Call { func: f(func), args: m(args) },
+            Op::Tuple(v) => Op::Tuple(m(v)),
+            Op::Proj { index, tuple } => Op::Proj { index, tuple: f(tuple) },
+            Op::Prim(p) => Op::Prim(p),
+            Op::Ite { cond, then_f, else_f, args } => {
+                Op::Ite { cond: f(cond), then_f: f(then_f), else_f: f(else_f), args: m(args) }
+            }
+            Op::Fold { seq, body, acc } => Op::Fold { seq: f(seq), body: f(body), acc: f(acc) },
+            Op::XCall { seq, func, args, kwnames } => Op::XCall { seq: f(seq), func: f(func), args: m(args), kwnames },
+            Op::MemEmpty => Op::MemEmpty,
+            Op::MemLoad { mem, name } => Op::MemLoad { mem: f(mem), name },
+            Op::MemStore { mem, name, value } => Op::MemStore { mem: f(mem), name, value: f(value) },
+        }
+    }
+}
+
 impl<P> Func<P> {
     pub fn param(&self, i: u32) -> Var {
         self.ncaptures + i
