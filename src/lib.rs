@@ -2,6 +2,7 @@
 //! external calls are ordered by concurrency controllers. See docs/ARCHITECTURE.md.
 pub mod bezoar;
 pub mod control;
+pub mod explain;
 pub mod hook;
 pub mod host;
 pub mod lambda_o;
@@ -15,5 +16,6 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     hook::register(m)?;
+    explain::register(m)?;
     Ok(())
 }
