@@ -122,6 +122,8 @@ pub struct Escape {
 
 pub struct IfInst {
     pub line: u32,
+    /// The varying values its condition is computed from (see `Graph::satisfiable`).
+    pub origins: Vec<u32>,
 }
 
 /// Fixed-width bitsets over controllers, one per event.
@@ -563,7 +565,20 @@ impl Graph {
             clauses.push(&self.escapes[e as usize].guard);
         }
         // Each clause: at least one of its branches is not taken.
-        solve(&mut assign, &clauses, 0)
+        if !solve(&mut assign, &clauses, 0) {
+            return false;
+        }
+        // A claim must not rely on the branches of two conditions computed from the same value
+        // (`if c:` ... `if not c:` may exclude each other); other conditions count as independent.
+        if scenario {
+            let chosen: Vec<&IfInst> = assign.keys().map(|&i| &self.ifs[i as usize]).collect();
+            for (k, a) in chosen.iter().enumerate() {
+                if chosen[k + 1..].iter().any(|b| a.origins.iter().any(|o| b.origins.contains(o))) {
+                    return false;
+                }
+            }
+        }
+        true
     }
 }
 

@@ -385,3 +385,29 @@ fn for_loop_with_break() {
     assert!(a.site(1).waits_for.contains(&1));
     assert_eq!(pair(&a, 1, 2), Some(Where::Across), "{}", a.report());
 }
+
+#[test]
+fn conditions_on_one_value_are_not_taken_as_independent() {
+    // if c: a(q)   then   if not c: b(q)   — never both; the analysis must not claim them.
+    let text = r#"def f(c, q):  # qualname "f" file "x.py" line 1 nregs 10
+  r0 := load c  @2
+  r1 := op truth(r0)  @2
+  if r1:  @2
+    r2 := global a  @3
+    r3 := load q  @3
+    r4 := r2(r3)  @3
+  r5 := load c  @4
+  r6 := op unary.not(r5)  @4
+  r7 := op truth(r6)  @4
+  if r7:  @4
+    r8 := global b  @5
+    r9 := r8(r3)  @5
+  return r0  @5
+"#;
+    let a = run(text, &[("a", ASYNC_U), ("b", ASYNC_U)]);
+    assert_eq!(pair(&a, 1, 2), None, "{}", a.report());
+    // Conditions on different values are independent: both branches may run.
+    let text = text.replace("r5 := load c  @4", "r5 := load q  @4");
+    let a = run(&text, &[("a", ASYNC_U), ("b", ASYNC_U)]);
+    assert_eq!(pair(&a, 1, 2), Some(Where::Same), "{}", a.report());
+}

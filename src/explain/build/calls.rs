@@ -142,7 +142,12 @@ impl<'a> Builder<'a> {
         };
         let hint = info.result_hint
             || (op.is_some() && info.class == Some(Class::Unordered) && args.iter().all(|v| v.imm || v.hint));
-        Val { ev: fin, av, direct: true, imm: false, hint, int: None }
+        // A call's result varies with its arguments; an external's also by itself.
+        let mut origins: BTreeSet<u32> = args.iter().flat_map(|v| v.origins.iter().copied()).collect();
+        if let Callee::Value(_) = callee {
+            origins.insert(self.fresh_origin());
+        }
+        Val { ev: fin, av, direct: true, imm: false, hint, int: None, origins: Rc::new(origins) }
     }
 
     /// A call of a @poppy function: inlined at run time; its body is not analysed, so it counts
@@ -189,7 +194,9 @@ impl<'a> Builder<'a> {
         st.s = Order { avail: st.ctl, ro, wo, trivial: true };
         let v = self.g.event(EvKind::Val);
         self.g.may(v, fin, Cat::Data);
-        Val { ev: v, av: AVal::any(), direct: false, imm: false, hint: false, int: None }
+        let mut origins: BTreeSet<u32> = args.iter().flat_map(|v| v.origins.iter().copied()).collect();
+        origins.insert(self.fresh_origin());
+        Val { ev: v, av: AVal::any(), direct: false, imm: false, hint: false, int: None, origins: Rc::new(origins) }
     }
 
     /// A call that may do anything to owned object `o`: wait as an escape would, and from now

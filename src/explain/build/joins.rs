@@ -4,20 +4,24 @@ use super::*;
 
 impl<'a> Builder<'a> {
     /// A value out of a join: known once `cond` is, and then the value of the path taken.
-    pub(super) fn join_val(&mut self, cond: Ev, paths: &[(&Val, Strength, Cond)]) -> Val {
+    pub(super) fn join_val(&mut self, cond: &Val, paths: &[(&Val, Strength, Cond)]) -> Val {
         let first = paths[0].0;
         if paths.iter().all(|(v, _, _)| v.ev == first.ev) {
             let av = paths.iter().skip(1).fold(first.av.clone(), |a, (v, _, _)| a.join(&v.av));
             return Val { av, ..first.clone() };
         }
         let e = self.g.event(EvKind::Val);
-        self.g.must(e, cond, Cat::Ctl);
+        self.g.must(e, cond.ev, Cat::Ctl);
         for (v, strength, c) in paths {
             self.g.edge(e, v.ev, *strength, *c, Cat::Data);
         }
         let av = paths.iter().skip(1).fold(first.av.clone(), |a, (v, _, _)| a.join(&v.av));
         let hint = paths.iter().all(|(v, _, _)| v.hint);
-        Val { ev: e, av, direct: false, imm: false, hint, int: None }
+        let mut origins: BTreeSet<u32> = cond.origins.iter().copied().collect();
+        for (v, _, _) in paths {
+            origins.extend(v.origins.iter());
+        }
+        Val { ev: e, av, direct: false, imm: false, hint, int: None, origins: Rc::new(origins) }
     }
 
     /// S out of a join; `through` is an order every path passes (it is forwarded along all).
@@ -91,11 +95,11 @@ impl<'a> Builder<'a> {
         for x in names {
             let va = a.vars.get(&x).cloned().unwrap_or_else(|| self.unbound_val(before));
             let vb = b.vars.get(&x).cloned().unwrap_or_else(|| self.unbound_val(before));
-            let v = self.join_val(cond.ev, &[(&va, strength, la), (&vb, strength, lb)]);
+            let v = self.join_val(cond, &[(&va, strength, la), (&vb, strength, lb)]);
             st.vars.insert(x, v);
         }
         if let (Some(sa), Some(sb)) = (&a.status, &b.status) {
-            st.status = Some(self.join_val(cond.ev, &[(sa, strength, la), (sb, strength, lb)]));
+            st.status = Some(self.join_val(cond, &[(sa, strength, la), (sb, strength, lb)]));
         }
         st.objs = self.join_objs(before, &[&a, &b]);
         st
@@ -109,11 +113,11 @@ impl<'a> Builder<'a> {
         for x in names {
             let vr = rest.vars[&x].clone();
             let vb = before.vars.get(&x).cloned().unwrap_or_else(|| self.unbound_val(before));
-            let v = self.join_val(status.ev, &[(&vb, Strength::May, Cond::Always), (&vr, strength, lit)]);
+            let v = self.join_val(status, &[(&vb, Strength::May, Cond::Always), (&vr, strength, lit)]);
             st.vars.insert(x, v);
         }
         let rs = rest.status.clone().expect("exit status threaded");
-        st.status = Some(self.join_val(status.ev, &[(status, Strength::May, Cond::Always), (&rs, strength, lit)]));
+        st.status = Some(self.join_val(status, &[(status, Strength::May, Cond::Always), (&rs, strength, lit)]));
         st.objs = self.join_objs(before, &[before, &rest]);
         st
     }

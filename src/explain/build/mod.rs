@@ -21,6 +21,7 @@ use crate::bezoar::{self as bz, Expr, Intrinsic, Reg, StmtKind};
 use crate::control::Policy;
 use crate::lambda_o::Class;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
 mod calls;
 mod joins;
@@ -62,6 +63,7 @@ pub fn build(f: &bz::Function, oracle: &mut dyn Oracle) -> Built {
         esc_meta: Vec::new(),
         ctrl_meta: Vec::new(),
         nobjs: 0,
+        norigins: 0,
     };
     b.prepass(&f.body, 0);
     b.function();
@@ -108,6 +110,9 @@ struct Val {
     /// Has a stand-in while pending (a declared immutable return type), or is known.
     hint: bool,
     int: Option<i64>,
+    /// The values it is computed from that vary between runs (parameters, loop items, results
+    /// of calls): two conditions that share one may exclude each other.
+    origins: Rc<BTreeSet<u32>>,
 }
 
 /// The sequence token S at a point of the walk.
@@ -184,6 +189,7 @@ struct Builder<'a> {
     esc_meta: Vec<EscMeta>,
     ctrl_meta: Vec<CtrlMeta>,
     nobjs: u32,
+    norigins: u32,
 }
 
 const LIST_METHODS: [&str; 5] = ["append", "extend", "insert", "sort", "reverse"];
@@ -289,8 +295,13 @@ impl<'a> Builder<'a> {
         e
     }
 
+    fn fresh_origin(&mut self) -> u32 {
+        self.norigins += 1;
+        self.norigins
+    }
+
     fn imm(&self, st: &State, av: AVal) -> Val {
-        Val { ev: st.ctl, av, direct: true, imm: true, hint: true, int: None }
+        Val { ev: st.ctl, av, direct: true, imm: true, hint: true, int: None, origins: Rc::default() }
     }
 
     // ---- the function -----------------------------------------------------------------------
@@ -312,7 +323,8 @@ impl<'a> Builder<'a> {
             phantom: false,
         };
         for p in &f.params {
-            let v = self.imm(&st, self.param_kind(p));
+            let mut v = self.imm(&st, self.param_kind(p));
+            v.origins = Rc::new(BTreeSet::from([self.fresh_origin()]));
             st.vars.insert(p.clone(), v);
             st.defined.insert(p);
         }
@@ -385,7 +397,7 @@ impl<'a> Builder<'a> {
             StmtKind::If { cond, then_body, else_body } => {
                 let c = self.reg(st, *cond);
                 let iid = self.g.ifs.len() as IfId;
-                self.g.ifs.push(IfInst { line });
+                self.g.ifs.push(IfInst { line, origins: c.origins.iter().copied().collect() });
                 let (lt, le) = if st.phantom {
                     (Cond::Always, Cond::Always)
                 } else {
@@ -518,7 +530,9 @@ impl<'a> Builder<'a> {
             let mut it = cur.clone();
             it.ctl = self.ctl_after(fold_ctl, &[]);
             it.loops.push((sid, k));
-            it.regs[item as usize] = Some(Val { ev: it.ctl, av: elem.clone(), direct: true, imm: true, hint: true, int: None });
+            let origins = Rc::new(BTreeSet::from([self.fresh_origin()]));
+            it.regs[item as usize] =
+                Some(Val { ev: it.ctl, av: elem.clone(), direct: true, imm: true, hint: true, int: None, origins });
             let e0 = self.g.escapes.len();
             if leaves {
                 // ite(status, skip, iter): the scenario runs the iteration.
