@@ -8,10 +8,11 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from poppy_jit import _overlap, _trace
+from poppy_jit import _trace, readonly, sequential, unordered
 from poppy_jit._decorators import format_stats
 from poppy_jit.timeline import load_rows, render
 
@@ -277,7 +278,7 @@ def test_timeline_of_an_empty_trace_is_an_error(tmp_path, recorder):
 
 
 # ---------------------------------------------------------------------------------------------
-# Overlap analysis (on Bezoar text: no compiled runtime needed)
+# Overlap analysis (on Bezoar text, computed by the compiled runtime: poppy_jit._core.overlaps)
 
 BEZOAR = textwrap.dedent("""\
     def f(q):  # qualname "f" file "x.py" line 1 nregs 30
@@ -311,14 +312,42 @@ BEZOAR = textwrap.dedent("""\
 """)
 
 
-class _Ext:
-    def __init__(self, kind):
-        self.__poppy_external__ = type("S", (), {"kind": kind})()
+@unordered
+async def _ask(prompt):
+    return prompt
 
 
+@readonly
+async def _look(x):
+    return x
+
+
+@sequential
+async def _show(x):
+    return None
+
+
+_EXTERNALS = {"unordered": _ask, "readonly": _look, "sequential": _show}
+
+
+def _Ext(kind):
+    """An async external of this class (classified by the runtime's own code)."""
+    return _EXTERNALS[kind]
+
+
+def _analyse(text, globals_):
+    """The call sites (index, line, callee, kind, waits_for) and the pairs that may overlap."""
+    from poppy_jit._core import overlaps
+    res = overlaps(text, globals_)
+    sites = [SimpleNamespace(index=s["index"], line=s["line"], callee=s["callee"], kind=s["class"],
+                             waits_for=set(s["waits_for"])) for s in res["sites"]]
+    return sites, [(a, b) for a, b, _ in res["pairs"]]
+
+
+@needs_core
 def test_overlap_analysis():
     g = {"ask": _Ext("unordered"), "look": _Ext("readonly"), "show": _Ext("sequential")}
-    sites = _overlap.analyse(BEZOAR, g)
+    sites, claimed = _analyse(BEZOAR, g)
     info = {s.index: (s.line, s.callee, s.kind, s.waits_for) for s in sites}
     assert info == {
         1: (2, "ask", "unordered", set()),
@@ -330,7 +359,7 @@ def test_overlap_analysis():
         7: (11, "ask", "unordered", {6}),
         8: (12, "show", "sequential", {6}),
     }
-    pairs = set(_overlap.overlaps(sites))
+    pairs = set(claimed)
     assert (3, 4) not in pairs  # exclusive branches, no loop
     assert (5, 8) not in pairs  # two sequential calls never overlap
     assert (2, 5) not in pairs  # readonly and sequential never overlap
@@ -340,9 +369,10 @@ def test_overlap_analysis():
     assert (5, 5) not in pairs  # not in a loop
 
 
+@needs_core
 def test_overlap_escape_controls_the_rest():
     text = textwrap.dedent("""\
-        def f(q):  # header
+        def f(q):  # qualname "f" file "x.py" line 1 nregs 4
           r0 := global ask  @2
           r1 := load q  @2
           r2 := r0(r1)  @2
@@ -351,13 +381,14 @@ def test_overlap_escape_controls_the_rest():
           r3 := r0(r1)  @4
           return r3  @4
     """)
-    sites = _overlap.analyse(text, {"ask": _Ext("unordered")})
+    sites, _ = _analyse(text, {"ask": _Ext("unordered")})
     assert [s.waits_for for s in sites] == [set(), {1}]  # the early return decides #2 runs
 
 
+@needs_core
 def test_loop_carried_dependence_serialises_iterations():
     text = textwrap.dedent("""\
-        def f(xs):  # header
+        def f(xs):  # qualname "f" file "x.py" line 1 nregs 5
           r0 := global ask  @2
           r1 := load xs  @2
           for r2 in r1:  @2
@@ -366,9 +397,9 @@ def test_loop_carried_dependence_serialises_iterations():
             store acc r4  @3
           return r0  @4
     """)
-    sites = _overlap.analyse(text, {"ask": _Ext("unordered")})
+    sites, claimed = _analyse(text, {"ask": _Ext("unordered")})
     assert sites[0].waits_for == {1}
-    assert _overlap.overlaps(sites) == []
+    assert claimed == []
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ def _resolve(target: str):
 
 def explain_text(fn, show_ir: bool = True) -> str:
     """What `python -m poppy_jit explain` prints for a function."""
-    from . import _overlap
+    from . import _core
     from ._decorators import explain
 
     name = getattr(fn, "__qualname__", repr(fn))
@@ -52,16 +52,17 @@ def explain_text(fn, show_ir: bool = True) -> str:
     out.append("status: compiled")
     if show_ir:
         out += ["", "-- Bezoar --", e["bezoar"].rstrip(), "", "-- λO --", e["lambda_o"].rstrip()]
-    out += ["", "-- external calls (static analysis of the Bezoar text; see "
-                "docs/observability.md) --", _overlap.report(e["bezoar"], fn.__globals__)]
+    analysis = _core.overlaps(fn)
+    out += ["", "-- external calls (static analysis of the Bezoar IR with the runtime's ordering "
+                "rules; see docs/observability.md) --", analysis["report"]]
     internal = []
-    for site in _overlap.analyse(e["bezoar"], fn.__globals__):
-        callee = fn.__globals__.get(site.callee)
-        if site.kind == "internal" and inspect.isfunction(callee):
+    for site in analysis["sites"]:
+        callee = fn.__globals__.get(site["callee"])
+        if site["class"] == "internal" and inspect.isfunction(callee):
             sub = explain(callee)
             status = ("compiled, inlined at the call" if sub["fallback"] is None
                       else f"FALLS BACK ({sub['fallback']}): runs as one sequential external")
-            internal.append(f"  #{site.index} {site.callee}: {status}")
+            internal.append(f"  #{site['index']} {site['callee']}: {status}")
     if internal:
         out += ["@poppy functions called:"] + internal
     return "\n".join(out)
