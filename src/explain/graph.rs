@@ -28,14 +28,16 @@ pub type IfId = u32;
 pub type EscId = u32;
 
 /// Why an event waits for another: the reason text users read is chosen by the weakest
-/// category on a path (data < control < order).
+/// category on a path (data < control < object < order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Cat {
     /// An argument or callee is (or is computed from) a result.
     Data,
     /// The statement exists only once a condition, loop iterable or exit status is known.
     Ctl,
-    /// Ordering by class (F_R/F_W), per-object ordering, the order token itself.
+    /// Per-object ordering on a container the run created.
+    Object,
+    /// Ordering by class (F_R/F_W), the order token itself.
     Order,
 }
 
@@ -194,7 +196,7 @@ pub struct Scenario {
 impl Scenario {
     fn allows(&self, c: Cond) -> bool {
         match c {
-            Cond::Branch(i, b) => self.branch.get(&i).map_or(true, |&x| x == b),
+            Cond::Branch(i, b) => self.branch.get(&i).is_none_or(|&x| x == b),
             _ => true,
         }
     }
@@ -493,7 +495,7 @@ impl Graph {
         if from < target || !self.reach().may_f.get(from, p) {
             return None;
         }
-        for cat in [Cat::Data, Cat::Ctl, Cat::Order] {
+        for cat in [Cat::Data, Cat::Ctl, Cat::Object, Cat::Order] {
             if cat == Cat::Order && self.reach().must_f.get(from, p) {
                 return Some(cat);
             }

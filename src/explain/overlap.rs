@@ -205,7 +205,7 @@ fn pair(g: &Graph, x: u32, y: u32, inst: &[Vec<CtrlId>]) -> Result<Where, (bool,
             };
             all_never &= certain;
             let slot = if sp { &mut why_same } else { &mut why_across };
-            if slot.as_ref().map_or(true, |s| s.3 && !certain) {
+            if slot.as_ref().is_none_or(|s| s.3 && !certain) {
                 *slot = Some((p, q, why, certain));
             }
         }
@@ -250,8 +250,10 @@ fn reason(g: &Graph, p: CtrlId, q: CtrlId, why: &Why) -> String {
         Why::Inline => "both run on the evaluator thread (neither is an async or blocking external), one after the other".into(),
         Why::Waits(Cat::Data) => format!("{qs} uses the result of {ps}"),
         Why::Waits(Cat::Ctl) => format!("{qs} runs only once {ps}'s result decided a condition, loop or exit"),
+        Why::Waits(Cat::Object) => format!("{qs} is ordered after {ps} on a list/dict/set the function created"),
         Why::Waits(Cat::Order) => format!("{qs} ({cq}) is ordered after {ps} finishes"),
         Why::MayWait(Cat::Data | Cat::Ctl) => format!("{qs} may need the result of {ps} (depending on branches taken)"),
+        Why::MayWait(Cat::Object) => format!("{qs} may be ordered after {ps} on a list/dict/set the function created"),
         Why::MayWait(Cat::Order) => format!("{qs} ({cq}) may be ordered after {ps} finishes"),
         Why::InlineFirst => format!(
             "{qs} runs on the evaluator thread; whether it starts while {ps} is in flight depends on the order the runtime steps them"
@@ -355,7 +357,7 @@ fn exclusive(g: &Graph, a: &Ctrl, b: &Ctrl) -> Why {
 
 fn wait_category(g: &Graph, q: CtrlId, p: CtrlId, sc: &Scenario) -> Cat {
     let d = g.ctrls[q as usize].ev.d;
-    for cat in [Cat::Data, Cat::Ctl] {
+    for cat in [Cat::Data, Cat::Ctl, Cat::Object] {
         let mut budget = PAIR_BUDGET;
         if g.may_path(d, p, sc, cat, &mut budget).is_some() {
             return cat;

@@ -155,17 +155,16 @@ impl<'py> PyOracle<'py> {
         if !f.getattr("__poppy__").and_then(|v| v.is_truthy()).unwrap_or(false) {
             return false;
         }
-        let key = f.as_ptr() as usize;
-        if !self.internal.contains_key(&key) {
+        let entry = self.internal.entry(f.as_ptr() as usize).or_insert_with(|| {
             let flags = f.getattr("__code__").and_then(|c| c.getattr("co_flags")).and_then(|v| v.extract::<u32>()).unwrap_or(0);
             let argcount = if flags & (crate::py311::CO_VARARGS | crate::py311::CO_VARKEYWORDS) != 0 {
                 None
             } else {
                 crate::hook::compile_function(py, f).ok().filter(|c| c.nfree == 0).map(|c| c.argcount)
             };
-            self.internal.insert(key, (f.clone().unbind(), argcount));
-        }
-        self.internal[&key].1 == Some(nargs)
+            (f.clone().unbind(), argcount)
+        });
+        entry.1 == Some(nargs)
     }
 
     /// Runs off the evaluator thread: an async or blocking external (its spec, as
@@ -315,6 +314,15 @@ fn overlaps(py: Python<'_>, target: &Bound<'_, PyAny>, globals: Option<Bound<'_,
         d.set_item("concurrent", s.concurrent)?;
         d.set_item("in_loop", s.in_loop)?;
         d.set_item("waits_for", s.waits_for.clone())?;
+        // The other sites it may be in flight with, and those it never is (with the reason).
+        let other = |x: u32, y: u32| if x == s.index { y } else { x };
+        let mine = |x: u32, y: u32| x == s.index || y == s.index;
+        let may: Vec<(u32, &str)> =
+            a.pairs.iter().filter(|p| mine(p.0, p.1)).map(|p| (other(p.0, p.1), p.2.name())).collect();
+        let never: Vec<(u32, &str)> =
+            a.never.iter().filter(|p| mine(p.0, p.1)).map(|p| (other(p.0, p.1), p.2.as_str())).collect();
+        d.set_item("may_overlap", may)?;
+        d.set_item("never", never)?;
         sites.append(d)?;
     }
     out.set_item("sites", sites)?;

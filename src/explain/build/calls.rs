@@ -205,7 +205,7 @@ impl<'a> Builder<'a> {
         let Some(os) = st.objs.get(&o).cloned() else { return };
         if os.escaped != Tri::Yes {
             for op in os.hist.iter().rev() {
-                self.g.may(k, self.g.ctrls[op.ctrl as usize].ev.f, Cat::Order);
+                self.g.may(k, self.g.ctrls[op.ctrl as usize].ev.f, Cat::Object);
                 if op.write && op.certain {
                     break;
                 }
@@ -233,7 +233,7 @@ impl<'a> Builder<'a> {
         }
         let facts = &info.objects;
         for o in seen {
-            if !facts.keys.contains(&o) && facts.scope.as_ref().map_or(true, |s| s.0 != o) && st.objs.contains_key(&o) {
+            if !facts.keys.contains(&o) && facts.scope.as_ref().is_none_or(|s| s.0 != o) && st.objs.contains_key(&o) {
                 self.maybe_escape(st, id, k, o);
             }
         }
@@ -290,7 +290,7 @@ impl<'a> Builder<'a> {
                 if op.write || all {
                     let f = self.g.ctrls[op.ctrl as usize].ev.f;
                     let strength = if op.certain && certain_path { Strength::Must } else { Strength::May };
-                    self.g.edge(k, f, strength, Cond::Always, Cat::Order);
+                    self.g.edge(k, f, strength, Cond::Always, Cat::Object);
                 }
                 if op.write && op.certain {
                     range_start = range_start.min(op.ctrl);
@@ -309,10 +309,10 @@ impl<'a> Builder<'a> {
             let meta = &self.ctrl_meta[c as usize];
             let (pend, internal, trivial) = (meta.pending.clone(), meta.internal, meta.trivial_t);
             for e in pend {
-                self.g.may(k, e, Cat::Order);
+                self.g.may(k, e, Cat::Object);
             }
             if internal {
-                self.g.may(k, self.g.ctrls[c as usize].ev.f, Cat::Order);
+                self.g.may(k, self.g.ctrls[c as usize].ev.f, Cat::Object);
             }
             if !trivial {
                 uncertain = true;
