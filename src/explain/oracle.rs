@@ -109,6 +109,9 @@ pub struct ObjFacts {
 pub struct CallInfo {
     /// A @poppy function: inlined, not a controller of its own.
     pub internal: bool,
+    /// A decorated external (`__poppy_external__`): its result is its own, not a function of
+    /// its arguments the analysis could relate to other values.
+    pub external: bool,
     /// The class from the callee alone (`Host::classify_callee`), known before the arguments.
     pub early: Option<Class>,
     /// The class from the arguments (`Host::classify` on stand-ins); None: not decidable here.
@@ -129,6 +132,7 @@ impl CallInfo {
     pub fn unknown() -> CallInfo {
         CallInfo {
             internal: false,
+            external: false,
             early: None,
             class: None,
             concurrent: false,

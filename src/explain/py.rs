@@ -167,25 +167,25 @@ impl<'py> PyOracle<'py> {
         entry.1 == Some(nargs)
     }
 
-    /// Runs off the evaluator thread: an async or blocking external (its spec, as
-    /// `host::describe` reads it), or `time.sleep(x)` (a timer).
-    fn concurrent(&self, f: &Bound<'py, PyAny>, args: &[AVal], kwnames: &[String]) -> bool {
-        let py = self.py;
-        if f.is_instance_of::<PyFunction>() {
-            let spec = f
-                .getattr("__dict__")
-                .ok()
-                .and_then(|d| d.downcast_into::<PyDict>().ok())
-                .and_then(|d| d.get_item("__poppy_external__").ok().flatten());
-            if let Some(spec) = spec {
-                let flag = |n: &str| spec.getattr(n).and_then(|v| v.is_truthy()).unwrap_or(false);
-                return flag("is_async") || flag("blocking");
-            }
-            return false;
+    /// The `__poppy_external__` spec of a decorated external, read as `host::describe` does.
+    fn external_spec(&self, f: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+        if !f.is_instance_of::<PyFunction>() {
+            return None;
+        }
+        let d = f.getattr("__dict__").ok()?.downcast_into::<PyDict>().ok()?;
+        d.get_item("__poppy_external__").ok().flatten()
+    }
+
+    /// Runs off the evaluator thread: an async or blocking external, or `time.sleep(x)` (a
+    /// timer of the runtime's executor).
+    fn concurrent(&self, f: &Bound<'py, PyAny>, spec: Option<&Bound<'py, PyAny>>, args: &[AVal], kwnames: &[String]) -> bool {
+        if let Some(spec) = spec {
+            let flag = |n: &str| spec.getattr(n).and_then(|v| v.is_truthy()).unwrap_or(false);
+            return flag("is_async") || flag("blocking");
         }
         if args.len() == 1 && matches!(args[0], AVal::Atom) {
-            let one: Obj = PyFloat::new_bound(py, 1.0).into_any().unbind();
-            return crate::host::pool::timer_duration(py, &f.clone().unbind(), &[one], kwnames).is_some();
+            let one: Obj = PyFloat::new_bound(self.py, 1.0).into_any().unbind();
+            return crate::host::pool::timer_duration(self.py, &f.clone().unbind(), &[one], kwnames).is_some();
         }
         false
     }
@@ -254,7 +254,9 @@ impl<'py> Oracle for PyOracle<'py> {
         if complete {
             info.class = Some(self.host.classify(&fo, &argv, kwnames));
         }
-        info.concurrent = self.concurrent(&f, args, kwnames);
+        let spec = self.external_spec(&f);
+        info.external = spec.is_some();
+        info.concurrent = self.concurrent(&f, spec.as_ref(), args, kwnames);
         if !matches!(callee, Callee::Intrinsic(..)) {
             let opt: Vec<Option<Obj>> = vec![None; argv.len()];
             info.result_hint = self.host.result_hint(&fo, &opt, kwnames).is_some();

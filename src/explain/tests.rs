@@ -94,6 +94,7 @@ impl Oracle for Table {
             Callee::Value(AVal::Known(i)) => match self.names[*i as usize].1 {
                 Def::Ext(c, is_async) => {
                     info.concurrent = is_async;
+                    info.external = true;
                     if c == Class::Unordered {
                         info.class = Some(if atoms(args) { Class::Unordered } else { Class::Readonly });
                     } else {
@@ -410,4 +411,37 @@ fn conditions_on_one_value_are_not_taken_as_independent() {
     let text = text.replace("r5 := load c  @4", "r5 := load q  @4");
     let a = run(&text, &[("a", ASYNC_U), ("b", ASYNC_U)]);
     assert_eq!(pair(&a, 1, 2), Some(Where::Same), "{}", a.report());
+}
+
+#[test]
+fn while_loop_calls_of_different_iterations_overlap() {
+    // n = 0; while poll(n): side(n); n = n + 1 — side of one iteration runs while the next
+    // iteration's poll (and side) do. The counter carries the condition of the previous `if`,
+    // which must not make the iterations' conditions look related.
+    let text = r#"def f():  # qualname "f" file "x.py" line 1 nregs 11
+  const 0 = 0
+  const 1 = 1
+  r0 := const 0  @2
+  store n r0  @2
+  loop:  @3
+    r1 := global poll  @3
+    r2 := load n  @3
+    r3 := r1(r2)  @3
+    r4 := op truth(r3)  @3
+    if r4:  @3
+      r5 := global side  @4
+      r6 := load n  @4
+      r7 := r5(r6)  @4
+      r8 := load n  @5
+      r9 := const 1  @5
+      r10 := op binary.add(r8, r9)  @5
+      store n r10  @5
+    else:
+      break  @3
+  return r0  @6
+"#;
+    let a = run(text, &[("poll", ASYNC_U), ("side", ASYNC_U)]);
+    assert_eq!(pair(&a, 1, 1), None, "{}", a.report());
+    assert_eq!(pair(&a, 1, 2), Some(Where::Across), "{}", a.report());
+    assert_eq!(pair(&a, 2, 2), Some(Where::Itself), "{}", a.report());
 }

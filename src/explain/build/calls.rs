@@ -13,11 +13,9 @@ impl<'a> Builder<'a> {
         callee_val: Option<&Val>,
         args: &[Val],
         kwnames: &[String],
-        line: u32,
         site: Option<u32>,
         op: Option<&Intrinsic>,
     ) -> Val {
-        let _ = line;
         let avs: Vec<AVal> = args.iter().map(|v| v.av.clone()).collect();
         let info = self.oracle.call(callee, &avs, kwnames);
         let id = self.g.ctrls.len() as CtrlId;
@@ -45,6 +43,26 @@ impl<'a> Builder<'a> {
         let late = info.early.is_none();
         let hint_early = late && args.iter().any(|v| !v.imm) && args.iter().all(|v| v.imm || v.hint);
         let late_certain = late && !hint_early;
+        let (mut may_class, mut must_class) = match (info.early, info.class) {
+            (Some(c), _) => (c, c),
+            (None, Some(c)) => (c, c),
+            (None, None) => (Class::Sequential, Class::Unordered),
+        };
+        // Per-object ordering (ObjInfo / object_order), decided once the arguments are known.
+        let decided = self.g.event(EvKind::Join);
+        self.g.must(decided, a, Cat::Data);
+        let involved = self.objects(st, id, t, decided, &info, args, callee_val);
+        if let Some((local_may, local_must)) = involved {
+            if local_must {
+                may_class = Class::Unordered;
+                must_class = Class::Unordered;
+            } else if local_may {
+                must_class = Class::Unordered;
+            }
+        }
+        // K: the class is known and the order may be forwarded. A class from the callee alone
+        // forwards at once (even before the per-object decision); otherwise after the arguments
+        // (and, for a call involving owned objects, after the per-object decision).
         let k = self.g.event(EvKind::K(id));
         self.g.must(k, st.ctl, Cat::Ctl);
         if let Some(cv) = callee_val {
@@ -52,21 +70,8 @@ impl<'a> Builder<'a> {
         }
         if late {
             let strength = if late_certain { Strength::Must } else { Strength::May };
-            self.g.edge(k, a, strength, Cond::Always, Cat::Data);
-        }
-        let (mut may_class, mut must_class) = match (info.early, info.class) {
-            (Some(c), _) => (c, c),
-            (None, Some(c)) => (c, c),
-            (None, None) => (Class::Sequential, Class::Unordered),
-        };
-        // Per-object ordering (ObjInfo / object_order).
-        if let Some((local_may, local_must)) = self.objects(st, id, k, &info, args, callee_val) {
-            if local_must {
-                may_class = Class::Unordered;
-                must_class = Class::Unordered;
-            } else if local_may {
-                must_class = Class::Unordered;
-            }
+            let to = if involved.is_some() { decided } else { a };
+            self.g.edge(k, to, strength, Cond::Always, Cat::Data);
         }
         // The waits of `control::Policy` for the class: an edge is Must when even the laxest
         // class it may have needs it, May when only the strictest does.
@@ -79,6 +84,7 @@ impl<'a> Builder<'a> {
         let d = self.g.event(EvKind::D(id));
         self.g.must(d, a, Cat::Data);
         self.g.must(d, k, Cat::Data);
+        self.g.must(d, decided, Cat::Data);
         let token = need(pmay.dispatch_needs_r || pmay.dispatch_needs_w, pmust.dispatch_needs_r || pmust.dispatch_needs_w);
         if let Some(s) = token {
             self.g.edge(d, t, s, Cond::Always, Cat::Order);
@@ -125,8 +131,8 @@ impl<'a> Builder<'a> {
             may_class,
             must_class,
         });
-        self.ctrl_meta.push(CtrlMeta { pending, trivial_t: st.s.trivial, internal: false });
-        st.s = Order { avail: st.ctl, ro, wo, trivial: true };
+        self.ctrl_meta.push(CtrlMeta { pending, internal: false });
+        st.s = Order { avail: st.ctl, ro, wo };
         // The result.
         let av = if let Some(ty) = info.makes {
             let o = self.nobjs;
@@ -142,8 +148,13 @@ impl<'a> Builder<'a> {
         };
         let hint = info.result_hint
             || (op.is_some() && info.class == Some(Class::Unordered) && args.iter().all(|v| v.imm || v.hint));
-        // A call's result varies with its arguments; an external's also by itself.
-        let mut origins: BTreeSet<u32> = args.iter().flat_map(|v| v.origins.iter().copied()).collect();
+        // An operation's result is a function of its arguments; a call's may also vary by itself;
+        // an external's is its own (results of different calls count as independent).
+        let mut origins: BTreeSet<u32> = if info.external {
+            BTreeSet::new()
+        } else {
+            args.iter().flat_map(|v| v.origins.iter().copied()).collect()
+        };
         if let Callee::Value(_) = callee {
             origins.insert(self.fresh_origin());
         }
@@ -190,8 +201,12 @@ impl<'a> Builder<'a> {
             may_class: Class::Sequential,
             must_class: Class::Unordered,
         });
-        self.ctrl_meta.push(CtrlMeta { pending, trivial_t: st.s.trivial, internal: true });
-        st.s = Order { avail: st.ctl, ro, wo, trivial: true };
+        self.ctrl_meta.push(CtrlMeta { pending, internal: true });
+        // The order after it is its body's, which may come out of joins in the body.
+        let avail = self.g.event(EvKind::Join);
+        self.g.must(avail, st.ctl, Cat::Order);
+        self.g.may(avail, fin, Cat::Order);
+        st.s = Order { avail, ro, wo };
         let v = self.g.event(EvKind::Val);
         self.g.may(v, fin, Cat::Data);
         let mut origins: BTreeSet<u32> = args.iter().flat_map(|v| v.origins.iter().copied()).collect();
@@ -221,7 +236,17 @@ impl<'a> Builder<'a> {
     /// Per-object ordering of controller `id` (`involvement` + `object_order` of the evaluator):
     /// adds its waits to K and records it on the objects. Returns (may be local, is certainly
     /// local), or None when it involves no owned object.
-    pub(super) fn objects(&mut self, st: &mut State, id: CtrlId, k: Ev, info: &CallInfo, args: &[Val], callee: Option<&Val>) -> Option<(bool, bool)> {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn objects(
+        &mut self,
+        st: &mut State,
+        id: CtrlId,
+        t: Ev,
+        k: Ev,
+        info: &CallInfo,
+        args: &[Val],
+        callee: Option<&Val>,
+    ) -> Option<(bool, bool)> {
         // Owned objects the host could not see in the arguments (values the analysis cannot
         // stand in for): anything may happen to them.
         let mut seen = BTreeSet::new();
@@ -302,20 +327,20 @@ impl<'a> Builder<'a> {
                 range_start = range_start.min(os.creator);
             }
         }
-        // Earlier calls whose arguments are still pending when this one looks at them: the walk
-        // waits for arguments that are not plain call results, and gives up per-object
-        // ordering when their order is not known yet.
+        // The walk goes back along the order: it waits for each call's input token (its own
+        // first), for arguments of earlier calls that are not plain call results, for their
+        // callees, and for inlined calls.
+        self.g.must(k, t, Cat::Object);
         for c in range_start + 1..id {
             let meta = &self.ctrl_meta[c as usize];
-            let (pend, internal, trivial) = (meta.pending.clone(), meta.internal, meta.trivial_t);
+            let (pend, internal) = (meta.pending.clone(), meta.internal);
+            let ev = self.g.ctrls[c as usize].ev;
+            self.g.may(k, ev.t, Cat::Object);
             for e in pend {
                 self.g.may(k, e, Cat::Object);
             }
             if internal {
-                self.g.may(k, self.g.ctrls[c as usize].ev.f, Cat::Object);
-            }
-            if !trivial {
-                uncertain = true;
+                self.g.may(k, ev.f, Cat::Object);
             }
         }
         // Record it.
@@ -333,9 +358,9 @@ impl<'a> Builder<'a> {
         Some((local_may, local_must))
     }
 
-    pub(super) fn map_status(&mut self, st: &mut State, helper: &'static str, line: u32) {
+    pub(super) fn map_status(&mut self, st: &mut State, helper: &'static str) {
         let status = st.status.clone().expect("exit status threaded");
-        let v = self.call(st, &Callee::Helper(helper), None, &[status], &[], line, None, None);
+        let v = self.call(st, &Callee::Helper(helper), None, &[status], &[], None, None);
         st.status = Some(v);
     }
 }

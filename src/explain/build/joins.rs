@@ -40,7 +40,7 @@ impl<'a> Builder<'a> {
             self.g.edge(ro, o.ro, *strength, *c, Cat::Order);
             self.g.edge(wo, o.wo, *strength, *c, Cat::Order);
         }
-        Order { avail, ro, wo, trivial: false }
+        Order { avail, ro, wo }
     }
 
     pub(super) fn join_objs(&self, before: &State, paths: &[&State]) -> BTreeMap<ObjId, ObjState> {
@@ -130,7 +130,7 @@ impl<'a> Builder<'a> {
             let avail = self.g.event(EvKind::Join);
             self.g.must(avail, cond.ev, Cat::Order);
             self.g.must(avail, st.s.avail, Cat::Order);
-            st.s = Order { avail, trivial: false, ..st.s };
+            st.s = Order { avail, ..st.s };
         }
         for x in vars {
             if let Some(v) = st.vars.get(x).cloned() {

@@ -123,8 +123,6 @@ struct Order {
     /// F_R and F_W carried by it.
     ro: Ev,
     wo: Ev,
-    /// `avail` is a frame instantiation (no join since).
-    trivial: bool,
 }
 
 #[derive(Clone)]
@@ -172,7 +170,6 @@ struct EscMeta {
 struct CtrlMeta {
     /// Events of arguments/callee a per-object walk over this call may have to wait for.
     pending: Vec<Ev>,
-    trivial_t: bool,
     internal: bool,
 }
 
@@ -312,7 +309,7 @@ impl<'a> Builder<'a> {
         let start = self.g.start();
         let mut st = State {
             ctl,
-            s: Order { avail: ctl, ro: start, wo: start, trivial: true },
+            s: Order { avail: ctl, ro: start, wo: start },
             regs: vec![None; f.nregs as usize],
             vars: BTreeMap::new(),
             defined: DefinedSet::default(),
@@ -375,7 +372,7 @@ impl<'a> Builder<'a> {
         let line = s.line;
         match &s.kind {
             StmtKind::Let(r, e) => {
-                let v = self.expr(st, *r, e, line);
+                let v = self.expr(st, *r, e);
                 st.regs[*r as usize] = Some(v);
             }
             StmtKind::Store(x, r) => {
@@ -384,7 +381,7 @@ impl<'a> Builder<'a> {
                 st.defined.insert(x);
             }
             StmtKind::Delete(x) => {
-                self.load(st, x, line);
+                self.load(st, x);
                 let u = self.unbound_val(st);
                 st.vars.insert(x.clone(), u);
                 st.defined.remove(x);
@@ -421,11 +418,11 @@ impl<'a> Builder<'a> {
             }
             StmtKind::For { iter, item, body } => {
                 let sid = self.loop_ids[&(s as *const bz::Stmt)];
-                self.for_loop(st, *iter, *item, body, line, sid);
+                self.for_loop(st, *iter, *item, body, sid);
             }
             StmtKind::Loop { body } => {
                 let sid = self.loop_ids[&(s as *const bz::Stmt)];
-                self.while_loop(st, body, line, sid);
+                self.while_loop(st, body, sid);
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
                 let kind = match s.kind {
@@ -454,19 +451,19 @@ impl<'a> Builder<'a> {
         st.regs[r as usize].clone().unwrap_or_else(|| self.imm(st, AVal::any()))
     }
 
-    fn load(&mut self, st: &mut State, x: &str, line: u32) -> Val {
+    fn load(&mut self, st: &mut State, x: &str) -> Val {
         let v = st.vars.get(x).cloned().unwrap_or_else(|| self.unbound_val(st));
         if st.defined.contains(x) {
             return v;
         }
         // May be unbound here: lowering checks it with a call, in program order.
         let av = v.av.clone();
-        let mut checked = self.call(st, &Callee::BoundCheck, None, &[v], &[], line, None, None);
+        let mut checked = self.call(st, &Callee::BoundCheck, None, &[v], &[], None, None);
         checked.av = av;
         checked
     }
 
-    fn expr(&mut self, st: &mut State, r: Reg, e: &Expr, line: u32) -> Val {
+    fn expr(&mut self, st: &mut State, r: Reg, e: &Expr) -> Val {
         match e {
             Expr::Const(k) => {
                 let c = self.f.consts.get(*k as usize);
@@ -476,7 +473,7 @@ impl<'a> Builder<'a> {
                 }
                 v
             }
-            Expr::Load(x) => self.load(st, x, line),
+            Expr::Load(x) => self.load(st, x),
             Expr::Global(g) => {
                 let av = self.oracle.global(g);
                 self.imm(st, av)
@@ -486,12 +483,12 @@ impl<'a> Builder<'a> {
                 let argv: Vec<Val> = args.iter().map(|a| self.reg(st, *a)).collect();
                 let site = self.site_of.get(&r).copied();
                 let av = callee.av.clone();
-                self.call(st, &Callee::Value(&av), Some(&callee), &argv, kwnames, line, site, None)
+                self.call(st, &Callee::Value(&av), Some(&callee), &argv, kwnames, site, None)
             }
             Expr::Op(op, args) => {
                 let argv: Vec<Val> = args.iter().map(|a| self.reg(st, *a)).collect();
                 let fresh = self.fresh.get(&r).copied().unwrap_or(0);
-                self.call(st, &Callee::Intrinsic(op, fresh), None, &argv, &[], line, None, Some(op))
+                self.call(st, &Callee::Intrinsic(op, fresh), None, &argv, &[], None, Some(op))
             }
         }
     }
@@ -513,7 +510,7 @@ impl<'a> Builder<'a> {
         range.filter(|&e| self.esc_meta[e].kind == EscKind::Return).map(|e| e as EscId).collect()
     }
 
-    fn for_loop(&mut self, st: &mut State, iter: Reg, item: Reg, body: &[bz::Stmt], line: u32, sid: u32) {
+    fn for_loop(&mut self, st: &mut State, iter: Reg, item: Reg, body: &[bz::Stmt], sid: u32) {
         for x in deleted(body) {
             st.defined.remove(&x);
         }
@@ -544,7 +541,7 @@ impl<'a> Builder<'a> {
                 let same_s = b.s == it.s;
                 it = self.join_taken(&status_in, b, &vars, same_s);
                 if contains_jump(body, true) {
-                    self.map_status(&mut it, "loop_next", line); // continue → 0
+                    self.map_status(&mut it, "loop_next"); // continue → 0
                 }
             } else {
                 self.block(&mut it, body);
@@ -567,13 +564,13 @@ impl<'a> Builder<'a> {
             post.guard.push(Cond::Rest(gid));
         }
         if contains_jump(body, false) {
-            self.map_status(&mut post, "loop_exit", line); // break → 0; return stays
+            self.map_status(&mut post, "loop_exit"); // break → 0; return stays
         }
         post.defined = defined;
         *st = post;
     }
 
-    fn while_loop(&mut self, st: &mut State, body: &[bz::Stmt], line: u32, sid: u32) {
+    fn while_loop(&mut self, st: &mut State, body: &[bz::Stmt], sid: u32) {
         for x in deleted(body) {
             st.defined.remove(&x);
         }
@@ -592,7 +589,7 @@ impl<'a> Builder<'a> {
             let e0 = self.g.escapes.len();
             self.block(&mut it, body);
             let status = it.status.clone().expect("exit status threaded");
-            let again = self.call(&mut it, &Callee::Helper("loop_again"), None, &[status], &[], line, None, None);
+            let again = self.call(&mut it, &Callee::Helper("loop_again"), None, &[status], &[], None, None);
             let e1 = self.g.escapes.len();
             it.loops.pop();
             if !exit_pass {
@@ -603,7 +600,7 @@ impl<'a> Builder<'a> {
                 cur = it;
             } else {
                 it.ctl = self.ctl_after(it.ctl, &[again.ev]);
-                self.map_status(&mut it, "loop_exit", line);
+                self.map_status(&mut it, "loop_exit");
                 it.ctl = st.ctl;
                 let mut post = self.join_taken(&again, it, &vars, false);
                 post.phantom = st.phantom;
