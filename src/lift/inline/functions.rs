@@ -1,0 +1,199 @@
+//! Inner functions and lambdas: inlined calls and real function objects (moved from lift.rs).
+use super::*;
+use crate::py311::decode::instructions;
+use crate::py311::{
+    CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE, CO_VARARGS, CO_VARKEYWORDS,
+};
+
+pub(in crate::lift) fn cell_local(name: &str) -> String {
+    format!("$cell.{name}")
+}
+
+impl Translator<'_> {
+    /// A call `g(a, b)` of an inner function that the @poppy function defines once (`def g` or
+    /// `g = lambda ...`, stored straight into a local assigned nowhere else) with exactly its
+    /// positional parameters: its body is translated in place (parameters stored into its renamed
+    /// locals, returns into `$cK.$ret`), so its calls run inside λO like the function's own. Its
+    /// free variables are the real cells of the enclosing function, so late binding and
+    /// `nonlocal` hold. `None` when the function is not of that kind (then it is called).
+    pub(in crate::lift) fn inline_call(
+        &mut self,
+        (owner, owner_path, code): KnownFunc,
+        args: &[Reg],
+        kwnames: &[String],
+        out: &mut Block,
+    ) -> Option<Reg> {
+        let child = &owner.children[&code];
+        // Bind every parameter from the call (no defaults): positional ones in order, the rest
+        // by keyword (not positional-only ones), each once.
+        let nparams = (child.argcount + child.kwonlyargcount) as usize;
+        let npos = args.len() - kwnames.len();
+        let mut bound: Vec<Option<Reg>> = vec![None; nparams];
+        if npos > child.argcount as usize || args.len() > nparams {
+            return None;
+        }
+        for (i, a) in args[..npos].iter().enumerate() {
+            bound[i] = Some(*a);
+        }
+        for (name, a) in kwnames.iter().zip(&args[npos..]) {
+            let i = child.varnames[..nparams].iter().position(|p| p == name)?;
+            if i < child.posonlyargcount as usize || bound[i].is_some() {
+                return None;
+            }
+            bound[i] = Some(*a);
+        }
+        // Parameters not given take their defaults (when the def's defaults are known).
+        let (ndefaults, kwdefaults) = self.fn_defaults.get(&code).cloned().unwrap_or_default();
+        let argcount = child.argcount as usize;
+        let mut fills = Vec::new();
+        for (i, b) in bound.iter().enumerate() {
+            if b.is_some() {
+                continue;
+            }
+            let name = &child.varnames[i];
+            if i < argcount && i >= argcount - ndefaults.min(argcount) {
+                fills.push((i, format!("$fn{code}.defaults"), Const::Int((i + ndefaults - argcount) as i64)));
+            } else if i >= argcount && kwdefaults.contains(name) {
+                fills.push((i, format!("$fn{code}.kwdefaults"), Const::Str(name.clone())));
+            } else {
+                return None; // CPython's TypeError comes from calling the real function
+            }
+        }
+        let mut default_stmts = Vec::new();
+        for (i, holder, key) in fills {
+            let h = self.bind(Expr::Load(holder), self.line, &mut default_stmts);
+            let k = self.bind_const(key, self.line, &mut default_stmts);
+            bound[i] = Some(self.bind(Expr::Op(Intrinsic::GetItem, vec![h, k]), self.line, &mut default_stmts));
+        }
+        let args: Vec<Reg> = bound.into_iter().collect::<Option<_>>()?;
+        let plain = child.flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE) == 0
+            && child.exceptiontable.is_empty()
+            && !instructions(&child.code, &child.lines).any(|i| matches!(i.opcode, STORE_GLOBAL | DELETE_GLOBAL));
+        if !plain || self.inlining.contains(&code) {
+            return None;
+        }
+        let line = self.line;
+        // Translate into a scratch state: on failure nothing is kept (the call stays a call).
+        let saved = (self.consts.clone(), self.const_regs.clone(), self.nregs, self.ntemps, self.nflags, self.budget, self.ncomp);
+        let saved_maps =
+            (self.global_regs.clone(), self.attr_regs.clone(), self.real_cells.clone(), self.func_regs.clone());
+        let k = self.ncomp; // the number translate_child gives the inlined locals
+        self.inlining.insert(code);
+        let translated = self.translate_child((&owner, &owner_path), code, &child.freevars.clone(), None, None);
+        self.inlining.remove(&code);
+        let args = &args[..];
+        let result = translated.ok().and_then(|(mut body, locals)| {
+            nest_after_exits(&mut body);
+            drop_tail_continues(&mut body, false);
+            if returns_in_loops(&body, false) {
+                return None;
+            }
+            let ret = format!("$c{k}.$ret");
+            let mut l = line;
+            if !tail_returns_to(&mut body, &mut l, &ret) {
+                return None;
+            }
+            let mut stmts: Block = args
+                .iter()
+                .zip(&locals)
+                .map(|(a, p)| stmt(StmtKind::Store(p.clone(), *a), line))
+                .collect();
+            // Each call starts with the function's other locals unbound (as in a new frame).
+            let own = &locals[args.len()..locals.len() - child.freevars.len()];
+            let stored = crate::bezoar::passes::assigned(&body);
+            stmts.extend(own.iter().filter(|x| stored.contains(*x)).map(|x| stmt(StmtKind::Unbind(x.clone()), line)));
+            stmts.extend(body);
+            let r = self.bind(Expr::Load(ret), line, &mut stmts);
+            Some((stmts, r))
+        });
+        match result {
+            Some((stmts, r)) => {
+                out.extend(default_stmts);
+                out.extend(stmts);
+                Some(r)
+            }
+            None => {
+                (self.consts, self.const_regs, self.nregs, self.ntemps, self.nflags, self.budget, self.ncomp) = saved;
+                (self.global_regs, self.attr_regs, self.real_cells, self.func_regs) = saved_maps;
+                None
+            }
+        }
+    }
+
+    /// `MAKE_FUNCTION` of an inner function or lambda: a real function object, built at run time
+    /// from its code object, defaults and the real cells of the variables it captures. Calling
+    /// it is an ordinary external call (it runs in CPython).
+    pub(in crate::lift) fn make_function(&mut self, code: u32, flags: u32, stack: &mut Stack, out: &mut Block) -> Result<()> {
+        let line = self.line;
+        if self.plain_funcs.contains(&code) {
+            // Every call of it is inlined: no function object (its local holds None, unused).
+            // Defaults and annotations were evaluated, as in CPython; the defaults are kept in
+            // locals for the inlined calls that use them.
+            let mut operands: [Option<Val>; 4] = Default::default();
+            for (i, bit) in [8, 4, 2, 1].into_iter().enumerate() {
+                if flags & bit != 0 {
+                    operands[i] = Some(Self::pop(stack, line)?);
+                }
+            }
+            let mut info = (0, Vec::new());
+            if let Some(Val::Reg(d)) = operands[3].clone() {
+                let n = match self.const_regs.get(&d).and_then(|k| self.consts.get(*k as usize)) {
+                    Some(Const::Tuple(items)) => Some(items.len()),
+                    _ => self.tuple_lens.get(&d).copied(),
+                };
+                if let Some(n) = n {
+                    out.push(stmt(StmtKind::Store(format!("$fn{code}.defaults"), d), line));
+                    info.0 = n;
+                }
+            }
+            if let Some(Val::Reg(d)) = operands[2].clone() {
+                if let Some(keys) = self.map_keys.get(&d).cloned() {
+                    out.push(stmt(StmtKind::Store(format!("$fn{code}.kwdefaults"), d), line));
+                    info.1 = keys;
+                }
+            }
+            self.fn_defaults.insert(code, info);
+            let none = self.bind_const(Const::None, line, out);
+            stack.push(Val::Reg(none));
+            return Ok(());
+        }
+        let closure = if flags & 8 != 0 {
+            let Val::Cells(names) = Self::pop(stack, line)? else {
+                return Err(Fallback::shape("closure tuple", line));
+            };
+            let mut cells = Vec::new();
+            for n in names {
+                if !self.real_cells.contains(&n) {
+                    return Err(Fallback::shape("captured variable without a cell", line));
+                }
+                cells.push(self.bind(Expr::Load(cell_local(&n)), line, out));
+            }
+            Some(self.bind(Expr::Op(Intrinsic::BuildTuple, cells), line, out))
+        } else {
+            None
+        };
+        let operand = |bit: u32, stack: &mut Stack| -> Result<Option<Reg>> {
+            Ok(if flags & bit != 0 { Some(Self::pop_reg(stack, line)?) } else { None })
+        };
+        let annotations = operand(4, stack)?;
+        let kwdefaults = operand(2, stack)?;
+        let defaults = operand(1, stack)?;
+        let k = match &self.const_map {
+            Some(m) => m[code as usize],
+            None => code,
+        };
+        let code_reg = self.bind(Expr::Const(k), line, out);
+        let globals = self.bind_const(Const::Globals, line, out);
+        let mut args = vec![code_reg, globals];
+        for r in [defaults, kwdefaults, annotations, closure] {
+            args.push(match r {
+                Some(r) => r,
+                None => self.bind_const(Const::None, line, out),
+            });
+        }
+        let f = self.bind(Expr::Op(Intrinsic::MakeFunction, args), line, out);
+        stack.push(Val::Reg(f));
+        Ok(())
+    }
+
+}

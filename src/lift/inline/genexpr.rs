@@ -1,0 +1,156 @@
+//! Generator expressions passed to consumers (moved from lift.rs).
+use super::*;
+use crate::py311::decode::instructions;
+
+/// What an inlined generator expression does with each value it yields.
+#[derive(Clone, Debug)]
+pub(in crate::lift) enum YieldMode {
+    /// Append it to the list in the register.
+    Collect(Reg),
+    /// `any()` (`all: false`) / `all()`: on a true (false) value, store True (False) in the local
+    /// and break out of the (single) loop.
+    AnyAll { flag: String, all: bool },
+}
+
+/// Builtins that consume a generator expression completely before doing anything observable
+/// with its items, so materialising the items first (a loop) is equivalent; and `any`/`all`,
+/// which are lowered as a loop with a `break`. `join` is `str.join` (a bound method).
+pub(in crate::lift) const GENEXPR_CONSUMERS: [&str; 12] =
+    ["list", "tuple", "set", "frozenset", "dict", "sorted", "sum", "min", "max", "any", "all", "join"];
+
+impl Translator<'_> {
+
+    /// `CALL` with `n` arguments one of which is a generator expression. When the callee is a
+    /// consumer for which it is equivalent (`GENEXPR_CONSUMERS`), the generator is inlined as a
+    /// loop that materialises its items (`any`/`all`: a loop that breaks), guarded by a run-time
+    /// check that the callee is that builtin. Otherwise — or when the check fails — a real
+    /// generator is built from the nested code object and passed (it then runs in CPython, inside
+    /// the call), which is exact when the generator captures no local variable (a captured
+    /// variable would be a snapshot; such calls fall back, or raise when the check fails).
+    pub(in crate::lift) fn consume_genexpr(&mut self, n: usize, stack: &mut Stack, out: &mut Block) -> Result<()> {
+        let line = self.line;
+        let escapes = || Fallback::new("generator expression used other than as an argument of a call", line);
+        let mut vals = stack.split_off(stack.len() - n);
+        let callable = Self::pop(stack, line)?;
+        let below = Self::pop(stack, line)?;
+        let kwnames = self.kwnames.take().unwrap_or_default();
+        let (func, self_arg) = match (below, callable) {
+            (Val::Null, Val::Reg(f)) => (f, None),
+            (Val::Reg(f), Val::Reg(s)) => (f, Some(s)),
+            _ => return Err(escapes()),
+        };
+        let gpos: Vec<usize> = (0..n).filter(|&i| matches!(vals[i], Val::Genexpr { .. })).collect();
+        let g = gpos[0];
+        let Val::Genexpr { code, closure, iter } = vals[g].clone() else { unreachable!() };
+        let name = match (self_arg, self.global_regs.get(&func), self.attr_regs.get(&func)) {
+            (None, Some(g), _) if g != "join" && GENEXPR_CONSUMERS.contains(&g.as_str()) => Some(g.clone()),
+            (None, _, Some(a)) if a == "join" => Some(a.clone()),
+            _ => None,
+        };
+        let npos = n - kwnames.len();
+        let only = |allowed: &[&str]| kwnames.iter().all(|k| allowed.contains(&k.as_str()));
+        let child = &self.ci.children[&code];
+        let nloops = instructions(&child.code, &child.lines).filter(|i| i.opcode == FOR_ITER).count();
+        let inlinable = g == 0
+            && gpos.len() == 1
+            && match name.as_deref() {
+                Some("sum") => npos <= 2 && only(&["start"]),
+                // sorted() builds its list before calling key functions or comparing.
+                Some("sorted") => npos == 1,
+                Some("min" | "max") => npos == 1 && only(&["default"]),
+                Some("any" | "all") => n == 1 && nloops == 1,
+                Some(_) => n == 1,
+                None => false,
+            };
+        let captures: Vec<String> = gpos
+            .iter()
+            .flat_map(|&i| match &vals[i] {
+                Val::Genexpr { closure, .. } => closure.clone(),
+                _ => vec![],
+            })
+            .collect();
+        if !inlinable && !captures.is_empty() {
+            let why = match name.as_deref() {
+                Some(nm @ ("any" | "all")) if nloops != 1 => {
+                    format!("{nm}() over a generator expression with several for clauses")
+                }
+                Some(nm) => format!(
+                    "generator expression passed to {nm}() with other arguments (they could interleave with it)"
+                ),
+                None => "generator expression passed to a callee other than \
+                         list/tuple/set/frozenset/dict/sorted/sum/min/max/any/all/str.join"
+                    .to_string(),
+            };
+            return Err(Fallback::new(format!("{why}, capturing local variables ({})", captures.join(", ")), line));
+        }
+        // The call with real generator objects in place of the generator expressions.
+        let real_call = |this: &mut Self, vals: &mut Vec<Val>, out: &mut Block| -> Result<Reg> {
+            for &i in &gpos {
+                let Val::Genexpr { code, iter, .. } = vals[i].clone() else { unreachable!() };
+                let code_reg = match &this.const_map {
+                    Some(m) => this.bind(Expr::Const(m[code as usize]), line, out),
+                    None => this.bind(Expr::Const(code), line, out),
+                };
+                let globals = this.bind_const(Const::Globals, line, out);
+                let gen = this.bind(Expr::Op(Intrinsic::MakeGenexpr, vec![code_reg, globals, iter]), line, out);
+                vals[i] = Val::Reg(gen);
+            }
+            let mut args = vals
+                .iter()
+                .map(|v| match v {
+                    Val::Reg(r) => Ok(*r),
+                    _ => Err(escapes()),
+                })
+                .collect::<Result<Vec<Reg>>>()?;
+            if let Some(s) = self_arg {
+                args.insert(0, s);
+            }
+            Ok(this.bind(Expr::Call { func, args, kwnames: kwnames.clone() }, line, out))
+        };
+        if !inlinable {
+            let r = real_call(self, &mut vals, out)?;
+            stack.push(Val::Reg(r));
+            return Ok(());
+        }
+        let name = name.expect("inlinable consumers have a name");
+        let rest = vals[1..]
+            .iter()
+            .map(|v| match v {
+                Val::Reg(r) => Ok(*r),
+                _ => Err(escapes()),
+            })
+            .collect::<Result<Vec<Reg>>>()?;
+        let result = self.temp();
+        let is_builtin = self.bind(Expr::Op(Intrinsic::IsConsumer(name.clone()), vec![func]), line, out);
+        let mut then_body = Vec::new();
+        let r = if name == "any" || name == "all" {
+            let flag = self.temp();
+            let init = self.bind_const(Const::Bool(name == "all"), line, &mut then_body);
+            then_body.push(stmt(StmtKind::Store(flag.clone(), init), line));
+            let mode = YieldMode::AnyAll { flag: flag.clone(), all: name == "all" };
+            self.inline_child(code, &closure, iter, Some(mode), &mut then_body)?;
+            self.bind(Expr::Load(flag), line, &mut then_body)
+        } else {
+            let lst = self.bind(Expr::Op(Intrinsic::BuildList, vec![]), line, &mut then_body);
+            self.inline_child(code, &closure, iter, Some(YieldMode::Collect(lst)), &mut then_body)?;
+            let mut args = vec![lst];
+            args.extend(rest);
+            self.bind(Expr::Call { func, args, kwnames: kwnames.clone() }, line, &mut then_body)
+        };
+        then_body.push(stmt(StmtKind::Store(result.clone(), r), line));
+        let mut else_body = Vec::new();
+        let r = if closure.is_empty() {
+            real_call(self, &mut vals, &mut else_body)?
+        } else {
+            // A shadowed builtin and a generator over local variables: refuse loudly.
+            let k = self.bind_const(Const::Str(name.clone()), line, &mut else_body);
+            self.bind(Expr::Op(Intrinsic::ConsumerMismatch, vec![func, k]), line, &mut else_body)
+        };
+        else_body.push(stmt(StmtKind::Store(result.clone(), r), line));
+        out.push(stmt(StmtKind::If { cond: is_builtin, then_body, else_body }, line));
+        let r = self.bind(Expr::Load(result), line, out);
+        stack.push(Val::Reg(r));
+        Ok(())
+    }
+
+}
