@@ -1,6 +1,11 @@
-//! Basic blocks, the control-flow graph and its loops (moved from lift.rs).
-use super::*;
+//! The control-flow graph of a code object: basic blocks, edges normalised (duplicated trivial
+//! returns merged, NOP blocks jumped through, CPython's inversion of `while` loops undone), and
+//! loops (back edges to dominators) with their exits classified.
+//!
+//! Depends on `py311` (instructions, jump decoding) only; knows nothing of Bezoar.
+use super::{is_unconditional_jump, pop_jump_sense, Fallback, Result};
 use crate::py311::decode::Instr;
+use crate::py311::opcode::*;
 use std::collections::HashMap;
 
 // ---------------------------------------------------------------------------------------------
@@ -458,4 +463,52 @@ pub(super) struct LoopInfo {
     pub(super) follow: Option<Node>,
     /// The `else` clause of `for/while ... else` whose `break`s go to `follow`.
     pub(super) alt: Option<Node>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loop_inversions;
+    use crate::lift::lift;
+    use crate::lift::tests::{code_infos, loops_in};
+    use crate::bezoar::ir::StmtKind;
+    use crate::py311::decode::{instructions, Instr};
+
+    /// CPython compiles a `while` test twice; the bottom copy is redirected to the top one when
+    /// they match, so `continue` (which jumps to the top copy) stays inside one `Loop`.
+    #[test]
+    fn while_loop_inversion_is_undone() {
+        let src =
+            "def a(x):\n    while x > 0:\n        if g(x):\n            continue\n        x = h(x)\n    return x\n\
+                   def b(x):\n    while p(x) and (q(x) or\n            r(x)):\n        x = h(x)\n    return x\n\
+                   def c(m):\n    while 0 < m < 9:\n        m = h(m)\n    return m\n\
+                   ca, cb, cc = a.__code__, b.__code__, c.__code__\n";
+        let cis = code_infos(src, &["ca", "cb", "cc"]);
+        for ci in &cis[..2] {
+            let instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+            let inv = loop_inversions(&instrs);
+            assert_eq!(inv.len(), 1, "{}", ci.name);
+            let (top, bottom, jump) = inv[0];
+            // The copies are the same instructions (jumps aside) on the same lines.
+            let n = jump + 1 - bottom;
+            for k in 0..n {
+                let (t, b) = (&instrs[top + k], &instrs[bottom + k]);
+                assert_eq!(t.line, b.line);
+                if t.jump_target().is_none() {
+                    assert_eq!((t.opcode, t.arg), (b.opcode, b.arg));
+                }
+            }
+            let f = lift(ci).unwrap();
+            assert_eq!(loops_in(&f.body), 1, "{}", ci.name);
+            assert!(matches!(f.body[0].kind, StmtKind::Loop { .. }), "{:?}", f.body[0]);
+        }
+        // A test ending in a chained comparison is not matched: the loop keeps its guard `if`.
+        let instrs: Vec<Instr> = instructions(&cis[2].code, &cis[2].lines).collect();
+        assert!(loop_inversions(&instrs).is_empty());
+        let f = lift(&cis[2]).unwrap();
+        assert_eq!(loops_in(&f.body), 1);
+        assert!(matches!(
+            f.body.iter().find(|s| !matches!(s.kind, StmtKind::Let(..))).unwrap().kind,
+            StmtKind::If { .. }
+        ));
+    }
 }

@@ -1,5 +1,12 @@
-//! Short-circuit conditions whose branches share blocks (moved from lift.rs).
-use super::*;
+//! Short-circuit conditions: `if a and b: X else: Y` reaches Y from both tests, so the branches
+//! of the first test share blocks. The tests are then computed into a `$tN` by nested `if`s
+//! (each operand evaluated only on the paths where CPython evaluates it), and one `if` on the
+//! `$tN` runs X or Y.
+use super::cfg::{Node, Term};
+use super::translator::{pop_reg, stmt, Stack, Translator};
+use super::{pop_jump_sense, Fallback, Result};
+use crate::bezoar::ir::*;
+use crate::py311::opcode::*;
 
 impl Translator<'_> {
     // -- Short-circuit conditions ----------------------------------------------------------
@@ -9,11 +16,11 @@ impl Translator<'_> {
     /// condition (and iterator-free `POP_TOP` cleanups of chained comparisons), with exactly two
     /// blocks reached from them (then, else in code order).
     pub(super) fn condition(&self, b: Node, next: Node, jump: Node, end: Node) -> Option<(Vec<bool>, Node, Node)> {
-        let n = self.cfg.exit();
+        let n = self.code.cfg.exit();
         let live = self.scope_succ(b);
         let side = |s: Node| self.live_reach(live.iter().copied().filter(|&l| l == s).collect(), end);
         let (r1, r2) = (side(next), side(jump));
-        let shared = (0..n).any(|c| r1[c] && r2[c] && c != end && !self.cfg.blocks[c].trivial_return);
+        let shared = (0..n).any(|c| r1[c] && r2[c] && c != end && !self.code.cfg.blocks[c].trivial_return);
         if !shared {
             return None;
         }
@@ -26,9 +33,9 @@ impl Translator<'_> {
                 if !members[x]
                     && (r1[x] || r2[x])
                     && x != end
-                    && !self.loops.contains_key(&x)
+                    && !self.code.loops.contains_key(&x)
                     && self.absorbable(x, &members)
-                    && self.cfg.preds[x].iter().all(|&p| members[p])
+                    && self.code.cfg.preds[x].iter().all(|&p| members[p])
                 {
                     members[x] = true;
                     changed = true;
@@ -37,14 +44,14 @@ impl Translator<'_> {
         }
         let mut targets: Vec<Node> = (0..n)
             .filter(|&x| members[x])
-            .flat_map(|x| self.cfg.successors(x))
+            .flat_map(|x| self.code.cfg.successors(x))
             .filter(|&s| s >= n || !members[s])
             .collect();
         targets.sort_unstable();
         targets.dedup();
         let forward = (0..n)
             .filter(|&x| members[x])
-            .all(|x| self.cfg.successors(x).iter().all(|&s| s >= n || !members[s] || s > x));
+            .all(|x| self.code.cfg.successors(x).iter().all(|&s| s >= n || !members[s] || s > x));
         match targets.as_slice() {
             _ if !forward => None,
             // (A lone test gains nothing: its branches share blocks anyway.)
@@ -58,20 +65,20 @@ impl Translator<'_> {
     /// way on (the cleanup of a chained comparison). A test reached only by jumps is where
     /// another statement starts (`elif`, a loop's next test).
     pub(super) fn absorbable(&self, x: Node, members: &[bool]) -> bool {
-        let blk = &self.cfg.blocks[x];
-        if self.cfg.pop_only(x, self.instrs).is_some() {
+        let blk = &self.code.cfg.blocks[x];
+        if self.code.cfg.pop_only(x, self.code.instrs).is_some() {
             return true;
         }
         let Some(t) = blk.term_instr else {
             return false;
         };
-        let fallen_into = self.cfg.preds[x]
+        let fallen_into = self.code.cfg.preds[x]
             .iter()
-            .any(|&p| members[p] && matches!(self.cfg.blocks[p].term, Term::Branch { next, .. } if next == x));
+            .any(|&p| members[p] && matches!(self.code.cfg.blocks[p].term, Term::Branch { next, .. } if next == x));
         fallen_into
             && matches!(blk.term, Term::Branch { .. })
-            && pop_jump_sense(self.instrs[t].opcode).is_some()
-            && self.instrs[blk.body.clone()].iter().all(|i| {
+            && pop_jump_sense(self.code.instrs[t].opcode).is_some()
+            && self.code.instrs[blk.body.clone()].iter().all(|i| {
                 !matches!(
                     i.opcode,
                     STORE_FAST
@@ -101,17 +108,17 @@ impl Translator<'_> {
         out: &mut Block,
         line: u32,
     ) -> Result<Option<Option<Node>>> {
-        let t = self.temp();
+        let t = self.em.temp();
         let mut leaf = Leaf::None;
         let next_side = self.cond_side(next, stack.clone(), members, targets, &t, &mut leaf)?;
         let jump_side = self.cond_side(jump, stack.clone(), members, targets, &t, &mut leaf)?;
         let Leaf::Stack(leaf) = leaf else {
-            self.ntemps -= 1;
+            self.em.release_temp();
             return Ok(None);
         };
         let (then_body, else_body) = if cond_jumps { (jump_side, next_side) } else { (next_side, jump_side) };
         out.push(stmt(StmtKind::If { cond, then_body, else_body }, line));
-        let holds = self.bind(Expr::Load(t), line, out);
+        let holds = self.em.bind(Expr::Load(t), line, out);
         let (mut then_body, then_end) = self.region(targets.0, end, leaf.clone(), false)?;
         let (mut else_body, else_end) = self.region(targets.1, end, leaf, false)?;
         let (merged, after) = self.merge(&mut then_body, then_end, &mut else_body, else_end, line)?;
@@ -140,22 +147,22 @@ impl Translator<'_> {
                 Leaf::Stack(l) if l == stack => Leaf::Stack(l),
                 _ => Leaf::Mismatch,
             };
-            let v = self.bind_const(Const::Bool(s == targets.0), self.line, &mut out);
+            let v = self.em.bind_const(Const::Bool(s == targets.0), self.line, &mut out);
             out.push(stmt(StmtKind::Store(t.to_string(), v), self.line));
             return Ok(out);
         }
         debug_assert!(members[s]);
-        let blk = &self.cfg.blocks[s];
+        let blk = &self.code.cfg.blocks[s];
         self.spend(blk.body.len() + 1)?;
-        for ins in &self.instrs[blk.body.clone()] {
+        for ins in &self.code.instrs[blk.body.clone()] {
             self.line = ins.line;
             self.instr(ins, &mut stack, &mut out)?;
         }
-        match (blk.term, blk.term_instr.map(|i| &self.instrs[i])) {
+        match (blk.term, blk.term_instr.map(|i| &self.code.instrs[i])) {
             (Term::Next(n) | Term::Jump(n), _) => out.extend(self.cond_side(n, stack, members, targets, t, leaf)?),
             (Term::Branch { jump, next }, Some(ins)) => {
                 self.line = ins.line;
-                let x = Self::pop_reg(&mut stack, ins.line)?;
+                let x = pop_reg(&mut stack, ins.line)?;
                 let (cond, cond_jumps) = self.test(ins, x, &mut out);
                 let next_side = self.cond_side(next, stack.clone(), members, targets, t, leaf)?;
                 let jump_side = self.cond_side(jump, stack, members, targets, t, leaf)?;

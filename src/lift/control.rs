@@ -1,5 +1,13 @@
-//! Loops, `break`/`continue` and conditional-jump tests (moved from lift.rs).
-use super::*;
+//! Control: loops (`for`, `while`, their else clauses), `break`/`continue`, returns and the
+//! tests of conditional jumps; `GET_ITER`, which starts a `for` loop over a snapshot.
+//!
+//! A loop found by `cfg::Cfg::find_loops` is translated as a region from its head
+//! (`structure`); inside it, reaching the head is `continue` and reaching its follow (or else
+//! clause) is `break`.
+use super::cfg::{Node, Term};
+use super::translator::{pop_reg, stmt, Emitter, Stack, Translator, Val};
+use super::{pop_jump_sense, Fallback, Result};
+use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;
 
 /// The loop being translated (innermost last).
@@ -37,7 +45,7 @@ impl Translator<'_> {
         }
         let mut out = Vec::new();
         if let Some(flag) = flag {
-            let t = self.bind_const(Const::Bool(true), line, &mut out);
+            let t = self.em.bind_const(Const::Bool(true), line, &mut out);
             out.push(stmt(StmtKind::Store(flag, t), line));
         }
         out.push(stmt(kind, line));
@@ -46,19 +54,16 @@ impl Translator<'_> {
 
     /// Translates the loop headed by `h` (and its else clause); returns where control continues.
     pub(super) fn translate_loop(&mut self, h: Node, stack: &mut Stack, out: &mut Block) -> Result<Option<Node>> {
-        let loops = self.loops;
+        let loops = self.code.loops;
         let info = &loops[&h];
-        let blk = &self.cfg.blocks[h];
-        let line = self.instrs
+        let blk = &self.code.cfg.blocks[h];
+        let line = self.code.instrs
             [if blk.body.is_empty() { blk.term_instr.unwrap_or(blk.body.start) } else { blk.body.start }]
         .line;
         self.line = line;
-        let flag = info.alt.map(|_| {
-            self.nflags += 1;
-            format!("$broke{}", self.nflags - 1)
-        });
+        let flag = info.alt.map(|_| self.em.broke_flag());
         if let Some(flag) = &flag {
-            let f = self.bind_const(Const::Bool(false), line, out);
+            let f = self.em.bind_const(Const::Bool(false), line, out);
             out.push(stmt(StmtKind::Store(flag.clone(), f), line));
         }
         let mut ctx = LoopCtx {
@@ -75,7 +80,7 @@ impl Translator<'_> {
                 return Err(Fallback::shape("FOR_ITER without an iterator", line));
             };
             ctx.outer_stack.pop();
-            let item = self.new_reg();
+            let item = self.em.new_reg();
             let mut body_stack = stack.clone();
             body_stack.push(Val::Reg(item));
             self.ctx.push(ctx);
@@ -99,7 +104,7 @@ impl Translator<'_> {
         }
         if let (Some(alt), Some(flag)) = (info.alt, flag) {
             // The else clause runs unless a break set the flag.
-            let broke = self.bind(Expr::Load(flag), line, out);
+            let broke = self.em.bind(Expr::Load(flag), line, out);
             let follow = info.follow.expect("an else clause comes with a follow");
             let (mut else_body, else_end) = self.region(alt, follow, stack.clone(), false)?;
             let mut then_body = Vec::new();
@@ -116,11 +121,29 @@ impl Translator<'_> {
     pub(super) fn test(&mut self, ins: &Instr, x: Reg, out: &mut Block) -> (Reg, bool) {
         let (none_test, jump_if) = pop_jump_sense(ins.opcode).expect("a POP_JUMP instruction");
         if !none_test {
-            (self.bind(Expr::Op(Intrinsic::Truth, vec![x]), ins.line, out), jump_if)
+            (self.em.bind(Expr::Op(Intrinsic::Truth, vec![x]), ins.line, out), jump_if)
         } else {
             // Phrase the condition so the fall-through path is `then`.
-            let none = self.bind_const(Const::None, ins.line, out);
-            (self.bind(Expr::Op(Intrinsic::Is { negate: jump_if }, vec![x, none]), ins.line, out), false)
+            let none = self.em.bind_const(Const::None, ins.line, out);
+            (self.em.bind(Expr::Op(Intrinsic::Is { negate: jump_if }, vec![x, none]), ins.line, out), false)
         }
     }
+
+    /// `RETURN_VALUE`: the value on top of an otherwise empty stack.
+    pub(super) fn return_value(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
+        let v = pop_reg(stack, ins.line)?;
+        if !stack.is_empty() {
+            return Err(Fallback::shape("values left on the stack at return", ins.line));
+        }
+        out.push(stmt(StmtKind::Return(v), ins.line));
+        Ok(())
+    }
+}
+
+/// `GET_ITER`: a `for` loop iterates over a snapshot of its iterable (`iter_snapshot`).
+pub(super) fn get_iter(em: &mut Emitter, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
+    let x = pop_reg(stack, ins.line)?;
+    let r = em.bind(Expr::Op(Intrinsic::IterSnapshot, vec![x]), ins.line, out);
+    stack.push(Val::Iter(r));
+    Ok(())
 }

@@ -52,6 +52,24 @@
 //!   (cells...))`; captured locals live in real cells (`$cell.x`, `make_cell`/`cell_get`/`cell_set`).
 //! - `f(*a, **k)`: `c := op star_call(f, a, k); r := c()`; `global x; x = v`: `setitem(globals,
 //!   "x", v)` and `load_global.x(globals)` reads; `del x`: `del x`.
+mod calls;
+mod cfg;
+mod conditions;
+mod containers;
+mod control;
+mod inline;
+mod loads;
+mod operators;
+mod post;
+mod structure;
+#[cfg(test)]
+mod tests;
+mod translator;
+
+use cfg::Cfg;
+use inline::{bound_before, captured_by_function, cell_local, free_needs_cell, known_functions, nparams};
+use post::tidy;
+use translator::{CodeScope, Emitter, Shared, Translator};
 use crate::bezoar::ir::*;
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
@@ -165,30 +183,22 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
             }
             escaping.extend(held);
         };
-        let mut t = Translator {
+        let code = CodeScope {
             ci,
             instrs: &instrs,
             cfg: &cfg,
             loops: &loops,
-            ctx: Vec::new(),
-            pdoms: HashMap::new(),
-            consts: ci.consts.clone(),
-            const_regs: HashMap::new(),
-            nregs: 0,
-            ntemps: 0,
-            nflags: 0,
-            budget: 4 * instrs.len() + 64,
-            kwnames: None,
-            line: ci.firstlineno,
             locals: ci.localsplus(),
+            first_free: ci.localsplus().len() - ci.freevars.len(),
             dot0: None,
             const_map: None,
             path: Vec::new(),
-            global_regs: HashMap::new(),
-            attr_regs: HashMap::new(),
+            plain_funcs: plain.clone(),
             yield_mode: None,
+        };
+        let shared = Shared {
+            budget: 4 * instrs.len() + 64,
             ncomp: 0,
-            first_free: ci.localsplus().len() - ci.freevars.len(),
             stored_globals: instrs
                 .iter()
                 .filter(|i| i.opcode == STORE_GLOBAL)
@@ -199,16 +209,13 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
                 .filter(|(name, _)| !real_cells.contains(*name))
                 .map(|(name, k)| (name.clone(), (k.clone(), plain.contains(&k.2))))
                 .collect(),
-            func_regs: HashMap::new(),
             inlining: HashSet::new(),
-            plain_funcs: plain.clone(),
-            tuple_lens: HashMap::new(),
-            map_keys: HashMap::new(),
             fn_defaults: HashMap::new(),
             real_cells,
         };
+        let mut t = Translator::new(Emitter::new(ci.consts.clone()), code, shared, ci.firstlineno);
         let res = t.region(0, cfg.exit(), Vec::new(), false);
-        let escaped: HashSet<u32> = t.func_regs.values().filter(|(_, p)| *p).map(|(k, _)| k.2).collect();
+        let escaped: HashSet<u32> = t.em.facts.funcs.values().filter(|(_, p)| *p).map(|(k, _)| k.2).collect();
         match res {
             Err(_) if !plain.is_empty() => {
                 // Not because of the assumption, surely; but make sure.
@@ -221,7 +228,7 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
                 continue;
             }
             Ok((mut body, _)) => {
-                let mut nregs = t.nregs;
+                let mut nregs = t.em.nregs;
                 tidy(&mut body, &mut nregs);
                 return Ok(Function {
                     name: ci.name.clone(),
@@ -235,14 +242,14 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
                         .iter()
                         .cloned()
                         .chain(ci.freevars.iter().map(|v| {
-                            if t.real_cells.contains(v) {
+                            if t.shared.real_cells.contains(v) {
                                 cell_local(v)
                             } else {
                                 v.clone()
                             }
                         }))
                         .collect(),
-                    consts: t.consts,
+                    consts: t.em.consts,
                     body,
                     nregs,
                 });
@@ -377,19 +384,17 @@ fn is_unconditional_jump(op: u8) -> bool {
     matches!(op, JUMP_FORWARD | JUMP_BACKWARD | JUMP_BACKWARD_NO_INTERRUPT)
 }
 
-mod cfg;
-mod conditions;
-mod control;
-mod inline;
-mod post;
-mod structure;
-mod translator;
-
-use cfg::*;
-use control::*;
-use inline::*;
-use post::*;
-use translator::*;
 #[cfg(test)]
-mod tests;
+mod fallback_tests {
+    use super::Fallback;
 
+    #[test]
+    fn fallback_display() {
+        let op = Fallback { reason: "unsupported opcode".into(), opcode: Some("SETUP_WITH".into()), line: 12 };
+        assert_eq!(op.to_string(), "unsupported opcode SETUP_WITH at line 12");
+        assert_eq!(Fallback::new("while loop", 3).to_string(), "while loop at line 3");
+        let described =
+            Fallback { reason: "del of a local variable".into(), opcode: Some("DELETE_FAST".into()), line: 4 };
+        assert_eq!(described.to_string(), "del of a local variable (DELETE_FAST) at line 4");
+    }
+}

@@ -1,5 +1,6 @@
 //! Post-passes on the translated Bezoar (moved from lift.rs).
-use super::*;
+use super::RETURN_LOCAL;
+use crate::bezoar::ir::*;
 
 // ---------------------------------------------------------------------------------------------
 // Post-passes
@@ -15,8 +16,8 @@ pub(super) fn tidy(body: &mut Block, nregs: &mut u32) {
         if tail_returns_to_local(body, &mut line) {
             let r = *nregs;
             *nregs += 1;
-            body.push(stmt(StmtKind::Let(r, Expr::Load(RETURN_LOCAL.into())), line));
-            body.push(stmt(StmtKind::Return(r), line));
+            body.push(Stmt { kind: StmtKind::Let(r, Expr::Load(RETURN_LOCAL.into())), line });
+            body.push(Stmt { kind: StmtKind::Return(r), line });
         }
     }
 }

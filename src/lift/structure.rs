@@ -1,6 +1,17 @@
-//! Structure recovery: regions, `if`/`else` joins and post-dominators (moved from lift.rs).
-use super::*;
+//! Structure recovery: a region of blocks becomes a statement list. Conditional jumps become
+//! `if`s whose branches run up to their join (the nearest block every path through the branch
+//! reaches unless it leaves, from post-dominators in the current loop scope); loops are handed to
+//! `control`, short-circuit conditions to `conditions`. Values that differ between the branches
+//! at a join go through a `$tN` (`merge`).
+//!
+//! Works on the `cfg` of the code scope and drives the per-instruction translation
+//! (`Translator::instr`).
+use super::cfg::{Node, Term};
+use super::translator::{pop_reg, stmt, Stack, Translator, Val};
+use super::{Fallback, Result};
+use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;
+use crate::py311::opcode::*;
 
 impl Translator<'_> {
     // -- Joins -----------------------------------------------------------------------------
@@ -10,9 +21,9 @@ impl Translator<'_> {
     /// iteration otherwise (`continue`, `break`, to the else clause) are dropped: they become
     /// `Continue`/`Break` statements wherever they occur.
     pub(super) fn scope_succ(&self, b: Node) -> Vec<Node> {
-        let end = self.cfg.exit();
+        let end = self.code.cfg.exit();
         let ctx = self.ctx.last();
-        self.cfg
+        self.code.cfg
             .successors(b)
             .into_iter()
             .filter_map(|s| match ctx {
@@ -31,14 +42,14 @@ impl Translator<'_> {
         if let Some(pd) = self.pdoms.get(&key) {
             return pd.clone();
         }
-        let n = self.cfg.exit();
+        let n = self.code.cfg.exit();
         let mut pd = vec![vec![true; n + 1]; n + 1];
         pd[n] = (0..=n).map(|i| i == n).collect();
         let succ: Vec<Vec<Node>> = (0..n).map(|b| self.scope_succ(b)).collect();
         let mut changed = true;
         while changed {
             changed = false;
-            for b in (0..n).rev().filter(|&b| self.cfg.reachable[b]) {
+            for b in (0..n).rev().filter(|&b| self.code.cfg.reachable[b]) {
                 let mut set = vec![true; n + 1];
                 for &s in &succ[b] {
                     for (x, &p) in set.iter_mut().zip(&pd[s]) {
@@ -59,7 +70,7 @@ impl Translator<'_> {
 
     /// Blocks reachable from `starts` in the current scope, not expanding `stop` (nor END).
     pub(super) fn live_reach(&self, starts: Vec<Node>, stop: Node) -> Vec<bool> {
-        let n = self.cfg.exit();
+        let n = self.code.cfg.exit();
         let mut seen = vec![false; n + 1];
         let mut work = starts;
         while let Some(b) = work.pop() {
@@ -84,7 +95,7 @@ impl Translator<'_> {
             return None;
         }
         let reach = self.live_reach(self.scope_succ(b), follow);
-        (0..self.cfg.exit()).filter(|&c| c != b && set[c] && reach[c]).min()
+        (0..self.code.cfg.exit()).filter(|&c| c != b && set[c] && reach[c]).min()
     }
 
     // -- Regions ---------------------------------------------------------------------------
@@ -94,8 +105,8 @@ impl Translator<'_> {
     /// broke out of or continued the innermost loop). `first`: `entry` is the head of the loop
     /// whose body this is (translate it even though it is also the follow).
     pub(super) fn region(&mut self, entry: Node, follow: Node, mut stack: Stack, first: bool) -> Result<(Block, Option<Stack>)> {
-        let cfg = self.cfg;
-        let instrs = self.instrs;
+        let cfg = self.code.cfg;
+        let instrs = self.code.instrs;
         let mut out = Vec::new();
         let mut cur = entry;
         let mut at_head = first;
@@ -108,7 +119,7 @@ impl Translator<'_> {
                     out.extend(exit);
                     return Ok((out, None));
                 }
-                if self.loops.contains_key(&cur) {
+                if self.code.loops.contains_key(&cur) {
                     match self.translate_loop(cur, &mut stack, &mut out)? {
                         Some(next) => {
                             cur = next;
@@ -134,11 +145,7 @@ impl Translator<'_> {
             match (blk.term, term) {
                 (Term::Next(n), _) | (Term::Jump(n), _) => cur = n,
                 (Term::Return, Some(ins)) => {
-                    let v = Self::pop_reg(&mut stack, ins.line)?;
-                    if !stack.is_empty() {
-                        return Err(Fallback::shape("values left on the stack at return", ins.line));
-                    }
-                    out.push(stmt(StmtKind::Return(v), ins.line));
+                    self.return_value(ins, &mut stack, &mut out)?;
                     return Ok((out, None));
                 }
                 (Term::Branch { jump, next }, Some(ins)) => {
@@ -168,11 +175,11 @@ impl Translator<'_> {
         out: &mut Block,
     ) -> Result<Option<Node>> {
         let line = ins.line;
-        let x = Self::pop_reg(stack, line)?;
+        let x = pop_reg(stack, line)?;
         // `JUMP_IF_*_OR_POP` (`a or b`, `a and b` as values) keeps the operand when it jumps.
         let keeps = matches!(ins.opcode, JUMP_IF_FALSE_OR_POP | JUMP_IF_TRUE_OR_POP);
         let (cond, cond_jumps) = if keeps {
-            (self.bind(Expr::Op(Intrinsic::Truth, vec![x]), line, out), ins.opcode == JUMP_IF_TRUE_OR_POP)
+            (self.em.bind(Expr::Op(Intrinsic::Truth, vec![x]), line, out), ins.opcode == JUMP_IF_TRUE_OR_POP)
         } else {
             self.test(ins, x, out)
         };
@@ -227,10 +234,10 @@ impl Translator<'_> {
             match (x, y) {
                 _ if x == y => {}
                 (Val::Reg(x), Val::Reg(y)) => {
-                    let t = self.temp();
+                    let t = self.em.temp();
                     then_body.push(stmt(StmtKind::Store(t.clone(), *x), line));
                     else_body.push(stmt(StmtKind::Store(t.clone(), *y), line));
-                    merged[i] = Val::Reg(self.bind(Expr::Load(t), line, &mut after));
+                    merged[i] = Val::Reg(self.em.bind(Expr::Load(t), line, &mut after));
                 }
                 _ => return Err(Fallback::shape("stacks differ at a join", line)),
             }

@@ -1,11 +1,14 @@
-//! Tests of the lifter as a whole (moved from lift.rs).
-use super::*;
-use crate::py311::code_info;
+//! Tests of the lifter as a whole, on functions compiled by the running CPython (the golden
+//! files under tests/golden/lift/ cover the shapes emitted).
+use super::lift;
+use crate::bezoar::ir::*;
+use crate::py311::opcode::EXTENDED_ARG;
+use crate::py311::{code_info, CodeInfo};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// Runs `src` and returns `CodeInfo` of the code objects it binds to the given names.
-fn code_infos(src: &str, names: &[&str]) -> Vec<CodeInfo> {
+pub(super) fn code_infos(src: &str, names: &[&str]) -> Vec<CodeInfo> {
     pyo3::prepare_freethreaded_python();
     Python::with_gil(|py| {
         let ns = PyDict::new_bound(py);
@@ -90,7 +93,7 @@ fn params_and_registers() {
     assert_eq!(f.body[1], Stmt { kind: StmtKind::Store("d".into(), 0), line: 2 });
 }
 
-fn loops_in(block: &Block) -> usize {
+pub(super) fn loops_in(block: &Block) -> usize {
     block
         .iter()
         .map(|s| match &s.kind {
@@ -99,45 +102,6 @@ fn loops_in(block: &Block) -> usize {
             _ => 0,
         })
         .sum()
-}
-
-/// CPython compiles a `while` test twice; the bottom copy is redirected to the top one when
-/// they match, so `continue` (which jumps to the top copy) stays inside one `Loop`.
-#[test]
-fn while_loop_inversion_is_undone() {
-    let src =
-        "def a(x):\n    while x > 0:\n        if g(x):\n            continue\n        x = h(x)\n    return x\n\
-               def b(x):\n    while p(x) and (q(x) or\n            r(x)):\n        x = h(x)\n    return x\n\
-               def c(m):\n    while 0 < m < 9:\n        m = h(m)\n    return m\n\
-               ca, cb, cc = a.__code__, b.__code__, c.__code__\n";
-    let cis = code_infos(src, &["ca", "cb", "cc"]);
-    for ci in &cis[..2] {
-        let instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
-        let inv = loop_inversions(&instrs);
-        assert_eq!(inv.len(), 1, "{}", ci.name);
-        let (top, bottom, jump) = inv[0];
-        // The copies are the same instructions (jumps aside) on the same lines.
-        let n = jump + 1 - bottom;
-        for k in 0..n {
-            let (t, b) = (&instrs[top + k], &instrs[bottom + k]);
-            assert_eq!(t.line, b.line);
-            if t.jump_target().is_none() {
-                assert_eq!((t.opcode, t.arg), (b.opcode, b.arg));
-            }
-        }
-        let f = lift(ci).unwrap();
-        assert_eq!(loops_in(&f.body), 1, "{}", ci.name);
-        assert!(matches!(f.body[0].kind, StmtKind::Loop { .. }), "{:?}", f.body[0]);
-    }
-    // A test ending in a chained comparison is not matched: the loop keeps its guard `if`.
-    let instrs: Vec<Instr> = instructions(&cis[2].code, &cis[2].lines).collect();
-    assert!(loop_inversions(&instrs).is_empty());
-    let f = lift(&cis[2]).unwrap();
-    assert_eq!(loops_in(&f.body), 1);
-    assert!(matches!(
-        f.body.iter().find(|s| !matches!(s.kind, StmtKind::Let(..))).unwrap().kind,
-        StmtKind::If { .. }
-    ));
 }
 
 /// The right operand of `and`/`or` and the branches of `a if c else b` are only evaluated on
@@ -155,14 +119,4 @@ fn short_circuit_calls_stay_in_their_branch() {
     assert_eq!((calls(then_body), calls(else_body)), (0, 1)); // g(a) only when a is falsy
     let StmtKind::If { then_body, else_body, .. } = &ifs[1].kind else { unreachable!() };
     assert_eq!((calls(then_body), calls(else_body)), (1, 1));
-}
-
-#[test]
-fn fallback_display() {
-    let op = Fallback { reason: "unsupported opcode".into(), opcode: Some("SETUP_WITH".into()), line: 12 };
-    assert_eq!(op.to_string(), "unsupported opcode SETUP_WITH at line 12");
-    assert_eq!(Fallback::new("while loop", 3).to_string(), "while loop at line 3");
-    let described =
-        Fallback { reason: "del of a local variable".into(), opcode: Some("DELETE_FAST".into()), line: 4 };
-    assert_eq!(described.to_string(), "del of a local variable (DELETE_FAST) at line 4");
 }

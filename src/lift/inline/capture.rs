@@ -1,9 +1,9 @@
-//! Which inner functions can be inlined and which locals need real cells (moved from lift.rs).
-use super::*;
+//! Before translation: which inner functions are "known" (bound once to a local, so their
+//! calls may be inlined) and which locals must live in real cells (captured by an inner function
+//! that stays a real function object). Reads code objects only; emits nothing.
 use crate::py311::decode::{instructions, Instr};
-use crate::py311::{
-    CodeInfo, CO_VARARGS, CO_VARKEYWORDS,
-};
+use crate::py311::opcode::*;
+use crate::py311::{CodeInfo, CO_VARARGS, CO_VARKEYWORDS};
 use std::collections::{HashMap, HashSet};
 
 /// An inner function known by its code object: (the code object defining it, that code object's

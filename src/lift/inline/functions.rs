@@ -1,15 +1,67 @@
-//! Inner functions and lambdas: inlined calls and real function objects (moved from lift.rs).
-use super::*;
-use crate::py311::decode::instructions;
+//! Inner functions, lambdas and closures: `MAKE_FUNCTION` (a comprehension waiting for its call,
+//! a real function object, or nothing for a plain inner function whose calls are all inlined),
+//! the closure tuple (`LOAD_CLOSURE`s + `BUILD_TUPLE`), and `inline_call`, which translates a
+//! call of a known inner function in place.
+use super::super::post::{drop_tail_continues, nest_after_exits, returns_in_loops, tail_returns_to};
+use super::super::translator::{pop, pop_reg, stmt, Stack, Translator, Val};
+use super::super::{Fallback, Result};
+use super::{is_comprehension, KnownFunc};
+use crate::bezoar::ir::*;
+use crate::py311::decode::{instructions, Instr};
+use crate::py311::opcode::*;
 use crate::py311::{
     CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE, CO_VARARGS, CO_VARKEYWORDS,
 };
 
+/// The local holding the cell of the captured variable `name`.
 pub(in crate::lift) fn cell_local(name: &str) -> String {
     format!("$cell.{name}")
 }
 
+/// Whether the top `n` stack entries are cells (`LOAD_CLOSURE`s), about to become a closure.
+pub(in crate::lift) fn is_closure_tuple(stack: &Stack, n: u32) -> bool {
+    n > 0 && stack.len() >= n as usize && stack[stack.len() - n as usize..].iter().all(|v| matches!(v, Val::Cell(_)))
+}
+
+/// `BUILD_TUPLE` of cells: the closure of the function made next.
+pub(in crate::lift) fn closure_tuple(stack: &mut Stack, n: u32) {
+    let cells = stack.split_off(stack.len() - n as usize);
+    stack.push(Val::Cells(cells.into_iter().map(|v| match v { Val::Cell(n) => n, _ => unreachable!() }).collect()));
+}
+
 impl Translator<'_> {
+    /// `LOAD_CLOSURE` (the cell of a local) and `MAKE_FUNCTION`.
+    pub(in crate::lift) fn closure_op(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
+        let line = ins.line;
+        let arg = ins.arg;
+        match ins.opcode {
+            LOAD_CLOSURE => stack.push(Val::Cell(self.code.local(arg, line)?)),
+            MAKE_FUNCTION => {
+                let Val::Code(code) = pop(stack, line)? else {
+                    return Err(Fallback::shape("MAKE_FUNCTION without a code object", line));
+                };
+                let child = &self.code.ci.children[&code];
+                if !is_comprehension(child) {
+                    return self.make_function(code, arg, stack, out);
+                }
+                if arg & !8 != 0 {
+                    return Err(Fallback::shape("comprehension with defaults", line));
+                }
+                let closure = if arg & 8 != 0 {
+                    match pop(stack, line)? {
+                        Val::Cells(names) => names,
+                        _ => return Err(Fallback::shape("closure of a comprehension", line)),
+                    }
+                } else {
+                    Vec::new()
+                };
+                stack.push(Val::Func { code, closure });
+            }
+            _ => return Err(Fallback::unsupported(ins)),
+        }
+        Ok(())
+    }
+
     /// A call `g(a, b)` of an inner function that the @poppy function defines once (`def g` or
     /// `g = lambda ...`, stored straight into a local assigned nowhere else) with exactly its
     /// positional parameters: its body is translated in place (parameters stored into its renamed
@@ -43,7 +95,7 @@ impl Translator<'_> {
             bound[i] = Some(*a);
         }
         // Parameters not given take their defaults (when the def's defaults are known).
-        let (ndefaults, kwdefaults) = self.fn_defaults.get(&code).cloned().unwrap_or_default();
+        let (ndefaults, kwdefaults) = self.shared.fn_defaults.get(&code).cloned().unwrap_or_default();
         let argcount = child.argcount as usize;
         let mut fills = Vec::new();
         for (i, b) in bound.iter().enumerate() {
@@ -61,26 +113,24 @@ impl Translator<'_> {
         }
         let mut default_stmts = Vec::new();
         for (i, holder, key) in fills {
-            let h = self.bind(Expr::Load(holder), self.line, &mut default_stmts);
-            let k = self.bind_const(key, self.line, &mut default_stmts);
-            bound[i] = Some(self.bind(Expr::Op(Intrinsic::GetItem, vec![h, k]), self.line, &mut default_stmts));
+            let h = self.em.bind(Expr::Load(holder), self.line, &mut default_stmts);
+            let k = self.em.bind_const(key, self.line, &mut default_stmts);
+            bound[i] = Some(self.em.bind(Expr::Op(Intrinsic::GetItem, vec![h, k]), self.line, &mut default_stmts));
         }
         let args: Vec<Reg> = bound.into_iter().collect::<Option<_>>()?;
         let plain = child.flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE) == 0
             && child.exceptiontable.is_empty()
             && !instructions(&child.code, &child.lines).any(|i| matches!(i.opcode, STORE_GLOBAL | DELETE_GLOBAL));
-        if !plain || self.inlining.contains(&code) {
+        if !plain || self.shared.inlining.contains(&code) {
             return None;
         }
         let line = self.line;
         // Translate into a scratch state: on failure nothing is kept (the call stays a call).
-        let saved = (self.consts.clone(), self.const_regs.clone(), self.nregs, self.ntemps, self.nflags, self.budget, self.ncomp);
-        let saved_maps =
-            (self.global_regs.clone(), self.attr_regs.clone(), self.real_cells.clone(), self.func_regs.clone());
-        let k = self.ncomp; // the number translate_child gives the inlined locals
-        self.inlining.insert(code);
+        let saved = (self.em.clone(), self.shared.budget, self.shared.ncomp, self.shared.real_cells.clone());
+        let k = self.shared.ncomp; // the number translate_child gives the inlined locals
+        self.shared.inlining.insert(code);
         let translated = self.translate_child((&owner, &owner_path), code, &child.freevars.clone(), None, None);
-        self.inlining.remove(&code);
+        self.shared.inlining.remove(&code);
         let args = &args[..];
         let result = translated.ok().and_then(|(mut body, locals)| {
             nest_after_exits(&mut body);
@@ -103,7 +153,7 @@ impl Translator<'_> {
             let stored = crate::bezoar::passes::assigned(&body);
             stmts.extend(own.iter().filter(|x| stored.contains(*x)).map(|x| stmt(StmtKind::Unbind(x.clone()), line)));
             stmts.extend(body);
-            let r = self.bind(Expr::Load(ret), line, &mut stmts);
+            let r = self.em.bind(Expr::Load(ret), line, &mut stmts);
             Some((stmts, r))
         });
         match result {
@@ -113,8 +163,7 @@ impl Translator<'_> {
                 Some(r)
             }
             None => {
-                (self.consts, self.const_regs, self.nregs, self.ntemps, self.nflags, self.budget, self.ncomp) = saved;
-                (self.global_regs, self.attr_regs, self.real_cells, self.func_regs) = saved_maps;
+                (self.em, self.shared.budget, self.shared.ncomp, self.shared.real_cells) = saved;
                 None
             }
         }
@@ -123,23 +172,23 @@ impl Translator<'_> {
     /// `MAKE_FUNCTION` of an inner function or lambda: a real function object, built at run time
     /// from its code object, defaults and the real cells of the variables it captures. Calling
     /// it is an ordinary external call (it runs in CPython).
-    pub(in crate::lift) fn make_function(&mut self, code: u32, flags: u32, stack: &mut Stack, out: &mut Block) -> Result<()> {
+    fn make_function(&mut self, code: u32, flags: u32, stack: &mut Stack, out: &mut Block) -> Result<()> {
         let line = self.line;
-        if self.plain_funcs.contains(&code) {
+        if self.code.plain_funcs.contains(&code) {
             // Every call of it is inlined: no function object (its local holds None, unused).
             // Defaults and annotations were evaluated, as in CPython; the defaults are kept in
             // locals for the inlined calls that use them.
             let mut operands: [Option<Val>; 4] = Default::default();
             for (i, bit) in [8, 4, 2, 1].into_iter().enumerate() {
                 if flags & bit != 0 {
-                    operands[i] = Some(Self::pop(stack, line)?);
+                    operands[i] = Some(pop(stack, line)?);
                 }
             }
             let mut info = (0, Vec::new());
             if let Some(Val::Reg(d)) = operands[3].clone() {
-                let n = match self.const_regs.get(&d).and_then(|k| self.consts.get(*k as usize)) {
+                let n = match self.em.facts.consts.get(&d).and_then(|k| self.em.consts.get(*k as usize)) {
                     Some(Const::Tuple(items)) => Some(items.len()),
-                    _ => self.tuple_lens.get(&d).copied(),
+                    _ => self.em.facts.tuple_lens.get(&d).copied(),
                 };
                 if let Some(n) = n {
                     out.push(stmt(StmtKind::Store(format!("$fn{code}.defaults"), d), line));
@@ -147,53 +196,52 @@ impl Translator<'_> {
                 }
             }
             if let Some(Val::Reg(d)) = operands[2].clone() {
-                if let Some(keys) = self.map_keys.get(&d).cloned() {
+                if let Some(keys) = self.em.facts.map_keys.get(&d).cloned() {
                     out.push(stmt(StmtKind::Store(format!("$fn{code}.kwdefaults"), d), line));
                     info.1 = keys;
                 }
             }
-            self.fn_defaults.insert(code, info);
-            let none = self.bind_const(Const::None, line, out);
+            self.shared.fn_defaults.insert(code, info);
+            let none = self.em.bind_const(Const::None, line, out);
             stack.push(Val::Reg(none));
             return Ok(());
         }
         let closure = if flags & 8 != 0 {
-            let Val::Cells(names) = Self::pop(stack, line)? else {
+            let Val::Cells(names) = pop(stack, line)? else {
                 return Err(Fallback::shape("closure tuple", line));
             };
             let mut cells = Vec::new();
             for n in names {
-                if !self.real_cells.contains(&n) {
+                if !self.shared.real_cells.contains(&n) {
                     return Err(Fallback::shape("captured variable without a cell", line));
                 }
-                cells.push(self.bind(Expr::Load(cell_local(&n)), line, out));
+                cells.push(self.em.bind(Expr::Load(cell_local(&n)), line, out));
             }
-            Some(self.bind(Expr::Op(Intrinsic::BuildTuple, cells), line, out))
+            Some(self.em.bind(Expr::Op(Intrinsic::BuildTuple, cells), line, out))
         } else {
             None
         };
         let operand = |bit: u32, stack: &mut Stack| -> Result<Option<Reg>> {
-            Ok(if flags & bit != 0 { Some(Self::pop_reg(stack, line)?) } else { None })
+            Ok(if flags & bit != 0 { Some(pop_reg(stack, line)?) } else { None })
         };
         let annotations = operand(4, stack)?;
         let kwdefaults = operand(2, stack)?;
         let defaults = operand(1, stack)?;
-        let k = match &self.const_map {
+        let k = match &self.code.const_map {
             Some(m) => m[code as usize],
             None => code,
         };
-        let code_reg = self.bind(Expr::Const(k), line, out);
-        let globals = self.bind_const(Const::Globals, line, out);
+        let code_reg = self.em.bind(Expr::Const(k), line, out);
+        let globals = self.em.bind_const(Const::Globals, line, out);
         let mut args = vec![code_reg, globals];
         for r in [defaults, kwdefaults, annotations, closure] {
             args.push(match r {
                 Some(r) => r,
-                None => self.bind_const(Const::None, line, out),
+                None => self.em.bind_const(Const::None, line, out),
             });
         }
-        let f = self.bind(Expr::Op(Intrinsic::MakeFunction, args), line, out);
+        let f = self.em.bind(Expr::Op(Intrinsic::MakeFunction, args), line, out);
         stack.push(Val::Reg(f));
         Ok(())
     }
-
 }

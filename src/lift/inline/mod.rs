@@ -1,20 +1,32 @@
-//! Translating nested code objects in place: comprehensions and inner functions (moved from lift.rs).
-use super::*;
-
+//! Comprehension and closure inlining: nested code objects translated in place, in the same
+//! registers and constant pool, with their locals renamed apart (`$cK.x`).
+//!
+//! - `capture`: before translation, which inner functions can be inlined and which locals need
+//!   real cells.
+//! - this module: `translate_child` (a nested code object in a child `Translator`) and
+//!   `inline_child` (a list/set/dict comprehension, or a generator expression's loop).
+//! - `functions`: `MAKE_FUNCTION`, closures, and calls of known inner functions (`inline_call`).
+//! - `genexpr`: generator expressions and their consumers.
 mod capture;
 mod functions;
 mod genexpr;
 
-pub(super) use capture::*;
-pub(super) use functions::*;
-pub(super) use genexpr::*;
+pub(super) use capture::{
+    bound_before, captured_by_function, free_needs_cell, is_comprehension, known_functions, nparams, KnownFunc,
+};
+pub(super) use functions::{cell_local, closure_tuple, is_closure_tuple};
+pub(super) use genexpr::YieldMode;
+
+use super::cfg::Cfg;
+use super::post::has_return;
+use super::translator::{CodeScope, Translator};
+use super::{is_supported, Fallback, Result};
+use crate::bezoar::ir::*;
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::CodeInfo;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 impl Translator<'_> {
-    // -- Comprehensions and generator expressions ---------------------------------------------
-
     /// Translates the comprehension or generator expression `co_consts[code]`, called with the
     /// iterator `iter`, in place (3.11 compiles it as a nested function called at once): its
     /// statements go to `out`, its locals renamed apart (`$cK.x`: they do not leak), its free
@@ -29,8 +41,8 @@ impl Translator<'_> {
         out: &mut Block,
     ) -> Result<Reg> {
         let line = self.line;
-        let path = self.path.clone();
-        let (mut body, _) = self.translate_child((self.ci, &path), code, closure, Some(iter), mode)?;
+        let path = self.code.path.clone();
+        let (mut body, _) = self.translate_child((self.code.ci, &path), code, closure, Some(iter), mode)?;
         let ret = match body.pop() {
             Some(Stmt { kind: StmtKind::Return(r), .. }) if !has_return(&body) => r,
             _ => return Err(Fallback::shape("comprehension without a single final return", line)),
@@ -60,8 +72,8 @@ impl Translator<'_> {
         }
         let cfg = Cfg::build(&instrs)?;
         let loops = cfg.find_loops(&instrs)?;
-        let k = self.ncomp;
-        self.ncomp += 1;
+        let k = self.shared.ncomp;
+        self.shared.ncomp += 1;
         let lp = child.localsplus();
         let nfree = child.freevars.len();
         if closure.len() != nfree {
@@ -96,63 +108,33 @@ impl Translator<'_> {
                     }
                     c => c.clone(),
                 };
-                self.const_index(c)
+                self.em.const_index(c)
             })
             .collect();
-        let mut sub = Translator {
+        let mut shared = std::mem::take(&mut self.shared);
+        shared.budget += 4 * instrs.len() + 64;
+        let scope = CodeScope {
             ci: child,
             instrs: &instrs,
             cfg: &cfg,
             loops: &loops,
-            ctx: Vec::new(),
-            pdoms: HashMap::new(),
-            consts: std::mem::take(&mut self.consts),
-            const_regs: std::mem::take(&mut self.const_regs),
-            nregs: self.nregs,
-            ntemps: self.ntemps,
-            nflags: self.nflags,
-            budget: self.budget + 4 * instrs.len() + 64,
-            kwnames: None,
-            line,
             locals: locals.clone(),
+            first_free,
             dot0,
             const_map: Some(const_map),
             path,
-            global_regs: std::mem::take(&mut self.global_regs),
-            attr_regs: std::mem::take(&mut self.attr_regs),
-            yield_mode: mode,
-            ncomp: self.ncomp,
-            real_cells: std::mem::take(&mut self.real_cells),
-            first_free,
-            stored_globals: self.stored_globals.clone(),
-            known_funcs: std::mem::take(&mut self.known_funcs),
-            func_regs: std::mem::take(&mut self.func_regs),
-            inlining: std::mem::take(&mut self.inlining),
             plain_funcs: HashSet::new(),
-            tuple_lens: HashMap::new(),
-            map_keys: HashMap::new(),
-            fn_defaults: std::mem::take(&mut self.fn_defaults),
+            yield_mode: mode,
         };
+        let mut sub = Translator::new(self.em.begin_child(), scope, shared, line);
         for (i, c) in child.localsplus().iter().enumerate().take(first_free) {
             if child.cellvars.contains(c) && captured_by_function(child, c, &HashSet::new()) {
-                sub.real_cells.insert(sub.locals[i].clone());
+                sub.shared.real_cells.insert(sub.code.locals[i].clone());
             }
         }
         let res = sub.region(0, cfg.exit(), Vec::new(), false);
-        self.consts = sub.consts;
-        self.const_regs = sub.const_regs;
-        self.nregs = sub.nregs;
-        self.ntemps = sub.ntemps;
-        self.nflags = sub.nflags;
-        self.budget = sub.budget;
-        self.global_regs = sub.global_regs;
-        self.attr_regs = sub.attr_regs;
-        self.ncomp = sub.ncomp;
-        self.real_cells = sub.real_cells;
-        self.known_funcs = sub.known_funcs;
-        self.func_regs = sub.func_regs;
-        self.inlining = sub.inlining;
-        self.fn_defaults = sub.fn_defaults;
+        self.em.end_child(sub.em);
+        self.shared = sub.shared;
         self.line = line;
         let (body, end) = res?;
         if end.is_some() {
