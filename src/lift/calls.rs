@@ -9,6 +9,7 @@ use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;
 use crate::py311::opcode::*;
+use crate::py311::oparg;
 
 impl Translator<'_> {
     pub(super) fn call(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
@@ -32,7 +33,7 @@ impl Translator<'_> {
             CALL_FUNCTION_EX => {
                 // Stack: NULL, f, args, [kwargs]. The call is made by calling a `star_call`
                 // object with no arguments (the external gets exactly these arguments).
-                let kwargs = if arg & 1 != 0 { Some(pop_reg(stack, line)?) } else { None };
+                let kwargs = if oparg::call_ex_has_kwargs(arg) { Some(pop_reg(stack, line)?) } else { None };
                 let args = pop_reg(stack, line)?;
                 let f = pop_reg(stack, line)?;
                 if pop(stack, line)? != Val::Null {
@@ -64,7 +65,7 @@ impl Translator<'_> {
                 // A comprehension or generator expression called with its iterator.
                 let (code, closure, it) = (*code, closure.clone(), *it);
                 stack.truncate(stack.len() - 2);
-                if self.code.ci.children[&code].name == "<genexpr>" {
+                if self.code.ci.children[&code].is_genexpr() {
                     stack.push(Val::Genexpr { code, closure, iter: it });
                 } else {
                     let r = self.inline_child(code, &closure, it, None, out)?;

@@ -3,7 +3,7 @@
 //! loops (back edges to dominators) with their exits classified.
 //!
 //! Depends on `py311` (instructions, jump decoding) only; knows nothing of Bezoar.
-use super::{is_unconditional_jump, pop_jump_sense, Fallback, Result};
+use super::{Fallback, Result};
 use crate::py311::decode::Instr;
 use crate::py311::opcode::*;
 use std::collections::HashMap;

@@ -4,7 +4,7 @@
 //! `$tN` runs X or Y.
 use super::cfg::{Node, Term};
 use super::translator::{pop_reg, stmt, Stack, Translator};
-use super::{pop_jump_sense, Fallback, Result};
+use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::opcode::*;
 

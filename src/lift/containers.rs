@@ -7,6 +7,7 @@ use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;
 use crate::py311::opcode::*;
+use crate::py311::oparg;
 
 pub(super) fn translate(em: &mut Emitter, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
     let line = ins.line;
@@ -81,7 +82,7 @@ pub(super) fn translate(em: &mut Emitter, ins: &Instr, stack: &mut Stack, out: &
             let (op, n) = if ins.opcode == UNPACK_SEQUENCE {
                 (Intrinsic::UnpackSequence(arg), arg)
             } else {
-                let (before, after) = (arg & 0xff, arg >> 8);
+                let (before, after) = oparg::unpack_ex(arg);
                 (Intrinsic::UnpackEx { before, after }, before + 1 + after)
             };
             let t = em.bind(Expr::Op(op, vec![x]), line, out);

@@ -6,9 +6,10 @@
 //! clause) is `break`.
 use super::cfg::{Node, Term};
 use super::translator::{pop_reg, stmt, Emitter, Stack, Translator, Val};
-use super::{pop_jump_sense, Fallback, Result};
+use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;
+use crate::py311::opcode::pop_jump_sense;
 
 /// The loop being translated (innermost last).
 pub(super) struct LoopCtx {

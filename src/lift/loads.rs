@@ -5,12 +5,13 @@
 //!
 //! Touches the `Emitter`, the code scope's slot names, and of the shared state the cells, the
 //! known inner functions and the stored globals.
-use super::inline::{cell_local, nparams};
+use super::inline::cell_local;
 use super::translator::{pop_reg, pop_regs, stmt, Stack, Translator, Val};
 use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;
 use crate::py311::opcode::*;
+use crate::py311::{oparg, ITER_ARG};
 
 impl Translator<'_> {
     pub(super) fn load_store(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
@@ -25,7 +26,7 @@ impl Translator<'_> {
             LOAD_FAST | LOAD_DEREF => {
                 let name = self.code.local(arg, line)?;
                 match self.code.dot0 {
-                    Some(it) if name == ".0" => stack.push(Val::Iter(it)),
+                    Some(it) if name == ITER_ARG => stack.push(Val::Iter(it)),
                     _ => {
                         // A cell read by inlined comprehensions only is an ordinary local.
                         let known = self.shared.known_funcs.get(&name).cloned();
@@ -50,10 +51,11 @@ impl Translator<'_> {
                 stack.push(Val::Reg(r));
             }
             LOAD_GLOBAL => {
-                if arg & 1 == 1 {
+                let (push_null, index) = oparg::load_global(arg);
+                if push_null {
                     stack.push(Val::Null);
                 }
-                let name = self.code.name(arg >> 1, line)?;
+                let name = self.code.name(index, line)?;
                 let r = if self.shared.stored_globals.contains(&name) {
                     let g = em.bind_const(Const::Globals, line, out);
                     em.bind(Expr::Op(Intrinsic::LoadGlobal(name.clone()), vec![g]), line, out)
@@ -131,7 +133,7 @@ impl Translator<'_> {
             }
             MAKE_CELL => {
                 // A parameter's cell starts with the argument; any other starts empty.
-                let init = if (arg as usize) < nparams(self.code.ci) && self.code.dot0.is_none() {
+                let init = if (arg as usize) < self.code.ci.nparams() && self.code.dot0.is_none() {
                     vec![em.bind(Expr::Load(name.clone()), line, out)]
                 } else {
                     vec![]

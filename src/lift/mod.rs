@@ -67,14 +67,14 @@ mod tests;
 mod translator;
 
 use cfg::Cfg;
-use inline::{bound_before, captured_by_function, cell_local, free_needs_cell, known_functions, nparams};
+use inline::{bound_before, captured_by_function, cell_local, free_needs_cell, known_functions};
 use post::tidy;
 use translator::{CodeScope, Emitter, Shared, Translator};
 use crate::bezoar::ir::*;
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
 use crate::py311::{
-    CodeInfo, CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE,
+    exception_table, opcode, CodeInfo, CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE,
 };
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -109,7 +109,7 @@ impl Fallback {
     }
 
     fn unsupported(ins: &Instr) -> Self {
-        let reason = describe_unsupported(ins.opcode).unwrap_or(UNSUPPORTED_OPCODE);
+        let reason = opcode::construct(ins.opcode).unwrap_or(UNSUPPORTED_OPCODE);
         Fallback { reason: reason.into(), opcode: Some(ins.name().into()), line: ins.line }
     }
 
@@ -117,22 +117,6 @@ impl Fallback {
     fn shape(what: &str, line: u32) -> Self {
         Fallback::new(format!("unexpected bytecode shape ({what})"), line)
     }
-}
-
-/// The Python construct behind an unsupported opcode, when it has one obvious source.
-fn describe_unsupported(op: u8) -> Option<&'static str> {
-    Some(match op {
-        DELETE_GLOBAL => "del of a global",
-        DELETE_DEREF | LOAD_CLASSDEREF => "closure (del of a captured variable, or a class body)",
-        LOAD_NAME | STORE_NAME | DELETE_NAME => "module or class body",
-        RAISE_VARARGS | RERAISE => "raise statement",
-        LOAD_ASSERTION_ERROR => "assert statement",
-        IMPORT_NAME | IMPORT_FROM | IMPORT_STAR => "import inside the function",
-        BEFORE_WITH | BEFORE_ASYNC_WITH => "with statement",
-        MATCH_CLASS | MATCH_MAPPING | MATCH_SEQUENCE | MATCH_KEYS | GET_LEN => "match statement",
-        YIELD_VALUE | GET_AWAITABLE | SEND | GET_YIELD_FROM_ITER => "yield or await",
-        _ => return None,
-    })
 }
 
 type Result<T> = std::result::Result<T, Fallback>;
@@ -238,7 +222,7 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
                     // CPython binds positional and keyword-only parameters, then the `*args` tuple and
                     // the `**kwargs` dict, into the frame's first locals.
                     // A closure's free variables follow, as `$cell.x` locals holding the cells.
-                    params: ci.varnames[..nparams(ci)]
+                    params: ci.varnames[..ci.nparams()]
                         .iter()
                         .cloned()
                         .chain(ci.freevars.iter().map(|v| {
@@ -271,18 +255,9 @@ fn check_code_object(ci: &CodeInfo) -> Result<()> {
     if flag(CO_GENERATOR) {
         return at_def("generator function");
     }
-    if !ci.exceptiontable.is_empty() {
-        // Report the line of the first protected instruction (the start of the first entry,
-        // a 6-bit-chunk varint counting code units).
-        let mut bytes = ci.exceptiontable.iter();
-        let mut b = *bytes.next().unwrap_or(&0);
-        let mut start = (b & 63) as u32;
-        while b & 64 != 0 {
-            b = *bytes.next().unwrap_or(&0);
-            start = (start << 6) | (b & 63) as u32;
-        }
-        let line = ci.lines.iter().find(|l| l.0 <= 2 * start && 2 * start < l.1).map_or(0, |l| l.2);
-        return Err(Fallback::new("exception handling (try/with)", line));
+    if let Some(start) = exception_table::first_protected(&ci.exceptiontable) {
+        // Reported at the line of the first protected instruction.
+        return Err(Fallback::new("exception handling (try/with)", ci.line_at(start)));
     }
     Ok(())
 }
@@ -366,22 +341,6 @@ fn is_supported(op: u8) -> bool {
             | DICT_MERGE
             | DELETE_FAST
     )
-}
-
-/// `POP_JUMP_*` conditional jumps: `(tests for None, jumps when the test holds)`. The truth tests
-/// "hold" when the value is true; the None tests when the value is None.
-fn pop_jump_sense(op: u8) -> Option<(bool, bool)> {
-    match op {
-        POP_JUMP_FORWARD_IF_TRUE | POP_JUMP_BACKWARD_IF_TRUE => Some((false, true)),
-        POP_JUMP_FORWARD_IF_FALSE | POP_JUMP_BACKWARD_IF_FALSE => Some((false, false)),
-        POP_JUMP_FORWARD_IF_NONE | POP_JUMP_BACKWARD_IF_NONE => Some((true, true)),
-        POP_JUMP_FORWARD_IF_NOT_NONE | POP_JUMP_BACKWARD_IF_NOT_NONE => Some((true, false)),
-        _ => None,
-    }
-}
-
-fn is_unconditional_jump(op: u8) -> bool {
-    matches!(op, JUMP_FORWARD | JUMP_BACKWARD | JUMP_BACKWARD_NO_INTERRUPT)
 }
 
 #[cfg(test)]

@@ -7,37 +7,22 @@ use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;
 use crate::py311::opcode::*;
+use crate::py311::oparg;
 
 pub(super) fn translate(em: &mut Emitter, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
     let line = ins.line;
     let arg = ins.arg;
     let (op, nargs) = match ins.opcode {
         BINARY_OP => {
-            const OPS: [BinOp; 13] = [
-                BinOp::Add,
-                BinOp::And,
-                BinOp::FloorDiv,
-                BinOp::LShift,
-                BinOp::MatMul,
-                BinOp::Mul,
-                BinOp::Mod,
-                BinOp::Or,
-                BinOp::Pow,
-                BinOp::RShift,
-                BinOp::Sub,
-                BinOp::TrueDiv,
-                BinOp::Xor,
-            ];
-            let op = *OPS.get(arg as usize % 13).filter(|_| arg < 26).ok_or_else(|| Fallback::unsupported(ins))?;
-            (Intrinsic::Binary { op, inplace: arg >= 13 }, 2)
+            let (op, inplace) = oparg::binary_op(arg).ok_or_else(|| Fallback::unsupported(ins))?;
+            (Intrinsic::Binary { op, inplace }, 2)
         }
         COMPARE_OP => {
-            const CMPS: [CmpOp; 6] = [CmpOp::Lt, CmpOp::Le, CmpOp::Eq, CmpOp::Ne, CmpOp::Gt, CmpOp::Ge];
-            let op = *CMPS.get(arg as usize).ok_or_else(|| Fallback::unsupported(ins))?;
+            let op = oparg::compare_op(arg).ok_or_else(|| Fallback::unsupported(ins))?;
             (Intrinsic::Compare(op), 2)
         }
         IS_OP | CONTAINS_OP => {
-            let negate = arg == 1;
+            let negate = oparg::negated(arg);
             let op = if ins.opcode == IS_OP { Intrinsic::Is { negate } } else { Intrinsic::Contains { negate } };
             (op, 2)
         }
@@ -51,8 +36,7 @@ pub(super) fn translate(em: &mut Emitter, ins: &Instr, stack: &mut Stack, out: &
             (Intrinsic::Unary(op), 1)
         }
         FORMAT_VALUE => {
-            let conv = [Conversion::None, Conversion::Str, Conversion::Repr, Conversion::Ascii][(arg & 3) as usize];
-            let has_spec = arg & 4 != 0;
+            let (conv, has_spec) = oparg::format_value(arg);
             (Intrinsic::FormatValue { conv, has_spec }, 1 + has_spec as usize)
         }
         BUILD_STRING => (Intrinsic::BuildString, arg as usize),

@@ -3,7 +3,7 @@
 //! that stays a real function object). Reads code objects only; emits nothing.
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
-use crate::py311::{CodeInfo, CO_VARARGS, CO_VARKEYWORDS};
+use crate::py311::CodeInfo;
 use std::collections::{HashMap, HashSet};
 
 /// An inner function known by its code object: (the code object defining it, that code object's
@@ -45,7 +45,7 @@ pub(in crate::lift) fn known_functions(ci: &CodeInfo, instrs: &[Instr]) -> HashM
             && mf.opcode == MAKE_FUNCTION
             && matches!(st.opcode, STORE_FAST | STORE_DEREF)
             && stores(st.arg) == 1
-            && ci.children.get(&k.arg).is_some_and(|c| !is_comprehension(c))
+            && ci.children.get(&k.arg).is_some_and(|c| !c.is_comprehension())
         {
             if let Some(name) = lp.get(st.arg as usize).filter(|n| !rebound.contains(*n)) {
                 out.insert(name.clone(), (owner.clone(), Vec::new(), k.arg));
@@ -53,13 +53,6 @@ pub(in crate::lift) fn known_functions(ci: &CodeInfo, instrs: &[Instr]) -> HashM
         }
     }
     out
-}
-
-/// The number of locals CPython binds from a call's arguments.
-pub(in crate::lift) fn nparams(ci: &CodeInfo) -> usize {
-    (ci.argcount + ci.kwonlyargcount) as usize
-        + (ci.flags & CO_VARARGS != 0) as usize
-        + (ci.flags & CO_VARKEYWORDS != 0) as usize
 }
 
 /// Whether the local `v` is surely bound wherever the function made from `co_consts[code]` can be
@@ -71,7 +64,7 @@ pub(in crate::lift) fn bound_before(ci: &CodeInfo, instrs: &[Instr], v: &str, co
     if instrs.iter().any(|i| matches!(i.opcode, DELETE_FAST | DELETE_DEREF) && is_v(i)) {
         return false;
     }
-    if ci.varnames[..nparams(ci)].iter().any(|p| p == v) {
+    if ci.varnames[..ci.nparams()].iter().any(|p| p == v) {
         return true;
     }
     for (n, i) in instrs.iter().enumerate() {
@@ -86,17 +79,13 @@ pub(in crate::lift) fn bound_before(ci: &CodeInfo, instrs: &[Instr], v: &str, co
     false
 }
 
-pub(in crate::lift) fn is_comprehension(ci: &CodeInfo) -> bool {
-    matches!(ci.name.as_str(), "<listcomp>" | "<setcomp>" | "<dictcomp>" | "<genexpr>")
-}
-
 /// Whether the local `name` of `ci` is captured by an inner function or lambda (directly, or
 /// through inlined comprehensions or the `plain` inner functions among `ci`'s constants, which
 /// are always inlined): it then needs a real cell.
 pub(in crate::lift) fn captured_by_function(ci: &CodeInfo, name: &str, plain: &HashSet<u32>) -> bool {
     ci.children.iter().any(|(k, ch)| {
         ch.freevars.iter().any(|f| f == name)
-            && (!(is_comprehension(ch) || plain.contains(k)) || captured_by_function(ch, name, &HashSet::new()))
+            && (!(ch.is_comprehension() || plain.contains(k)) || captured_by_function(ch, name, &HashSet::new()))
     })
 }
 

@@ -5,10 +5,11 @@
 use super::super::post::{drop_tail_continues, nest_after_exits, returns_in_loops, tail_returns_to};
 use super::super::translator::{pop, pop_reg, stmt, Stack, Translator, Val};
 use super::super::{Fallback, Result};
-use super::{is_comprehension, KnownFunc};
+use super::KnownFunc;
 use crate::bezoar::ir::*;
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
+use crate::py311::oparg;
 use crate::py311::{
     CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE, CO_VARARGS, CO_VARKEYWORDS,
 };
@@ -41,13 +42,13 @@ impl Translator<'_> {
                     return Err(Fallback::shape("MAKE_FUNCTION without a code object", line));
                 };
                 let child = &self.code.ci.children[&code];
-                if !is_comprehension(child) {
+                if !child.is_comprehension() {
                     return self.make_function(code, arg, stack, out);
                 }
-                if arg & !8 != 0 {
+                if arg & !oparg::MF_CLOSURE != 0 {
                     return Err(Fallback::shape("comprehension with defaults", line));
                 }
-                let closure = if arg & 8 != 0 {
+                let closure = if arg & oparg::MF_CLOSURE != 0 {
                     match pop(stack, line)? {
                         Val::Cells(names) => names,
                         _ => return Err(Fallback::shape("closure of a comprehension", line)),
@@ -179,7 +180,7 @@ impl Translator<'_> {
             // Defaults and annotations were evaluated, as in CPython; the defaults are kept in
             // locals for the inlined calls that use them.
             let mut operands: [Option<Val>; 4] = Default::default();
-            for (i, bit) in [8, 4, 2, 1].into_iter().enumerate() {
+            for (i, bit) in [oparg::MF_CLOSURE, oparg::MF_ANNOTATIONS, oparg::MF_KWDEFAULTS, oparg::MF_DEFAULTS].into_iter().enumerate() {
                 if flags & bit != 0 {
                     operands[i] = Some(pop(stack, line)?);
                 }
@@ -206,7 +207,7 @@ impl Translator<'_> {
             stack.push(Val::Reg(none));
             return Ok(());
         }
-        let closure = if flags & 8 != 0 {
+        let closure = if flags & oparg::MF_CLOSURE != 0 {
             let Val::Cells(names) = pop(stack, line)? else {
                 return Err(Fallback::shape("closure tuple", line));
             };
@@ -224,9 +225,9 @@ impl Translator<'_> {
         let operand = |bit: u32, stack: &mut Stack| -> Result<Option<Reg>> {
             Ok(if flags & bit != 0 { Some(pop_reg(stack, line)?) } else { None })
         };
-        let annotations = operand(4, stack)?;
-        let kwdefaults = operand(2, stack)?;
-        let defaults = operand(1, stack)?;
+        let annotations = operand(oparg::MF_ANNOTATIONS, stack)?;
+        let kwdefaults = operand(oparg::MF_KWDEFAULTS, stack)?;
+        let defaults = operand(oparg::MF_DEFAULTS, stack)?;
         let k = match &self.code.const_map {
             Some(m) => m[code as usize],
             None => code,

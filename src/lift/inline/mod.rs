@@ -12,7 +12,7 @@ mod functions;
 mod genexpr;
 
 pub(super) use capture::{
-    bound_before, captured_by_function, free_needs_cell, is_comprehension, known_functions, nparams, KnownFunc,
+    bound_before, captured_by_function, free_needs_cell, known_functions, KnownFunc,
 };
 pub(super) use functions::{cell_local, closure_tuple, is_closure_tuple};
 pub(super) use genexpr::YieldMode;
@@ -23,7 +23,7 @@ use super::translator::{CodeScope, Translator};
 use super::{is_supported, Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::{instructions, Instr};
-use crate::py311::CodeInfo;
+use crate::py311::{CodeInfo, ITER_ARG};
 use std::collections::HashSet;
 
 impl Translator<'_> {
@@ -86,7 +86,7 @@ impl Translator<'_> {
             .map(|(i, n)| {
                 if i >= first_free {
                     closure[i - first_free].clone()
-                } else if n == ".0" {
+                } else if n == ITER_ARG {
                     n.clone()
                 } else {
                     format!("$c{k}.{n}")
