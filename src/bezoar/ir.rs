@@ -12,6 +12,9 @@
 //! - Every `Expr::Op` and `Expr::Call` is an *external* call at run time unless the callee turns out
 //!   to be an internal (@poppy) function; everything else is internal.
 
+/// The local that collects the value of returns nested in a tail `if` (`passes::tidy`).
+pub const RETURN_LOCAL: &str = "$ret";
+
 /// An immutable variable (`r{n}`), bound once.
 pub type Reg = u32;
 

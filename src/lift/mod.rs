@@ -60,7 +60,6 @@ mod control;
 mod inline;
 mod loads;
 mod operators;
-mod post;
 mod structure;
 #[cfg(test)]
 mod tests;
@@ -68,7 +67,7 @@ mod translator;
 
 use cfg::Cfg;
 use inline::{bound_before, captured_by_function, cell_local, free_needs_cell, known_functions};
-use post::tidy;
+use crate::bezoar::passes::tidy;
 use translator::{CodeScope, Emitter, Shared, Translator};
 use crate::bezoar::ir::*;
 use crate::py311::decode::{instructions, Instr};
@@ -121,8 +120,7 @@ impl Fallback {
 
 type Result<T> = std::result::Result<T, Fallback>;
 
-/// The local that collects the value of returns nested in a tail `if`.
-pub const RETURN_LOCAL: &str = "$ret";
+pub use crate::bezoar::ir::RETURN_LOCAL;
 
 pub fn lift(ci: &CodeInfo) -> Result<Function> {
     check_code_object(ci)?;

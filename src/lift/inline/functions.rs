@@ -2,11 +2,11 @@
 //! a real function object, or nothing for a plain inner function whose calls are all inlined),
 //! the closure tuple (`LOAD_CLOSURE`s + `BUILD_TUPLE`), and `inline_call`, which translates a
 //! call of a known inner function in place.
-use super::super::post::{drop_tail_continues, nest_after_exits, returns_in_loops, tail_returns_to};
 use super::super::translator::{pop, pop_reg, stmt, Stack, Translator, Val};
 use super::super::{Fallback, Result};
 use super::KnownFunc;
 use crate::bezoar::ir::*;
+use crate::bezoar::passes::{assigned, drop_tail_continues, nest_after_exits, returns_in_loops, tail_returns_to};
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
 use crate::py311::oparg;
@@ -151,7 +151,7 @@ impl Translator<'_> {
                 .collect();
             // Each call starts with the function's other locals unbound (as in a new frame).
             let own = &locals[args.len()..locals.len() - child.freevars.len()];
-            let stored = crate::bezoar::passes::assigned(&body);
+            let stored = assigned(&body);
             stmts.extend(own.iter().filter(|x| stored.contains(*x)).map(|x| stmt(StmtKind::Unbind(x.clone()), line)));
             stmts.extend(body);
             let r = self.em.bind(Expr::Load(ret), line, &mut stmts);

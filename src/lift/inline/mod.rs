@@ -18,10 +18,10 @@ pub(super) use functions::{cell_local, closure_tuple, is_closure_tuple};
 pub(super) use genexpr::YieldMode;
 
 use super::cfg::Cfg;
-use super::post::has_return;
 use super::translator::{CodeScope, Translator};
 use super::{is_supported, Fallback, Result};
 use crate::bezoar::ir::*;
+use crate::bezoar::passes::has_return;
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::{CodeInfo, ITER_ARG};
 use std::collections::HashSet;

@@ -1,12 +1,12 @@
-//! Post-passes on the translated Bezoar (moved from lift.rs).
-use super::RETURN_LOCAL;
+//! Normalisations the lifter applies to the Bezoar it translated (and to inlined function
+//! bodies): statements after an `if` one of whose branches always leaves move into the other
+//! branch; a `continue` at the tail of a loop body is dropped; and when no return is inside a
+//! loop, the returns of a tail `if` store `$ret`, returned at the end (so loop-free functions
+//! need no exit status in lowering).
 use crate::bezoar::ir::*;
 
-// ---------------------------------------------------------------------------------------------
-// Post-passes
-
-/// Simplifies the translated body (see the module documentation, step 5).
-pub(super) fn tidy(body: &mut Block, nregs: &mut u32) {
+/// The three normalisations above, on a function body with `nregs` registers.
+pub fn tidy(body: &mut Block, nregs: &mut u32) {
     nest_after_exits(body);
     drop_tail_continues(body, false);
     if !returns_in_loops(body, false) && matches!(body.last(), Some(Stmt { kind: StmtKind::If { .. }, .. })) {
@@ -22,7 +22,7 @@ pub(super) fn tidy(body: &mut Block, nregs: &mut u32) {
     }
 }
 
-pub(super) fn has_return(block: &Block) -> bool {
+pub fn has_return(block: &Block) -> bool {
     block.iter().any(|s| match &s.kind {
         StmtKind::Return(_) => true,
         StmtKind::If { then_body, else_body, .. } => has_return(then_body) || has_return(else_body),
@@ -32,7 +32,7 @@ pub(super) fn has_return(block: &Block) -> bool {
 }
 
 /// Whether every path through `block` ends in a return, break or continue.
-pub(super) fn always_leaves(block: &Block) -> bool {
+pub fn always_leaves(block: &Block) -> bool {
     match block.last().map(|s| &s.kind) {
         Some(StmtKind::Return(_) | StmtKind::Break | StmtKind::Continue) => true,
         Some(StmtKind::If { then_body, else_body, .. }) => always_leaves(then_body) && always_leaves(else_body),
@@ -42,7 +42,7 @@ pub(super) fn always_leaves(block: &Block) -> bool {
 
 /// `if c: A else: B; R` where A always leaves becomes `if c: A else: B; R` with R inside the
 /// else branch (and symmetrically), everywhere.
-pub(super) fn nest_after_exits(block: &mut Block) {
+pub fn nest_after_exits(block: &mut Block) {
     let mut i = 0;
     while i < block.len() {
         if i + 1 < block.len() {
@@ -73,7 +73,7 @@ pub(super) fn nest_after_exits(block: &mut Block) {
 }
 
 /// Drops `continue`s at the tail of loop bodies (`tail`: `block` ends an iteration).
-pub(super) fn drop_tail_continues(block: &mut Block, tail: bool) {
+pub fn drop_tail_continues(block: &mut Block, tail: bool) {
     if tail && matches!(block.last(), Some(Stmt { kind: StmtKind::Continue, .. })) {
         block.pop();
     }
@@ -90,7 +90,7 @@ pub(super) fn drop_tail_continues(block: &mut Block, tail: bool) {
     }
 }
 
-pub(super) fn returns_in_loops(block: &Block, in_loop: bool) -> bool {
+pub fn returns_in_loops(block: &Block, in_loop: bool) -> bool {
     block.iter().any(|s| match &s.kind {
         StmtKind::Return(_) => in_loop,
         StmtKind::If { then_body, else_body, .. } => {
@@ -103,12 +103,12 @@ pub(super) fn returns_in_loops(block: &Block, in_loop: bool) -> bool {
 
 /// Whether every return in `block` is at its tail (through `if`s); if so, turns them into
 /// `store $ret` (`line`: the line of the last one).
-pub(super) fn tail_returns_to_local(block: &mut Block, line: &mut u32) -> bool {
+pub fn tail_returns_to_local(block: &mut Block, line: &mut u32) -> bool {
     tail_returns_to(block, line, RETURN_LOCAL)
 }
 
 /// `tail_returns_to_local` storing into the local `ret`.
-pub(super) fn tail_returns_to(block: &mut Block, line: &mut u32, ret: &str) -> bool {
+pub fn tail_returns_to(block: &mut Block, line: &mut u32, ret: &str) -> bool {
     fn all_at_tail(block: &Block) -> bool {
         block.iter().enumerate().all(|(i, s)| match &s.kind {
             StmtKind::Return(_) => i + 1 == block.len(),

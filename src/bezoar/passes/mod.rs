@@ -12,6 +12,13 @@
 use super::ir::*;
 use std::collections::BTreeSet;
 
+mod normalize;
+
+pub use normalize::{
+    always_leaves, drop_tail_continues, has_return, nest_after_exits, returns_in_loops, tail_returns_to,
+    tail_returns_to_local, tidy,
+};
+
 /// Call `f` on every statement of `b`, nested blocks included (pre-order).
 pub fn visit(b: &[Stmt], f: &mut impl FnMut(&StmtKind)) {
     for s in b {
