@@ -52,7 +52,7 @@ pub struct Compiled {
     /// the `argcount - nfree` arguments.
     pub nfree: usize,
     /// The parameter names of the free variables (`$cell.x`: the cell; `x`: its value).
-    pub free_params: Vec<String>,
+    pub free_params: Vec<crate::bezoar::VarName>,
     /// The globals dict the program's global loader reads (a code object shared by functions of
     /// different modules is recompiled for each).
     pub globals: Obj,
@@ -120,7 +120,8 @@ pub fn compile_function(py: Python<'_>, func: &Bound<'_, PyAny>) -> Result<Compi
     let opts = LowerOptions { force_memory: force_memory() };
     let program = lower(&bz, &mut factory, &opts)?;
     let globals = func.getattr("__globals__").map_err(|e| e.to_string())?.unbind();
-    let cell_params = bz.params.iter().map(|p| info.cellvars.contains(p)).collect();
+    let cell_params =
+        bz.params.iter().map(|p| matches!(p.kind(), crate::bezoar::VarKind::Local(n) if info.cellvars.contains(n))).collect();
     let nfree = info.freevars.len();
     let free_params = bz.params[bz.params.len() - nfree..].to_vec();
     Ok(Compiled {
@@ -303,7 +304,7 @@ fn run_frame(
         let closure = func.getattr("__closure__")?;
         for (c, name) in closure.iter()?.zip(&compiled.free_params) {
             let c = c?;
-            if name.starts_with("$cell.") {
+            if matches!(name.kind(), crate::bezoar::VarKind::Cell(_)) {
                 args.push(c.unbind());
             } else {
                 match c.getattr("cell_contents") {

@@ -51,7 +51,7 @@ struct Builder<P> {
 struct State {
     s: Loc,
     m: Option<Loc>,
-    env: BTreeMap<String, Loc>,
+    env: BTreeMap<bz::VarName, Loc>,
     defined: DefinedSet,
     /// In functions with break/continue/early return: the exit status (a Python int: 0 normal,
     /// 1 break, 2 continue, 3 return) and the return value so far.
@@ -81,7 +81,7 @@ const RETURN: i64 = 3;
 struct Lowerer<'a, F: PrimFactory> {
     factory: &'a mut F,
     src: &'a bz::Function,
-    promoted: BTreeSet<String>,
+    promoted: BTreeSet<bz::VarName>,
     use_memory: bool,
     funcs: Vec<Option<Func<F::Prim>>>,
     stack: Vec<Builder<F::Prim>>,
@@ -246,14 +246,15 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
 
     /// A value that raises UnboundLocalError for `name` wherever it is used. (The locals of
     /// inlined comprehensions and inner functions, `$cK.x`, are named `x` in the message.)
-    fn unbound(&mut self, name: &str, line: u32) -> Loc {
+    fn unbound(&mut self, name: &bz::VarName, line: u32) -> Loc {
         let m = self.emit("M", Op::MemEmpty, line);
         let mem = self.resolve(m);
-        let shown = match name.strip_prefix("$c").and_then(|r| r.split_once('.')) {
-            Some((k, x)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) => x,
-            _ => name,
+        let shown = match name.kind() {
+            bz::VarKind::Inlined { name, .. } => name.as_str(),
+            bz::VarKind::InlinedRet(_) => bz::RETURN_LOCAL,
+            _ => name.as_str(),
         };
-        self.emit(name, Op::MemLoad { mem, name: shown.to_string() }, line)
+        self.emit(name.as_str(), Op::MemLoad { mem, name: shown.to_string() }, line)
     }
 
     fn reg(&self, r: bz::Reg) -> Result<Loc, String> {
@@ -322,18 +323,18 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         st.exit = Some(Exit { status, ..exit });
     }
 
-    fn store(&mut self, st: &mut State, name: &str, value: Loc, line: u32) {
+    fn store(&mut self, st: &mut State, name: &bz::VarName, value: Loc, line: u32) {
         if self.promoted.contains(name) {
-            st.env.insert(name.to_string(), value);
+            st.env.insert(name.clone(), value);
         } else {
             let m = st.m.expect("memory threaded when a variable lives in it");
             let mem = self.resolve(m);
             let value = self.resolve(value);
-            st.m = Some(self.emit("M", Op::MemStore { mem, name: name.to_string(), value }, line));
+            st.m = Some(self.emit("M", Op::MemStore { mem, name: name.as_str().to_string(), value }, line));
         }
     }
 
-    fn load(&mut self, st: &mut State, name: &str, line: u32) -> Loc {
+    fn load(&mut self, st: &mut State, name: &bz::VarName, line: u32) -> Loc {
         let value = if self.promoted.contains(name) {
             match st.env.get(name) {
                 Some(l) => *l,
@@ -341,7 +342,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             }
         } else {
             let mem = self.resolve(st.m.expect("memory threaded"));
-            self.emit(name, Op::MemLoad { mem, name: name.to_string() }, line)
+            self.emit(name.as_str(), Op::MemLoad { mem, name: name.as_str().to_string() }, line)
         };
         if st.defined.contains(name) {
             value
@@ -349,12 +350,12 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             // May be unbound here: make the error (if any) happen at this point in program order.
             let check = self.factory.bound_check();
             let f = self.prim("bound", check, line);
-            self.xcall(st, f, &[value], &[], name, line)
+            self.xcall(st, f, &[value], &[], name.as_str(), line)
         }
     }
 
     /// The loop-carried / branch-carried tuple layout: S, [M,] `vars`, [status, retval].
-    fn carried(&mut self, st: &State, vars: &[String], line: u32) -> Vec<Loc> {
+    fn carried(&mut self, st: &State, vars: &[bz::VarName], line: u32) -> Vec<Loc> {
         let mut out = vec![st.s];
         out.extend(st.m);
         for v in vars {
@@ -372,7 +373,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
     }
 
     /// Rebind S, M and `vars` from the components of `t` (layout of `carried`).
-    fn uncarry(&mut self, st: &mut State, vars: &[String], t: Loc, line: u32) {
+    fn uncarry(&mut self, st: &mut State, vars: &[bz::VarName], t: Loc, line: u32) {
         let mut i = 0;
         st.s = self.proj("S", t, i, line);
         i += 1;
@@ -381,7 +382,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             i += 1;
         }
         for v in vars {
-            let l = self.proj(v, t, i, line);
+            let l = self.proj(v.as_str(), t, i, line);
             st.env.insert(v.clone(), l);
             i += 1;
         }
@@ -401,7 +402,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                     return Ok(()); // the rest of the block is unreachable
                 }
                 // The rest runs only if nothing above left the block: ite(status, skip, rest).
-                let vars: Vec<String> =
+                let vars: Vec<bz::VarName> =
                     assigned(rest).into_iter().filter(|v| self.promoted.contains(v)).collect();
                 let args = self.carried(st, &vars, s.line);
                 let skip = self.lower_branch(st, "skip", &vars, &[], s.line)?;
@@ -416,7 +417,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
 
     /// `res := ite(cond, then_f, else_f; args)` and rebind the carried state from `res`.
     #[allow(clippy::too_many_arguments)]
-    fn ite(&mut self, st: &mut State, cond: Loc, then_f: Loc, else_f: Loc, args: &[Loc], vars: &[String], line: u32) {
+    fn ite(&mut self, st: &mut State, cond: Loc, then_f: Loc, else_f: Loc, args: &[Loc], vars: &[bz::VarName], line: u32) {
         let cond = self.resolve(cond);
         let args = args.iter().map(|l| self.resolve(*l)).collect();
         let then_f = self.resolve(then_f);
@@ -454,9 +455,9 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             }
             StmtKind::If { cond, then_body, else_body } => {
                 let cond = self.reg(*cond)?;
-                let mut vars: BTreeSet<String> = assigned(then_body);
+                let mut vars: BTreeSet<bz::VarName> = assigned(then_body);
                 vars.extend(assigned(else_body));
-                let vars: Vec<String> = vars.into_iter().filter(|v| self.promoted.contains(v)).collect();
+                let vars: Vec<bz::VarName> = vars.into_iter().filter(|v| self.promoted.contains(v)).collect();
                 let args = self.carried(st, &vars, line);
                 let then_b = self.lower_branch(st, "then", &vars, then_body, line)?;
                 let else_b = self.lower_branch(st, "else", &vars, else_body, line)?;
@@ -469,7 +470,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                     st.defined.remove(&x);
                 }
                 let seq = self.reg(*iter)?;
-                let vars: Vec<String> =
+                let vars: Vec<bz::VarName> =
                     assigned(body).into_iter().filter(|v| self.promoted.contains(v)).collect();
                 let carried = self.carried(st, &vars, line);
                 let acc0 = self.tuple("acc", &carried, line);
@@ -529,7 +530,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         for x in deleted(body) {
             st.defined.remove(&x);
         }
-        let vars: Vec<String> = assigned(body).into_iter().filter(|v| self.promoted.contains(v)).collect();
+        let vars: Vec<bz::VarName> = assigned(body).into_iter().filter(|v| self.promoted.contains(v)).collect();
         let args = self.carried(st, &vars, line);
         let loop_var = self.reserve("loop");
         // The loop function: parameters in carried layout.
@@ -595,7 +596,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         &mut self,
         outer: &State,
         name: &str,
-        vars: &[String],
+        vars: &[bz::VarName],
         block: &[bz::Stmt],
         line: u32,
     ) -> Result<Branch, String> {
@@ -641,7 +642,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
     /// changed them: those values do not depend on the branch taken, so nothing after the `if`
     /// has to wait for its condition to get them.
     #[allow(clippy::too_many_arguments)]
-    fn ite_branches(&mut self, st: &mut State, cond: Loc, a: &Branch, b: &Branch, args: &[Loc], vars: &[String], line: u32) {
+    fn ite_branches(&mut self, st: &mut State, cond: Loc, a: &Branch, b: &Branch, args: &[Loc], vars: &[bz::VarName], line: u32) {
         let outer = st.clone();
         self.ite(st, cond, a.f, b.f, args, vars, line);
         if a.same_s && b.same_s {
@@ -816,7 +817,7 @@ mod tests {
                 qualname: "f".into(),
                 filename: "t.py".into(),
                 firstlineno: 1,
-                params: params.iter().map(|p| p.to_string()).collect(),
+                params: params.iter().map(|&p| p.into()).collect(),
                 consts: self.consts,
                 body,
                 nregs: self.nregs,

@@ -80,7 +80,7 @@ pub fn print(f: &Function) -> String {
         out,
         "def {}({}):  # qualname {} file {} line {} nregs {}",
         f.name,
-        f.params.join(", "),
+        f.params.iter().map(VarName::as_str).collect::<Vec<_>>().join(", "),
         quote(&f.qualname),
         quote(&f.filename),
         f.firstlineno,
@@ -285,7 +285,7 @@ fn parse_header(line: &Line) -> Result<Function, String> {
     let mut params = Vec::new();
     if !c.eat(")") {
         loop {
-            params.push(c.name()?);
+            params.push(c.var()?);
             if c.eat(")") {
                 break;
             }
@@ -338,12 +338,12 @@ impl<'a> Parser<'a> {
             let (text, src_line) = split_line_marker(line.text);
             let mut c = Cursor::new(line, text);
             let kind = if c.eat_keyword("store") {
-                let x = c.name()?;
+                let x = c.var()?;
                 StmtKind::Store(x, self.reg(&mut c)?)
             } else if c.eat_keyword("unbind") {
-                StmtKind::Unbind(c.name()?)
+                StmtKind::Unbind(c.var()?)
             } else if c.eat_keyword("del") {
-                StmtKind::Delete(c.name()?)
+                StmtKind::Delete(c.var()?)
             } else if c.eat_keyword("return") {
                 StmtKind::Return(self.reg(&mut c)?)
             } else if c.eat_keyword("if") {
@@ -411,7 +411,7 @@ impl<'a> Parser<'a> {
         if c.eat_keyword("const") {
             Ok(Expr::Const(c.number()?))
         } else if c.eat_keyword("load") {
-            Ok(Expr::Load(c.name()?))
+            Ok(Expr::Load(c.var()?))
         } else if c.eat_keyword("global") {
             Ok(Expr::Global(c.name()?))
         } else if c.eat_keyword("op") {
@@ -598,6 +598,12 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// A variable name (`VarName::parse` of a name token).
+    fn var(&mut self) -> Result<VarName, String> {
+        let name = self.name()?;
+        VarName::parse(&name).map_err(|e| self.error(&e))
+    }
+
     fn number<T: std::str::FromStr>(&mut self) -> Result<T, String> {
         let tok = self.take_while(|c| c.is_ascii_digit());
         tok.parse().map_err(|_| self.error("expected a number"))
@@ -759,6 +765,12 @@ mod tests {
         body.extend(intrinsics.into_iter().map(|i| op(4, i, vec![0, 1])));
         body.push(op(4, Intrinsic::BuildList, vec![]));
         body.push(stmt(StmtKind::Store("$ret".into(), 4), 8));
+        for name in ["$c0.x", "$c1.$ret", "$cell.y", "$cell.$c0.x", "$fn2.defaults", "$fn2.kwdefaults", "$t0", "$broke1"] {
+            body.push(stmt(StmtKind::Store(name.into(), 4), 8));
+            body.push(stmt(StmtKind::Let(4, Expr::Load(name.into())), 8));
+        }
+        body.push(stmt(StmtKind::Unbind("$c0.x".into()), 8));
+        body.push(stmt(StmtKind::Delete("$t0".into()), 8));
         body.push(stmt(
             StmtKind::For {
                 iter: 4,
@@ -829,7 +841,14 @@ mod tests {
     fn round_trips_every_construct() {
         let f = everything();
         let text = print(&f);
-        assert_eq!(parse(&text), Ok(f), "text was:\n{text}");
+        let parsed = parse(&text);
+        assert_eq!(parsed, Ok(f.clone()), "text was:\n{text}");
+        // Variables compare by their text; their kinds come back too.
+        let kinds = |f: &Function| -> Vec<VarKind> {
+            crate::bezoar::passes::variables(f).iter().map(|v| v.kind().clone()).collect()
+        };
+        assert_eq!(kinds(&parsed.unwrap()), kinds(&f));
+        assert!(kinds(&f).contains(&VarKind::InlinedRet(1)));
     }
 
     #[test]
@@ -874,6 +893,8 @@ mod tests {
             ("  return r0 extra\n", "unexpected text"),
             ("   return r0\n", "multiple of two"),
             ("  const 0 = \"abc\n", "unterminated string"),
+            ("  store $x r0\n", "not a variable name"),
+            ("  r0 := load $c01.x\n", "not a variable name"),
         ] {
             let err = parse(&format!("{header}{body}")).unwrap_err();
             assert!(err.contains(msg), "{body:?}: {err}");

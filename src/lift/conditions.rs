@@ -137,7 +137,7 @@ impl Translator<'_> {
         mut stack: Stack,
         members: &[bool],
         targets: (Node, Node),
-        t: &str,
+        t: &VarName,
         leaf: &mut Leaf,
     ) -> Result<Block> {
         let mut out = Vec::new();
@@ -148,7 +148,7 @@ impl Translator<'_> {
                 _ => Leaf::Mismatch,
             };
             let v = self.em.bind_const(Const::Bool(s == targets.0), self.line, &mut out);
-            out.push(stmt(StmtKind::Store(t.to_string(), v), self.line));
+            out.push(stmt(StmtKind::Store(t.clone(), v), self.line));
             return Ok(out);
         }
         debug_assert!(members[s]);

@@ -18,7 +18,7 @@ pub(super) struct LoopCtx {
     pub(super) follow: Option<Node>,
     pub(super) alt: Option<Node>,
     /// `$brokeK`, set before each `break` when the loop has an else clause.
-    pub(super) flag: Option<String>,
+    pub(super) flag: Option<VarName>,
     /// Stack at the head (a `continue` must leave it so).
     pub(super) body_stack: Stack,
     /// Stack after the loop (a `break` must leave it so).

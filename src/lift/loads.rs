@@ -26,7 +26,7 @@ impl Translator<'_> {
             LOAD_FAST | LOAD_DEREF => {
                 let name = self.code.local(arg, line)?;
                 match self.code.dot0 {
-                    Some(it) if name == ITER_ARG => stack.push(Val::Iter(it)),
+                    Some(it) if matches!(name.kind(), VarKind::Local(n) if n == ITER_ARG) => stack.push(Val::Iter(it)),
                     _ => {
                         // A cell read by inlined comprehensions only is an ordinary local.
                         let known = self.shared.known_funcs.get(&name).cloned();

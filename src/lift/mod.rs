@@ -170,7 +170,7 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
             instrs: &instrs,
             cfg: &cfg,
             loops: &loops,
-            locals: ci.localsplus(),
+            locals: ci.localsplus().into_iter().map(VarName::local).collect(),
             first_free: ci.localsplus().len() - ci.freevars.len(),
             dot0: None,
             const_map: None,
@@ -189,11 +189,11 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
             known_funcs: candidates
                 .iter()
                 .filter(|(name, _)| !real_cells.contains(*name))
-                .map(|(name, k)| (name.clone(), (k.clone(), plain.contains(&k.2))))
+                .map(|(name, k)| (VarName::local(name), (k.clone(), plain.contains(&k.2))))
                 .collect(),
             inlining: HashSet::new(),
             fn_defaults: HashMap::new(),
-            real_cells,
+            real_cells: real_cells.into_iter().map(VarName::local).collect(),
         };
         let mut t = Translator::new(Emitter::new(ci.consts.clone()), code, shared, ci.firstlineno);
         let res = t.region(0, cfg.exit(), Vec::new(), false);
@@ -222,12 +222,12 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
                     // A closure's free variables follow, as `$cell.x` locals holding the cells.
                     params: ci.varnames[..ci.nparams()]
                         .iter()
-                        .cloned()
-                        .chain(ci.freevars.iter().map(|v| {
-                            if t.shared.real_cells.contains(v) {
-                                cell_local(v)
+                        .map(VarName::local)
+                        .chain(ci.freevars.iter().map(VarName::local).map(|v| {
+                            if t.shared.real_cells.contains(&v) {
+                                cell_local(&v)
                             } else {
-                                v.clone()
+                                v
                             }
                         }))
                         .collect(),

@@ -38,13 +38,13 @@ pub(super) enum Val {
     /// A code object among the constants (`co_consts` index), about to become a function.
     Code(u32),
     /// `LOAD_CLOSURE`: the cell of a local (its Bezoar name).
-    Cell(String),
+    Cell(VarName),
     /// A tuple of cells (a closure, for `MAKE_FUNCTION`).
-    Cells(Vec<String>),
+    Cells(Vec<VarName>),
     /// A comprehension or generator expression function, not yet called.
-    Func { code: u32, closure: Vec<String> },
+    Func { code: u32, closure: Vec<VarName> },
     /// A generator expression called with its iterator, waiting for its consumer.
-    Genexpr { code: u32, closure: Vec<String>, iter: Reg },
+    Genexpr { code: u32, closure: Vec<VarName>, iter: Reg },
 }
 
 pub(super) type Stack = Vec<Val>;
@@ -178,9 +178,9 @@ impl Emitter {
     }
 
     /// A fresh `$tN` (a value flowing out of an `if`, a condition, a consumer's result).
-    pub(super) fn temp(&mut self) -> String {
+    pub(super) fn temp(&mut self) -> VarName {
         self.ntemps += 1;
-        format!("$t{}", self.ntemps - 1)
+        VarKind::Temp(self.ntemps - 1).into()
     }
 
     /// Gives back the last `temp()`, which nothing used.
@@ -189,9 +189,9 @@ impl Emitter {
     }
 
     /// A fresh `$brokeN` (set by the `break`s of a loop with an else clause).
-    pub(super) fn broke_flag(&mut self) -> String {
+    pub(super) fn broke_flag(&mut self) -> VarName {
         self.nflags += 1;
-        format!("$broke{}", self.nflags - 1)
+        VarKind::Broke(self.nflags - 1).into()
     }
 
     /// The emitter for a nested code object translated in place: the same registers, constants
@@ -222,7 +222,7 @@ pub(super) struct CodeScope<'a> {
     /// The Bezoar names of the code object's "fast locals" slots (`CodeInfo::localsplus`): the
     /// names themselves in the @poppy function; renamed locals (`$cK.x`) and the enclosing
     /// names of free variables in an inlined comprehension.
-    pub(super) locals: Vec<String>,
+    pub(super) locals: Vec<VarName>,
     /// Index of the first free variable in `locals`.
     pub(super) first_free: usize,
     /// In an inlined comprehension: the register of its iterator (the local `.0`).
@@ -239,7 +239,7 @@ pub(super) struct CodeScope<'a> {
 
 impl CodeScope<'_> {
     /// The Bezoar name of local slot `i`.
-    pub(super) fn local(&self, i: u32, line: u32) -> Result<String> {
+    pub(super) fn local(&self, i: u32, line: u32) -> Result<VarName> {
         name_at(&self.locals, i, line)
     }
 
@@ -257,7 +257,7 @@ impl CodeScope<'_> {
     }
 }
 
-pub(super) fn name_at(names: &[String], i: u32, line: u32) -> Result<String> {
+pub(super) fn name_at<T: Clone>(names: &[T], i: u32, line: u32) -> Result<T> {
     names.get(i as usize).cloned().ok_or_else(|| Fallback::shape("name index out of range", line))
 }
 
@@ -272,14 +272,14 @@ pub(super) struct Shared {
     pub(super) ncomp: u32,
     /// Locals (Bezoar names) that live in real cells because an inner function or lambda
     /// captures them: their cell object is held in the local `$cell.NAME`.
-    pub(super) real_cells: HashSet<String>,
+    pub(super) real_cells: HashSet<VarName>,
     /// Globals the function assigns (`global x; x = ...`): read in program order.
     pub(super) stored_globals: HashSet<String>,
     /// Locals that hold one known inner function for the whole run (see
     /// `inline::known_functions`): calls of these may be inlined (`inline_call`). With whether
     /// the function is "plain": it has no function object and its captured variables are
     /// ordinary locals, so every use must be an inlined call.
-    pub(super) known_funcs: HashMap<String, (KnownFunc, bool)>,
+    pub(super) known_funcs: HashMap<VarName, (KnownFunc, bool)>,
     /// Inner functions being inlined (no recursive inlining).
     pub(super) inlining: HashSet<u32>,
     /// The defaults of plain inner functions by code: the number of positional defaults (held in

@@ -41,7 +41,7 @@ pub fn loop_iterable_changed(f: &Function) -> Option<(String, u32)> {
         "union", "intersection", "difference", "symmetric_difference", "__contains__",
     ];
     // The variables whose container the register `r` is (or iterates over).
-    fn trace(r: Reg, defs: &HashMap<Reg, &Expr>, out: &mut Vec<String>, depth: u32) {
+    fn trace(r: Reg, defs: &HashMap<Reg, &Expr>, out: &mut Vec<VarName>, depth: u32) {
         if depth > 16 {
             return;
         }
@@ -65,20 +65,20 @@ pub fn loop_iterable_changed(f: &Function) -> Option<(String, u32)> {
         b: &[Stmt],
         defs: &HashMap<Reg, &Expr>,
         f_found: &mut Option<(String, u32)>,
-        active: &mut Vec<String>,
+        active: &mut Vec<VarName>,
     ) {
         for s in b {
             if f_found.is_some() {
                 return;
             }
             // A use of a watched container's register in a way that may change it.
-            let loaded = |r: &Reg| -> Option<String> {
+            let loaded = |r: &Reg| -> Option<VarName> {
                 match defs.get(r) {
                     Some(Expr::Load(v)) if active.contains(v) => Some(v.clone()),
                     _ => None,
                 }
             };
-            let mut hit: Option<String> = None;
+            let mut hit: Option<VarName> = None;
             match &s.kind {
                 StmtKind::Let(_, Expr::Op(op, args)) => match op {
                     Intrinsic::SetItem | Intrinsic::DelItem | Intrinsic::SetAttr(_) | Intrinsic::DelAttr(_) => {

@@ -16,7 +16,7 @@ pub fn tidy(body: &mut Block, nregs: &mut u32) {
         if tail_returns_to_local(body, &mut line) {
             let r = *nregs;
             *nregs += 1;
-            body.push(Stmt { kind: StmtKind::Let(r, Expr::Load(RETURN_LOCAL.into())), line });
+            body.push(Stmt { kind: StmtKind::Let(r, Expr::Load(VarKind::Ret.into())), line });
             body.push(Stmt { kind: StmtKind::Return(r), line });
         }
     }
@@ -104,11 +104,11 @@ pub fn returns_in_loops(block: &Block, in_loop: bool) -> bool {
 /// Whether every return in `block` is at its tail (through `if`s); if so, turns them into
 /// `store $ret` (`line`: the line of the last one).
 pub fn tail_returns_to_local(block: &mut Block, line: &mut u32) -> bool {
-    tail_returns_to(block, line, RETURN_LOCAL)
+    tail_returns_to(block, line, &VarKind::Ret.into())
 }
 
 /// `tail_returns_to_local` storing into the local `ret`.
-pub fn tail_returns_to(block: &mut Block, line: &mut u32, ret: &str) -> bool {
+pub fn tail_returns_to(block: &mut Block, line: &mut u32, ret: &VarName) -> bool {
     fn all_at_tail(block: &Block) -> bool {
         block.iter().enumerate().all(|(i, s)| match &s.kind {
             StmtKind::Return(_) => i + 1 == block.len(),
@@ -122,12 +122,12 @@ pub fn tail_returns_to(block: &mut Block, line: &mut u32, ret: &str) -> bool {
             _ => true,
         })
     }
-    fn convert(block: &mut Block, line: &mut u32, ret: &str) {
+    fn convert(block: &mut Block, line: &mut u32, ret: &VarName) {
         if let Some(s) = block.last_mut() {
             match &mut s.kind {
                 StmtKind::Return(r) => {
                     *line = s.line;
-                    s.kind = StmtKind::Store(ret.into(), *r);
+                    s.kind = StmtKind::Store(ret.clone(), *r);
                 }
                 StmtKind::If { then_body, else_body, .. } => {
                     convert(then_body, line, ret);

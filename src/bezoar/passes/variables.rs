@@ -9,8 +9,8 @@ use crate::bezoar::ir::*;
 use std::collections::BTreeSet;
 
 /// Names of mutable variables stored or loaded anywhere in `f` (parameters included).
-pub fn variables(f: &Function) -> BTreeSet<String> {
-    let mut out: BTreeSet<String> = f.params.iter().cloned().collect();
+pub fn variables(f: &Function) -> BTreeSet<VarName> {
+    let mut out: BTreeSet<VarName> = f.params.iter().cloned().collect();
     visit(&f.body, &mut |k| {
         if let StmtKind::Let(_, Expr::Load(x)) | StmtKind::Store(x, _) | StmtKind::Delete(x) | StmtKind::Unbind(x) = k {
             out.insert(x.clone());
@@ -20,7 +20,7 @@ pub fn variables(f: &Function) -> BTreeSet<String> {
 }
 
 /// Variables that lowering keeps as SSA values (all of them unless `force_memory`).
-pub fn promotable(f: &Function, force_memory: bool) -> BTreeSet<String> {
+pub fn promotable(f: &Function, force_memory: bool) -> BTreeSet<VarName> {
     if force_memory {
         BTreeSet::new()
     } else {
@@ -29,7 +29,7 @@ pub fn promotable(f: &Function, force_memory: bool) -> BTreeSet<String> {
 }
 
 /// Variables a block may store (or delete), in a deterministic order.
-pub fn assigned(b: &[Stmt]) -> BTreeSet<String> {
+pub fn assigned(b: &[Stmt]) -> BTreeSet<VarName> {
     let mut out = BTreeSet::new();
     visit(b, &mut |k| {
         if let StmtKind::Store(x, _) | StmtKind::Delete(x) | StmtKind::Unbind(x) = k {
@@ -40,7 +40,7 @@ pub fn assigned(b: &[Stmt]) -> BTreeSet<String> {
 }
 
 /// Variables a block may delete (`del x`).
-pub fn deleted(b: &[Stmt]) -> BTreeSet<String> {
+pub fn deleted(b: &[Stmt]) -> BTreeSet<VarName> {
     let mut out = BTreeSet::new();
     visit(b, &mut |k| {
         if let StmtKind::Delete(x) | StmtKind::Unbind(x) = k {

@@ -15,8 +15,8 @@ use crate::py311::{
 };
 
 /// The local holding the cell of the captured variable `name`.
-pub(in crate::lift) fn cell_local(name: &str) -> String {
-    format!("$cell.{name}")
+pub(in crate::lift) fn cell_local(name: &VarName) -> VarName {
+    VarKind::Cell(Box::new(name.clone())).into()
 }
 
 /// Whether the top `n` stack entries are cells (`LOAD_CLOSURE`s), about to become a closure.
@@ -105,16 +105,16 @@ impl Translator<'_> {
             }
             let name = &child.varnames[i];
             if i < argcount && i >= argcount - ndefaults.min(argcount) {
-                fills.push((i, format!("$fn{code}.defaults"), Const::Int((i + ndefaults - argcount) as i64)));
+                fills.push((i, VarKind::Defaults(code), Const::Int((i + ndefaults - argcount) as i64)));
             } else if i >= argcount && kwdefaults.contains(name) {
-                fills.push((i, format!("$fn{code}.kwdefaults"), Const::Str(name.clone())));
+                fills.push((i, VarKind::KwDefaults(code), Const::Str(name.clone())));
             } else {
                 return None; // CPython's TypeError comes from calling the real function
             }
         }
         let mut default_stmts = Vec::new();
         for (i, holder, key) in fills {
-            let h = self.em.bind(Expr::Load(holder), self.line, &mut default_stmts);
+            let h = self.em.bind(Expr::Load(holder.into()), self.line, &mut default_stmts);
             let k = self.em.bind_const(key, self.line, &mut default_stmts);
             bound[i] = Some(self.em.bind(Expr::Op(Intrinsic::GetItem, vec![h, k]), self.line, &mut default_stmts));
         }
@@ -130,7 +130,8 @@ impl Translator<'_> {
         let saved = (self.em.clone(), self.shared.budget, self.shared.ncomp, self.shared.real_cells.clone());
         let k = self.shared.ncomp; // the number translate_child gives the inlined locals
         self.shared.inlining.insert(code);
-        let translated = self.translate_child((&owner, &owner_path), code, &child.freevars.clone(), None, None);
+        let free: Vec<VarName> = child.freevars.iter().map(VarName::local).collect();
+        let translated = self.translate_child((&owner, &owner_path), code, &free, None, None);
         self.shared.inlining.remove(&code);
         let args = &args[..];
         let result = translated.ok().and_then(|(mut body, locals)| {
@@ -139,7 +140,7 @@ impl Translator<'_> {
             if returns_in_loops(&body, false) {
                 return None;
             }
-            let ret = format!("$c{k}.$ret");
+            let ret: VarName = VarKind::InlinedRet(k).into();
             let mut l = line;
             if !tail_returns_to(&mut body, &mut l, &ret) {
                 return None;
@@ -192,13 +193,13 @@ impl Translator<'_> {
                     _ => self.em.facts.tuple_lens.get(&d).copied(),
                 };
                 if let Some(n) = n {
-                    out.push(stmt(StmtKind::Store(format!("$fn{code}.defaults"), d), line));
+                    out.push(stmt(StmtKind::Store(VarKind::Defaults(code).into(), d), line));
                     info.0 = n;
                 }
             }
             if let Some(Val::Reg(d)) = operands[2].clone() {
                 if let Some(keys) = self.em.facts.map_keys.get(&d).cloned() {
-                    out.push(stmt(StmtKind::Store(format!("$fn{code}.kwdefaults"), d), line));
+                    out.push(stmt(StmtKind::Store(VarKind::KwDefaults(code).into(), d), line));
                     info.1 = keys;
                 }
             }

@@ -15,7 +15,7 @@ pub(in crate::lift) enum YieldMode {
     Collect(Reg),
     /// `any()` (`all: false`) / `all()`: on a true (false) value, store True (False) in the local
     /// and break out of the (single) loop.
-    AnyAll { flag: String, all: bool },
+    AnyAll { flag: VarName, all: bool },
 }
 
 /// Builtins that consume a generator expression completely before doing anything observable
@@ -70,7 +70,7 @@ impl Translator<'_> {
         let captures: Vec<String> = gpos
             .iter()
             .flat_map(|&i| match &vals[i] {
-                Val::Genexpr { closure, .. } => closure.clone(),
+                Val::Genexpr { closure, .. } => closure.iter().map(|v| v.to_string()).collect(),
                 _ => vec![],
             })
             .collect();

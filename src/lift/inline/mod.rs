@@ -35,7 +35,7 @@ impl Translator<'_> {
     pub(in crate::lift) fn inline_child(
         &mut self,
         code: u32,
-        closure: &[String],
+        closure: &[VarName],
         iter: Reg,
         mode: Option<YieldMode>,
         out: &mut Block,
@@ -57,10 +57,10 @@ impl Translator<'_> {
         &mut self,
         (ci, owner_path): (&CodeInfo, &[u32]),
         code: u32,
-        closure: &[String],
+        closure: &[VarName],
         dot0: Option<Reg>,
         mode: Option<YieldMode>,
-    ) -> Result<(Block, Vec<String>)> {
+    ) -> Result<(Block, Vec<VarName>)> {
         let child = &ci.children[&code];
         let line = self.line;
         let instrs: Vec<Instr> = instructions(&child.code, &child.lines).collect();
@@ -80,16 +80,16 @@ impl Translator<'_> {
             return Err(Fallback::shape("closure of a comprehension", line));
         }
         let first_free = lp.len() - nfree;
-        let locals: Vec<String> = lp
+        let locals: Vec<VarName> = lp
             .iter()
             .enumerate()
             .map(|(i, n)| {
                 if i >= first_free {
                     closure[i - first_free].clone()
                 } else if n == ITER_ARG {
-                    n.clone()
+                    VarName::local(n)
                 } else {
-                    format!("$c{k}.{n}")
+                    VarKind::Inlined { ctx: k, name: n.clone() }.into()
                 }
             })
             .collect();
