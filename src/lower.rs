@@ -8,10 +8,16 @@
 //! - `if` becomes `ite` over two closures, `for` becomes `fold` over a closure; both take and return
 //!   the tuple (S, [M,] promoted variables assigned inside).
 //! - Global lookups are single-assignment reads: an unordered call of the host's global loader, so
-//!   loading `print` or `llm` never serialises (the lifter rejects functions that store globals).
+//!   loading `print` or `llm` never serialises. (Globals the function itself assigns are not
+//!   `global` reads: the lifter makes them `load_global`/`setitem` operations on the globals
+//!   dict, ordered like any other call.)
 //!
 //! Closure conversion: nested λO functions capture the outer variables they use, discovered on
 //! demand while their body is lowered (`resolve`).
+//!
+//! Bezoar variables (`bezoar::VarName`) name their λO variables and memory slots by their text;
+//! an unbound local of inlined code is reported under its Python name. Depends on `bezoar` (the
+//! IR and its analyses) and `lambda_o` (terms, `PrimFactory`), not on the lifter or the host.
 use crate::bezoar::passes::{assigned, deleted, promotable, DefinedSet};
 use crate::bezoar::{self as bz, Expr, Intrinsic, StmtKind};
 use crate::lambda_o::term::*;
@@ -752,7 +758,6 @@ fn intrinsic_var_name(i: &Intrinsic) -> String {
     }
 }
 
-/// Apply `f` to every variable an operation mentions.
 #[cfg(test)]
 mod tests {
     use super::*;

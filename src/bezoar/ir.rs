@@ -195,7 +195,8 @@ pub struct Function {
     pub qualname: String,
     pub filename: String,
     pub firstlineno: u32,
-    /// Positional parameter names in order (the locals bound from the frame's arguments).
+    /// Parameter names in order: the locals bound from the frame's arguments, then a closure's
+    /// free variables (`$cell.x` when the cell itself is passed, `x` when its value is).
     pub params: Vec<VarName>,
     /// Constant pool: `Expr::Const(i)` refers to `consts[i]`.
     pub consts: Vec<Const>,

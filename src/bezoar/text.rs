@@ -38,6 +38,9 @@
 //!   `unpack_sequence.N`, `unpack_ex.BEFORE.AFTER`.
 //! - Loops: `for rI in rS:` and `loop:` open an indented body; `break` and `continue` are
 //!   statements of their own.
+//! - Variables: Python names, or the lifter's `$` names (`$cK.x`, `$cK.$ret`, `$cell.x`,
+//!   `$fnK.defaults`, `$fnK.kwdefaults`, `$tN`, `$brokeN`, `$ret`), read back into their
+//!   `VarKind`; any other `$` name is an error.
 use super::ir::*;
 use std::fmt::Write;
 

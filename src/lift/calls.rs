@@ -3,7 +3,8 @@
 //!
 //! A `CALL` may also be where nested code is translated in place: a comprehension called with
 //! its iterator (`inline_child`), a generator expression's consumer (`consume_genexpr`), or a
-//! known inner function (`inline_call`); those live in `inline`.
+//! known inner function (`inline_call`); those live in `inline`. Touches the `Emitter`, the
+//! pending `KW_NAMES` and the register facts about known inner functions.
 use super::translator::{pop, pop_reg, pop_regs, reg_below, Stack, Translator, Val};
 use super::{Fallback, Result};
 use crate::bezoar::ir::*;

@@ -1,6 +1,19 @@
-//! The control-flow graph of a code object: basic blocks, edges normalised (duplicated trivial
-//! returns merged, NOP blocks jumped through, CPython's inversion of `while` loops undone), and
-//! loops (back edges to dominators) with their exits classified.
+//! The control-flow graph of a code object and its loops.
+//!
+//! - `Cfg::build`: basic blocks from jump targets, a virtual exit node after every return.
+//!   Three normalisations are applied to edges: identical trivial return blocks
+//!   (`LOAD_CONST k`/`LOAD_FAST x` + `RETURN_VALUE`, which CPython duplicates) are merged; blocks
+//!   holding only `NOP`s are jumped through; and CPython's *loop inversion* of `while` loops (the
+//!   test is compiled twice, once before the loop and once at its bottom) is undone by sending
+//!   every edge into the bottom copy of the test to the top copy, when the two are instruction
+//!   for instruction the same (same opcodes, arguments and lines; jumps to corresponding places).
+//!   (A test ending in a chained comparison is not recognised; its loop keeps the inverted shape
+//!   `if c: loop: body; c; if not c: break`.) Running either copy does the same thing, so the
+//!   redirect cannot change behaviour.
+//! - `Cfg::find_loops`: every back edge (to a dominator) closes a loop; `FOR_ITER` blocks head
+//!   `for` loops, any other header a `while` loop. A loop's exits are classified once: return
+//!   paths taken from one place (or trivial returns) stay inline; the rest must be one follow
+//!   node (`break` target) and, for `for/else`/`while/else`, one "else" node.
 //!
 //! Depends on `py311` (instructions, jump decoding) only; knows nothing of Bezoar.
 use super::{Fallback, Result};

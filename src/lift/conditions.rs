@@ -2,6 +2,9 @@
 //! of the first test share blocks. The tests are then computed into a `$tN` by nested `if`s
 //! (each operand evaluated only on the paths where CPython evaluates it), and one `if` on the
 //! `$tN` runs X or Y.
+//!
+//! Queries the CFG and the joins of `structure`; emits through the `Emitter` and
+//! `Translator::instr`.
 use super::cfg::{Node, Term};
 use super::translator::{pop_reg, stmt, Stack, Translator};
 use super::{Fallback, Result};

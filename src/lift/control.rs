@@ -3,7 +3,7 @@
 //!
 //! A loop found by `cfg::Cfg::find_loops` is translated as a region from its head
 //! (`structure`); inside it, reaching the head is `continue` and reaching its follow (or else
-//! clause) is `break`.
+//! clause) is `break`. `GET_ITER` sees only the `Emitter`.
 use super::cfg::{Node, Term};
 use super::translator::{pop_reg, stmt, Emitter, Stack, Translator, Val};
 use super::{Fallback, Result};

@@ -1,34 +1,25 @@
-//! Lifting CPython 3.11 bytecode into Bezoar.
+//! Lifting CPython 3.11 bytecode into Bezoar (PopPy §5): one code object in, a Bezoar
+//! `Function` or the `Fallback` that says why not (the function then runs in plain CPython).
 //!
-//! Steps:
-//! 1. `check_code_object` + opcode check: reject code objects outside the fragment (generators,
-//!    coroutines, functions with free variables, try/with, unsupported opcodes), each with a
-//!    reason and a line.
-//! 2. `Cfg::build`: basic blocks from jump targets, a virtual exit node after every return.
-//!    Three normalisations are applied to edges: identical trivial return blocks
-//!    (`LOAD_CONST k`/`LOAD_FAST x` + `RETURN_VALUE`, which CPython duplicates) are merged; blocks
-//!    holding only `NOP`s are jumped through; and CPython's *loop inversion* of `while` loops (the
-//!    test is compiled twice, once before the loop and once at its bottom) is undone by sending
-//!    every edge into the bottom copy of the test to the top copy, when the two are instruction for
-//!    instruction the same (same opcodes, arguments and lines; jumps to corresponding places).
-//!    (A test ending in a chained comparison is not recognised; its loop keeps the inverted shape
-//!    `if c: loop: body; c; if not c: break`.)
-//!    Running either copy does the same thing, so the redirect cannot change behaviour.
-//! 3. `Cfg::find_loops`: every back edge (to a dominator) closes a loop; `FOR_ITER` blocks head
-//!    `for` loops, any other header a `while` loop. A loop's exits are classified once: return
-//!    paths taken from one place (or trivial returns) stay inline; the rest must be one follow
-//!    node (`break` target) and, for `for/else`/`while/else`, one "else" node.
-//! 4. `Translator`: structure recovery and stack-to-ANF translation in one recursive walk. A region
-//!    is translated from an entry block up to a follow block. A conditional jump becomes an `If`
-//!    whose branches run up to the join: the nearest block every path through the branch reaches
-//!    unless it leaves (see `Translator::join`). Inside a loop, reaching the loop header is
-//!    `Continue`, reaching its follow is `Break`; a return is `Return` wherever it occurs. Values
-//!    flowing out of an `if` (`a or b`, `a if c else b`) go through synthetic locals `$tN`;
-//!    short-circuit conditions whose branches share blocks are computed into a `$tN` first.
-//! 5. Post-passes on the Bezoar (`tidy`): statements after an `if` one of whose branches always
-//!    leaves (return/break/continue) move into the other branch; a `continue` at the tail of a loop
-//!    body is dropped; and when no return is inside a loop, the returns of a tail `if` store
-//!    `$ret`, which the function returns at its end (so loop-free functions need no exit status).
+//! Stages, in the order `lift` runs them:
+//! 1. Here: `check_code_object` and the opcode check reject what is outside the fragment
+//!    (generators, coroutines, try/with, unsupported opcodes), each with a reason and a line.
+//!    Closures are in the fragment: a @poppy function's free variables become parameters after
+//!    its arguments (`params`), inner functions and lambdas are inlined or made real function
+//!    objects (`inline`).
+//! 2. `cfg`: basic blocks, normalised edges (duplicate returns merged, NOP blocks skipped,
+//!    CPython's inverted `while` tests undone) and loops with their exits.
+//! 3. `inline::capture`: which inner functions start "plain" (every call inlined) and which
+//!    locals need real cells. An inner function that turns out to be used otherwise escapes, and
+//!    the function is translated again.
+//! 4. The `Translator` (`translator`) walks regions of blocks (`structure`, `conditions`,
+//!    `control`) and translates each instruction by family (`loads`, `calls`, `containers`,
+//!    `operators`, `inline`), turning the value stack into ANF registers.
+//! 5. `bezoar::passes::tidy` normalises the result (see `bezoar::passes::normalize`).
+//!
+//! Depends on `py311` (code objects, instructions, opcodes, argument meanings; everything
+//! version-specific) and `bezoar` (the IR and its passes). Nothing here runs Python code or knows
+//! about λO.
 //!
 //! Shapes emitted (for lowering):
 //! - `for x in xs: B` → `r := op iter_snapshot(xs); for ri in r: store x ri; B`.
@@ -48,10 +39,16 @@
 //! - `sum(e for x in xs)` etc.: `if op is_consumer.sum(sum): [the collecting loop; sum(list)]
 //!   else: [sum(make_genexpr(code, globals, snapshot))]`; `any`/`all`: a loop storing the answer
 //!   in `$tN` and breaking at the first deciding item. Other callees get the real generator.
-//! - `lambda`/`def` inside: `op make_function(code, globals, defaults, kwdefaults, annotations,
-//!   (cells...))`; captured locals live in real cells (`$cell.x`, `make_cell`/`cell_get`/`cell_set`).
+//! - A call `g(a)` of an inner function defined once (`def g` / `g = lambda`): its body in place,
+//!   `store $cK.p ra; unbind $cK.y; ...; store $cK.$ret rv`, then `r := load $cK.$ret`; missing
+//!   arguments read the defaults kept in `$fnK.defaults`/`$fnK.kwdefaults`.
+//! - Other `lambda`/`def` inside: `op make_function(code, globals, defaults, kwdefaults,
+//!   annotations, (cells...))`; captured locals live in real cells (`$cell.x`,
+//!   `make_cell`/`cell_get`/`cell_set`).
 //! - `f(*a, **k)`: `c := op star_call(f, a, k); r := c()`; `global x; x = v`: `setitem(globals,
 //!   "x", v)` and `load_global.x(globals)` reads; `del x`: `del x`.
+//!
+//! The `$` names are `bezoar::VarName`s of the matching `VarKind`.
 mod calls;
 mod cfg;
 mod conditions;
@@ -67,9 +64,10 @@ mod translator;
 
 use cfg::Cfg;
 use inline::{bound_before, captured_by_function, cell_local, free_needs_cell, known_functions};
-use crate::bezoar::passes::tidy;
 use translator::{CodeScope, Emitter, Shared, Translator};
+
 use crate::bezoar::ir::*;
+use crate::bezoar::passes::tidy;
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
 use crate::py311::{
@@ -323,21 +321,22 @@ fn is_supported(op: u8) -> bool {
             | POP_JUMP_BACKWARD_IF_NONE
             | POP_JUMP_BACKWARD_IF_NOT_NONE
             | RETURN_VALUE
-            // Handled where they come from an inlined comprehension or generator expression;
-            // anything else falls back with the construct's reason (see `Translator::instr`).
+            | MAP_ADD
+            | STORE_GLOBAL
+            | CALL_FUNCTION_EX
+            | DICT_MERGE
+            | DELETE_FAST
+            // Closures, comprehensions and generator expressions (`inline`). The generator
+            // opcodes only inside an inlined generator expression: anywhere else they fall back
+            // (see `Translator::yield_op`).
             | MAKE_FUNCTION
             | MAKE_CELL
             | LOAD_CLOSURE
             | LOAD_DEREF
             | STORE_DEREF
             | COPY_FREE_VARS
-            | MAP_ADD
             | RETURN_GENERATOR
             | YIELD_VALUE
-            | STORE_GLOBAL
-            | CALL_FUNCTION_EX
-            | DICT_MERGE
-            | DELETE_FAST
     )
 }
 

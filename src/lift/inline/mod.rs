@@ -7,6 +7,9 @@
 //!   `inline_child` (a list/set/dict comprehension, or a generator expression's loop).
 //! - `functions`: `MAKE_FUNCTION`, closures, and calls of known inner functions (`inline_call`).
 //! - `genexpr`: generator expressions and their consumers.
+//!
+//! The child translator takes over the function-wide state (`Emitter`, `Shared`) and hands it
+//! back; on a failed `inline_call` both are rolled back and the call stays a call.
 mod capture;
 mod functions;
 mod genexpr;
