@@ -1,12 +1,17 @@
-//! Golden tests (Cranelift filetest style).
+//! Golden tests for every IR stage (Cranelift filetest style): an input file, its expected output
+//! in a file next to it, and one switch, `BLESS=1 cargo test --release --test golden`, that
+//! rewrites every expected file (review the diff by hand!). tests/golden/README.md says what each
+//! directory pins down and how to add a case.
 //!
-//! `tests/golden/lift/NAME.py` holds a function `f`; the expected lift is `NAME.bezoar` (Bezoar text)
-//! or `NAME.fallback` (the `Fallback`'s Display). `BLESS=1 cargo test --test lift_golden` rewrites
-//! the expected files (review them by hand!).
-//!
-//! `tests/golden/bezoar/NAME.bezoar` holds hand-written Bezoar text that must parse and print back
-//! byte for byte.
-use poppy_jit::bezoar::text;
+//! - `lift/NAME.py` holds a function `f`; the expected lift is `NAME.bezoar` (Bezoar text) or
+//!   `NAME.fallback` (the `Fallback`'s Display).
+//! - `bezoar/NAME.bezoar` holds hand-written Bezoar text that must be canonical: printing what it
+//!   parses to gives the file back byte for byte.
+//! - `lambda_o/NAME.lo` holds λO programs whose text after the leading `#` lines must be
+//!   canonical; src/lambda_o/tests.rs runs them as their headers say.
+use poppy_jit::bezoar::text as bezoar_text;
+use poppy_jit::lambda_o::testhost::TPrim;
+use poppy_jit::lambda_o::text as lo_text;
 use poppy_jit::lift::lift;
 use poppy_jit::py311::code_info;
 use pyo3::prelude::*;
@@ -14,8 +19,10 @@ use pyo3::types::PyDict;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+// ---- the filetest frame shared by every suite ---------------------------------------------------
+
 fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(dir);
     let mut files: Vec<PathBuf> = fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -25,21 +32,141 @@ fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
     files
 }
 
+fn rel(path: &Path) -> String {
+    path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(path).display().to_string()
+}
+
+/// One golden suite: counts its cases, collects mismatches, and under `BLESS=1` rewrites the
+/// expected files instead of comparing them.
+struct Suite {
+    name: &'static str,
+    bless: bool,
+    cases: usize,
+    failures: Vec<String>,
+}
+
+impl Suite {
+    fn new(name: &'static str) -> Self {
+        Suite { name, bless: std::env::var("BLESS").is_ok_and(|v| v == "1"), cases: 0, failures: Vec::new() }
+    }
+
+    /// The file at `path` must hold `actual` (under BLESS: now it does).
+    fn expect_file(&mut self, path: &Path, actual: &str) {
+        if self.bless {
+            if fs::read_to_string(path).ok().as_deref() != Some(actual) {
+                fs::write(path, actual).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            }
+            return;
+        }
+        match fs::read_to_string(path) {
+            Ok(expected) if expected == actual => {}
+            Ok(expected) => self.fail(format!("{}: differs (- expected, + actual):\n{}", rel(path), diff(&expected, actual))),
+            Err(_) => self.fail(format!("{}: missing; actual:\n{actual}", rel(path))),
+        }
+    }
+
+    /// A failure BLESS cannot repair (the input itself is wrong, or a property other than the
+    /// text does not hold).
+    fn fail(&mut self, msg: String) {
+        self.failures.push(msg);
+    }
+
+    fn finish(self, at_least: usize) {
+        eprintln!("golden {}: {} cases", self.name, self.cases);
+        assert!(self.cases >= at_least, "golden {}: {} cases, expected at least {at_least}", self.name, self.cases);
+        assert!(
+            self.failures.is_empty(),
+            "{} golden {} mismatches (BLESS=1 rewrites the expected files):\n\n{}",
+            self.failures.len(),
+            self.name,
+            self.failures.join("\n")
+        );
+    }
+}
+
+/// A line diff of `a` → `b` (longest common subsequence) with two lines of context.
+fn diff(a: &str, b: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
+        }
+    }
+    let mut lines: Vec<(char, &str)> = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            lines.push((' ', a[i]));
+            (i, j) = (i + 1, j + 1);
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            lines.push(('-', a[i]));
+            i += 1;
+        } else {
+            lines.push(('+', b[j]));
+            j += 1;
+        }
+    }
+    let near_change = |k: usize| lines[k.saturating_sub(2)..(k + 3).min(lines.len())].iter().any(|l| l.0 != ' ');
+    let mut out = String::new();
+    let mut skipped = false;
+    for (k, (tag, line)) in lines.iter().enumerate() {
+        if near_change(k) {
+            out += &format!("{tag} {line}\n");
+            skipped = false;
+        } else if !skipped {
+            out += "  …\n";
+            skipped = true;
+        }
+    }
+    out
+}
+
+/// Splits a file into its leading `#` comment lines (kept verbatim) and the text after them. The
+/// header lines are blanked, not removed, so that parse errors name the file's own line numbers.
+fn split_header(src: &str) -> (String, String) {
+    let mut header = String::new();
+    let mut body = String::new();
+    let mut in_header = true;
+    for line in src.split_inclusive('\n') {
+        if in_header && line.starts_with('#') {
+            header.push_str(line);
+            body.push('\n');
+        } else {
+            in_header = false;
+            body.push_str(line);
+        }
+    }
+    (header, body)
+}
+
+/// The canonical Bezoar text of `body`.
+fn canonical_bezoar(body: &str) -> Result<String, String> {
+    Ok(bezoar_text::print(&bezoar_text::parse(body)?))
+}
+
+/// The canonical λO text of `body`.
+fn canonical_lo(body: &str) -> Result<String, String> {
+    Ok(lo_text::print(&lo_text::parse::<TPrim>(body)?))
+}
+
+// ---- lift: Python bytecode → Bezoar ----------------------------------------------------------------
+
 /// Compiles `path` (file name as the code's filename, relative to the crate) and lifts its `f`.
 /// Returns the expected file's extension and contents.
 fn lift_file(py: Python<'_>, path: &Path) -> (&'static str, String) {
     let src = fs::read_to_string(path).unwrap();
-    let rel = path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap().to_str().unwrap();
+    let rel = rel(path);
     let builtins = py.import_bound("builtins").unwrap();
-    let code = builtins.getattr("compile").unwrap().call1((src, rel, "exec")).unwrap();
+    let code = builtins.getattr("compile").unwrap().call1((src, &rel, "exec")).unwrap();
     let ns = PyDict::new_bound(py);
     builtins.getattr("exec").unwrap().call1((code, &ns)).unwrap();
     let f = ns.get_item("f").unwrap().unwrap_or_else(|| panic!("{rel} defines no function f"));
     let ci = code_info(&f.getattr("__code__").unwrap()).unwrap();
     match lift(&ci) {
         Ok(func) => {
-            let printed = text::print(&func);
-            assert_eq!(text::parse(&printed).as_ref(), Ok(&func), "{rel}: text form does not round-trip");
+            let printed = bezoar_text::print(&func);
+            assert_eq!(bezoar_text::parse(&printed).as_ref(), Ok(&func), "{rel}: text form does not round-trip");
             ("bezoar", printed)
         }
         Err(fallback) => ("fallback", format!("{fallback}\n")),
@@ -49,50 +176,56 @@ fn lift_file(py: Python<'_>, path: &Path) -> (&'static str, String) {
 #[test]
 fn lift_golden() {
     pyo3::prepare_freethreaded_python();
-    let bless = std::env::var("BLESS").is_ok_and(|v| v == "1");
-    let cases = files("tests/golden/lift", "py");
-    assert!(cases.len() >= 20, "golden cases missing");
-    let mut failures = Vec::new();
+    let mut suite = Suite::new("lift");
     Python::with_gil(|py| {
-        for case in &cases {
-            let (ext, actual) = lift_file(py, case);
+        for case in files("lift", "py") {
+            let (ext, actual) = lift_file(py, &case);
             let expected_path = case.with_extension(ext);
             let other_path = case.with_extension(if ext == "bezoar" { "fallback" } else { "bezoar" });
-            if bless {
-                fs::write(&expected_path, &actual).unwrap();
-                if other_path.exists() {
-                    fs::remove_file(&other_path).unwrap();
-                }
-                continue;
+            if suite.bless && other_path.exists() {
+                fs::remove_file(&other_path).unwrap();
             }
-            match fs::read_to_string(&expected_path) {
-                Ok(expected) if expected == actual => {}
-                Ok(expected) => {
-                    failures.push(format!("{}:\n--- expected\n{expected}--- actual\n{actual}", expected_path.display()))
-                }
-                Err(_) => failures.push(format!(
-                    "{}: missing (is there a {}?); actual:\n{actual}",
-                    expected_path.display(),
-                    other_path.display()
-                )),
+            if !suite.bless && !expected_path.exists() && other_path.exists() {
+                suite.fail(format!("{}: missing (there is a {}); actual:\n{actual}", rel(&expected_path), rel(&other_path)));
+            } else {
+                suite.expect_file(&expected_path, &actual);
             }
+            suite.cases += 1;
         }
     });
-    assert!(
-        failures.is_empty(),
-        "{} golden mismatches (BLESS=1 to rewrite):\n\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    suite.finish(20);
 }
+
+// ---- Bezoar text ---------------------------------------------------------------------------------
 
 #[test]
 fn bezoar_text_golden() {
-    let cases = files("tests/golden/bezoar", "bezoar");
-    assert!(!cases.is_empty());
-    for case in cases {
+    let mut suite = Suite::new("bezoar");
+    for case in files("bezoar", "bezoar") {
         let src = fs::read_to_string(&case).unwrap();
-        let f = text::parse(&src).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
-        assert_eq!(text::print(&f), src, "{}: print(parse(text)) differs", case.display());
+        let (header, body) = split_header(&src);
+        match canonical_bezoar(&body) {
+            Ok(printed) => suite.expect_file(&case, &(header + &printed)),
+            Err(e) => suite.fail(format!("{}: {e}", rel(&case))),
+        }
+        suite.cases += 1;
     }
+    suite.finish(1);
+}
+
+// ---- λO text -------------------------------------------------------------------------------------
+
+#[test]
+fn lambda_o_text_golden() {
+    let mut suite = Suite::new("lambda_o");
+    for case in files("lambda_o", "lo") {
+        let src = fs::read_to_string(&case).unwrap();
+        let (header, body) = split_header(&src);
+        match canonical_lo(&body) {
+            Ok(printed) => suite.expect_file(&case, &(header + &printed)),
+            Err(e) => suite.fail(format!("{}: {e}", rel(&case))),
+        }
+        suite.cases += 1;
+    }
+    suite.finish(6);
 }
