@@ -7,17 +7,30 @@
 //!   `NAME.fallback` (the `Fallback`'s Display).
 //! - `bezoar/NAME.bezoar` holds hand-written Bezoar text that must be canonical: printing what it
 //!   parses to gives the file back byte for byte.
+//! - `lower/NAME.bezoar` (`#` header lines, then Bezoar text in canonical form) lowers to
+//!   `NAME.lo` (λO text with the test host's primitives, canonical too). Header directives:
+//!   `# options: force_memory` (the golden is the lowering that keeps every variable in M),
+//!   and, to also run the program on the test host under both lowerings, `# args:`,
+//!   `# expect:` / `# expect-error:`, `# output:`, `# latency:` and `# end:` (the virtual end
+//!   time, of the golden's own lowering), as in the λO goldens; `# expect-force_memory:` /
+//!   `# expect-error-force_memory:` for a known divergence of the force_memory lowering.
 //! - `lambda_o/NAME.lo` holds λO programs whose text after the leading `#` lines must be
 //!   canonical; src/lambda_o/tests.rs runs them as their headers say.
 use poppy_jit::bezoar::text as bezoar_text;
-use poppy_jit::lambda_o::testhost::TPrim;
+use poppy_jit::lambda_o::eval::run_bounded;
+use poppy_jit::lambda_o::testhost::{show, TPrim, TestHost};
 use poppy_jit::lambda_o::text as lo_text;
+use poppy_jit::lambda_o::PrimText;
 use poppy_jit::lift::lift;
+use poppy_jit::lower::{lower, LowerOptions};
 use poppy_jit::py311::code_info;
+use poppy_jit::stats::RunStats;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 // ---- the filetest frame shared by every suite ---------------------------------------------------
 
@@ -211,6 +224,162 @@ fn bezoar_text_golden() {
         suite.cases += 1;
     }
     suite.finish(1);
+}
+
+// ---- lowering: Bezoar → λO -------------------------------------------------------------------------
+
+/// The directives of a lowering case's header.
+#[derive(Default)]
+struct LowerCase {
+    force_memory: bool,
+    run: bool,
+    args: Vec<TPrim>,
+    expect: Option<Result<String, String>>,
+    /// A different expected result of the force_memory lowering (a known divergence, with a
+    /// `# BUG:` line saying so).
+    expect_force_memory: Option<Result<String, String>>,
+    output: Vec<String>,
+    latency: HashMap<String, u64>,
+    end: Option<u64>,
+}
+
+fn lower_directives(header: &str) -> Result<LowerCase, String> {
+    let mut c = LowerCase::default();
+    for line in header.lines().filter_map(|l| l.strip_prefix("# ")) {
+        let Some((k, v)) = line.split_once(':') else { continue };
+        let v = v.trim();
+        match k {
+            "options" => {
+                for o in v.split_whitespace() {
+                    match o {
+                        "force_memory" => c.force_memory = true,
+                        other => return Err(format!("unknown option {other:?}")),
+                    }
+                }
+            }
+            "args" => {
+                c.run = true;
+                c.args = split_args(v).into_iter().map(TPrim::parse_prim).collect::<Result<_, _>>()?;
+            }
+            "expect" => {
+                c.run = true;
+                c.expect = Some(Ok(v.to_string()));
+            }
+            "expect-error" => {
+                c.run = true;
+                c.expect = Some(Err(v.to_string()));
+            }
+            "expect-force_memory" => c.expect_force_memory = Some(Ok(v.to_string())),
+            "expect-error-force_memory" => c.expect_force_memory = Some(Err(v.to_string())),
+            "output" => c.output = v.split(" | ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
+            "latency" => {
+                for kv in v.split_whitespace() {
+                    let (n, l) = kv.split_once('=').ok_or("latency: NAME=TICKS ...")?;
+                    c.latency.insert(n.to_string(), l.parse().map_err(|_| format!("bad latency {l:?}"))?);
+                }
+            }
+            "end" => c.end = Some(v.parse().map_err(|_| format!("bad end time {v:?}"))?),
+            _ => {}
+        }
+    }
+    Ok(c)
+}
+
+/// Splits `# args:` at the spaces outside tuples (`<1 2>`) and strings.
+fn split_args(s: &str) -> Vec<&str> {
+    let (mut out, mut start, mut depth, mut quoted) = (Vec::new(), None, 0, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '<' if !quoted => depth += 1,
+            '>' if !quoted => depth -= 1,
+            c if c.is_whitespace() && !quoted && depth == 0 => {
+                if let Some(b) = start.take() {
+                    out.push(&s[b..i]);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        start.get_or_insert(i);
+    }
+    out.extend(start.map(|b| &s[b..]));
+    out
+}
+
+/// Steps after which a run counts as divergent.
+const RUN_BUDGET: u64 = 1_000_000;
+
+/// Lowers `f` as the case says (or with the other memory mode) and runs it on a fresh test host:
+/// (result, printed output, virtual end time).
+fn lower_and_run(
+    f: &poppy_jit::bezoar::Function,
+    case: &LowerCase,
+    force_memory: bool,
+) -> Result<(Result<String, String>, Vec<String>, u64), String> {
+    let mut host = TestHost::new();
+    host.latency = case.latency.clone();
+    let prog = lower(f, &mut host, &LowerOptions { force_memory })?;
+    let got = run_bounded(&mut host, Rc::new(prog), case.args.clone(), &mut RunStats::default(), RUN_BUDGET);
+    Ok((got.map(|p| show(&p)), host.output, host.now))
+}
+
+fn lower_case(suite: &mut Suite, path: &Path) -> Result<(), String> {
+    let src = fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let (header, body) = split_header(&src);
+    if !header.starts_with("# ") {
+        return Err("the first line must be a `# ` comment saying what the case pins down".into());
+    }
+    let case = lower_directives(&header)?;
+    let f = bezoar_text::parse(&body)?;
+    // The input is canonical Bezoar (BLESS makes it so).
+    suite.expect_file(path, &(header.clone() + &bezoar_text::print(&f)));
+    let mut host = TestHost::new();
+    let prog = lower(&f, &mut host, &LowerOptions { force_memory: case.force_memory })?;
+    let printed = lo_text::print(&prog);
+    suite.expect_file(&path.with_extension("lo"), &printed);
+    // What lowering prints is canonical λO text.
+    match canonical_lo(&printed) {
+        Ok(again) if again == printed => {}
+        Ok(again) => suite.fail(format!("{}: λO text not canonical; reprinted:\n{again}", rel(path))),
+        Err(e) => suite.fail(format!("{}: λO text does not parse: {e}", rel(path))),
+    }
+    if case.run {
+        // Both lowerings (promoted locals and everything in M) give the expected result and output.
+        let expect = case.expect.clone().unwrap_or(Ok("None".into()));
+        for force_memory in [case.force_memory, !case.force_memory] {
+            let mode = if force_memory { "force_memory" } else { "promoted" };
+            let expect = match &case.expect_force_memory {
+                Some(e) if force_memory => e.clone(),
+                _ => expect.clone(),
+            };
+            let (got, output, now) = lower_and_run(&f, &case, force_memory)?;
+            if got != expect {
+                suite.fail(format!("{} ({mode}): result {got:?}, expected {expect:?}", rel(path)));
+            }
+            if output != case.output {
+                suite.fail(format!("{} ({mode}): output {output:?}, expected {:?}", rel(path), case.output));
+            }
+            if let Some(end) = case.end.filter(|_| force_memory == case.force_memory) {
+                if now != end {
+                    suite.fail(format!("{} ({mode}): virtual end time {now}, expected {end}", rel(path)));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn lower_golden() {
+    let mut suite = Suite::new("lower");
+    for case in files("lower", "bezoar") {
+        if let Err(e) = lower_case(&mut suite, &case) {
+            suite.fail(format!("{}: {e}", rel(&case)));
+        }
+        suite.cases += 1;
+    }
+    suite.finish(30);
 }
 
 // ---- λO text -------------------------------------------------------------------------------------
