@@ -339,6 +339,14 @@ impl PrimFactory for TestHost {
         })
     }
 
+    /// The fresh-operand mask shows in the name (`@in.fresh2`), so that lowering goldens pin it.
+    fn intrinsic_fresh(&mut self, i: &Intrinsic, fresh: u32) -> TPrim {
+        match self.intrinsic(i) {
+            TPrim::Ext(name) => TPrim::Ext(format!("{name}.fresh{fresh}")),
+            other => other,
+        }
+    }
+
     fn global_loader(&mut self) -> TPrim {
         TPrim::Ext("global".into())
     }
