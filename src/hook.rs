@@ -13,7 +13,8 @@
 //! Shared state is only touched with the GIL held (every `_core` function and slot holds it),
 //! which is what makes the `RefCell`s below sound.
 use crate::bezoar::{passes, text as bz_text};
-use crate::host::{Obj, PyFactory, PyHost};
+use crate::host::{PyFactory, PyHost};
+use crate::pyobj::{trace_module, Clock, Obj};
 use crate::lambda_o::{eval, text as lo_text, Program, ProgramRef};
 use crate::lower::{lower, LowerOptions};
 use crate::stats::RunStats;
@@ -145,7 +146,7 @@ impl CodeEntry {
         if let Some(found) = self.cached(py, &globals) {
             return found;
         }
-        let clock = crate::host::trace_module(py).and_then(|m| Some((m, crate::host::Clock::new(py).ok()?)));
+        let clock = trace_module(py).and_then(|m| Some((m, Clock::new(py).ok()?)));
         let start = Instant::now();
         let result = compile_function(py, func);
         let ns = start.elapsed().as_nanos() as u64;
@@ -619,7 +620,7 @@ fn program_text(py: Python<'_>, p: &Program<Obj>) -> String {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<crate::host::GlobalLoader>()?;
+    m.add_class::<crate::pyobj::GlobalLoader>()?;
     crate::host::pool::register(m)?;
     m.add_function(wrap_pyfunction!(enable, m)?)?;
     m.add_function(wrap_pyfunction!(disable, m)?)?;

@@ -8,6 +8,7 @@ pub mod lambda_o;
 pub mod lift;
 pub mod lower;
 pub mod py311;
+pub mod pyobj;
 pub mod stats;
 
 use pyo3::prelude::*;

@@ -8,6 +8,7 @@
 //!   whose done-callbacks stop it so `wait` returns as soon as something finished (no polling).
 use crate::bezoar::{Const, Intrinsic};
 use crate::lambda_o::{Class, Dispatch, Host, PrimFactory, ProgramRef, TaskId};
+use crate::pyobj::{rt_module, trace_module, Clock, GlobalLoader, Obj};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyFunction, PyString, PyTuple};
 use pyo3::exceptions::PyRuntimeError;
@@ -17,8 +18,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 pub mod pool;
-
-pub type Obj = Py<PyAny>;
 
 /// A Python exception as a λO error value (PyErr itself is not Clone).
 #[derive(Clone, Debug)]
@@ -30,49 +29,6 @@ impl PyErrRef {
     }
     pub fn to_pyerr(&self, py: Python<'_>) -> PyErr {
         self.0.clone_ref(py)
-    }
-}
-
-/// LOAD_GLOBAL as an external: looks a name up in a function's globals, then its builtins.
-/// Global loads are single-assignment reads (PopPy §7), classified unordered; the host runs
-/// them without calling into Python.
-#[pyclass(module = "poppy_jit._core", frozen)]
-pub struct GlobalLoader {
-    globals: Py<PyDict>,
-    builtins: Py<PyDict>,
-}
-
-impl GlobalLoader {
-    pub fn new(py: Python<'_>, globals: Bound<'_, PyDict>) -> PyResult<Self> {
-        let builtins = match globals.get_item("__builtins__")? {
-            Some(b) => match b.downcast::<PyDict>() {
-                Ok(d) => d.clone(),
-                Err(_) => b.getattr("__dict__")?.downcast_into::<PyDict>()?,
-            },
-            None => py.import_bound("builtins")?.dict(),
-        };
-        Ok(GlobalLoader { globals: globals.unbind(), builtins: builtins.unbind() })
-    }
-
-    pub fn lookup(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Obj> {
-        if let Some(v) = self.globals.bind(py).get_item(name)? {
-            return Ok(v.unbind());
-        }
-        if let Some(v) = self.builtins.bind(py).get_item(name)? {
-            return Ok(v.unbind());
-        }
-        Err(pyo3::exceptions::PyNameError::new_err(format!("name '{name}' is not defined")))
-    }
-}
-
-#[pymethods]
-impl GlobalLoader {
-    #[classattr]
-    #[allow(non_upper_case_globals)]
-    const __poppy_unordered_loader__: bool = true;
-
-    fn __call__(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Obj> {
-        self.lookup(py, name)
     }
 }
 
@@ -185,9 +141,6 @@ enum Callee {
     Plain,
 }
 
-pub fn rt_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
-    py.import_bound("poppy_jit._rt")
-}
 
 /// Split λO call arguments into Python positional args and keyword args.
 fn call_args<'py>(
@@ -311,33 +264,6 @@ fn collect_keys(o: &Bound<'_, PyAny>, out: &mut Vec<u64>, depth: u32) {
             for x in t.iter() {
                 collect_keys(&x, out, depth + 1);
             }
-        }
-    }
-}
-
-/// `poppy_jit._trace` if tracing is enabled.
-pub fn trace_module(py: Python<'_>) -> Option<Bound<'_, PyAny>> {
-    let m = py.import_bound("poppy_jit._trace").ok()?;
-    m.getattr("enabled").ok()?.is_truthy().ok()?.then(|| m.into_any())
-}
-
-/// Instants as `time.perf_counter()` seconds (both are CLOCK_MONOTONIC based; anchored on one
-/// simultaneous reading, so the conversion is exact up to the reading's own cost).
-pub struct Clock {
-    py_now: f64,
-    rs_now: std::time::Instant,
-}
-
-impl Clock {
-    pub fn new(py: Python<'_>) -> PyResult<Self> {
-        let py_now = py.import_bound("time")?.call_method0("perf_counter")?.extract()?;
-        Ok(Clock { py_now, rs_now: std::time::Instant::now() })
-    }
-    pub fn at(&self, t: std::time::Instant) -> f64 {
-        if t <= self.rs_now {
-            self.py_now - (self.rs_now - t).as_secs_f64()
-        } else {
-            self.py_now + (t - self.rs_now).as_secs_f64()
         }
     }
 }
@@ -930,7 +856,7 @@ impl<'py> PrimFactory for PyFactory<'py> {
     fn constant(&mut self, c: &Const) -> Obj {
         if let Const::Globals = c {
             let loader = self.loader.bind(self.py).downcast::<GlobalLoader>().expect("the global loader");
-            return loader.borrow().globals.clone_ref(self.py).into_any();
+            return loader.get().globals().clone_ref(self.py).into_any();
         }
         const_to_py(self.py, &self.consts, c)
     }
