@@ -17,12 +17,11 @@ use crate::host::{PyFactory, PyHost};
 use crate::pyobj::{trace_module, Clock, Obj};
 use crate::lambda_o::{eval, text as lo_text, Program, ProgramRef};
 use crate::lower::{lower, LowerOptions};
-use crate::stats::RunStats;
+use crate::stats::{self as counters, RunStats};
 use crate::{lift, py311};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::GILProtected;
 use pyo3::types::{PyDict, PyList};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,27 +70,6 @@ struct CodeEntry {
     state: RefCell<EntryState>,
     /// The original code object (what is compiled; the prologue copy has extra units).
     code: Obj,
-}
-
-#[derive(Default)]
-struct Totals {
-    run: RunStats,
-    runs: u64,
-    functions_compiled: u64,
-    compile_ns: u64,
-    runtime_ns: u64,
-    runtime_cpu_ns: u64,
-    fallbacks: Vec<(String, String)>,
-    /// Each translation attempt: qualname, nanoseconds, compiled (false: fell back).
-    compile_times: Vec<(String, u64, bool)>,
-    declined_nested: u64,
-}
-
-static TOTALS: GILProtected<RefCell<Option<Totals>>> = GILProtected::new(RefCell::new(None));
-
-fn with_totals<R>(py: Python<'_>, f: impl FnOnce(&mut Totals) -> R) -> R {
-    let mut t = TOTALS.get(py).borrow_mut();
-    f(t.get_or_insert_with(Totals::default))
 }
 
 thread_local! {
@@ -166,11 +144,7 @@ impl CodeEntry {
         }
         match result {
             Ok(c) => {
-                with_totals(py, |t| {
-                    t.functions_compiled += 1;
-                    t.compile_ns += ns;
-                    t.compile_times.push((name, ns, true));
-                });
+                counters::record_compile(name, ns, None);
                 let c = Rc::new(c);
                 let mut state = self.state.borrow_mut();
                 match &mut *state {
@@ -187,11 +161,7 @@ impl CodeEntry {
                 Some(c)
             }
             Err(reason) => {
-                with_totals(py, |t| {
-                    t.compile_ns += ns;
-                    t.compile_times.push((name.clone(), ns, false));
-                    t.fallbacks.push((name, reason.clone()));
-                });
+                counters::record_compile(name, ns, Some(&reason));
                 *self.state.borrow_mut() = EntryState::Fallback;
                 None
             }
@@ -279,7 +249,7 @@ fn run_frame(
 ) -> PyResult<Option<Obj>> {
     if let Some(why) = decline_reason(py)? {
         if why == "nested" {
-            with_totals(py, |t| t.declined_nested += 1);
+            counters::record_declined_nested();
         }
         return Ok(None);
     }
@@ -331,12 +301,7 @@ fn run_frame(
     drop(guard);
     *site = host.top_site();
     let cpu1: f64 = time.call_method0("thread_time")?.extract()?;
-    with_totals(py, |t| {
-        t.run.merge(&stats);
-        t.runs += 1;
-        t.runtime_ns += ns;
-        t.runtime_cpu_ns += ((cpu1 - cpu0).max(0.0) * 1e9) as u64;
-    });
+    counters::record_run(&stats, ns, ((cpu1 - cpu0).max(0.0) * 1e9) as u64);
     let value = result.map_err(|e| e.to_pyerr(py))?;
     finished?;
     Ok(Some(value))
@@ -500,8 +465,8 @@ impl Prologue {
 
 /// Record that a @poppy function cannot be run by the runtime (it then runs plainly).
 #[pyfunction]
-fn _note_fallback(py: Python<'_>, function: String, reason: String) {
-    with_totals(py, |t| t.fallbacks.push((function, reason)));
+fn _note_fallback(function: String, reason: String) {
+    counters::record_fallback(function, reason);
 }
 
 /// A frame object standing for a @poppy function's frame stopped at byte offset `lasti` with
@@ -518,7 +483,8 @@ fn _frame(py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, pyo3::types:
 
 #[pyfunction]
 fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
-    with_totals(py, |t| {
+    let t = &counters::totals();
+    {
         let d = PyDict::new_bound(py);
         d.set_item("functions_compiled", t.functions_compiled)?;
         d.set_item("compile_ms", t.compile_ns as f64 / 1e6)?;
@@ -568,7 +534,7 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         d.set_item("object_escapes", t.run.object_escapes)?;
         d.set_item("nested_plain_runs", t.declined_nested)?;
         // Blocking externals and timers on the runtime's executor (docs/observability.md).
-        let w = crate::stats::worker_totals();
+        let w = counters::worker_totals();
         d.set_item("blocking_calls", w.jobs)?;
         d.set_item("gil_wait_ms", w.gil_wait_ns as f64 / 1e6)?;
         d.set_item("blocking_handoff_ms", w.handoff_ns as f64 / 1e6)?;
@@ -580,13 +546,12 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         jit.set_item("ms", 0.0f64)?;
         d.set_item("jit", jit)?;
         Ok(d.unbind())
-    })
+    }
 }
 
 #[pyfunction]
-fn reset_stats(py: Python<'_>) {
-    with_totals(py, |t| *t = Totals::default());
-    crate::stats::reset_worker_totals();
+fn reset_stats() {
+    counters::reset();
 }
 
 /// Bezoar and λO text of a function, or why it falls back.
