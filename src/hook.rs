@@ -12,204 +12,42 @@
 //!
 //! Shared state is only touched with the GIL held (every `_core` function and slot holds it),
 //! which is what makes the `RefCell`s below sound.
-use crate::bezoar::{passes, text as bz_text};
-use crate::host::{PyFactory, PyHost};
-use crate::pyobj::{trace_module, Clock, Obj};
-use crate::lambda_o::{eval, text as lo_text, Program, ProgramRef};
-use crate::lower::{lower, LowerOptions};
+use crate::host::PyHost;
+use crate::lambda_o::eval;
+use crate::pipeline::{self, compile_function, entry_rc, program_text, set_mark, CodeEntry};
+use crate::pyobj::{qualname, Obj};
 use crate::stats::{self as counters, RunStats};
-use crate::{lift, py311};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_int;
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::time::Instant;
 
 extern "C" {
-    fn poppy_shim_init(free_payload: unsafe extern "C" fn(*mut c_void)) -> c_int;
-    fn poppy_shim_set_mark(code: *mut ffi::PyObject, payload: *mut c_void) -> c_int;
-    fn poppy_shim_get_mark(code: *mut ffi::PyObject) -> *mut c_void;
     fn poppy_shim_frame(func: *mut ffi::PyObject, args: *const *mut ffi::PyObject, nargs: ffi::Py_ssize_t, lasti: c_int) -> *mut ffi::PyObject;
     fn poppy_shim_current_frame(func: *mut *mut ffi::PyObject, code: *mut *mut ffi::PyObject, locals: *mut *const *mut ffi::PyObject) -> c_int;
     fn poppy_shim_point_frame_at(code: *mut ffi::PyObject, offset: c_int);
     fn poppy_shim_frame_offset(code: *mut ffi::PyObject) -> c_int;
 }
 
-/// A successful translation.
-pub struct Compiled {
-    pub program: ProgramRef<Obj>,
-    pub bezoar: String,
-    pub argcount: usize,
-    /// Which parameters are cell variables: in the frame (after MAKE_CELL) their slot holds the
-    /// cell, and the argument is its contents.
-    pub cell_params: Vec<bool>,
-    /// Free variables (a @poppy function that is itself a closure): their cells are passed after
-    /// the `argcount - nfree` arguments.
-    pub nfree: usize,
-    /// The parameter names of the free variables (`$cell.x`: the cell; `x`: its value).
-    pub free_params: Vec<String>,
-    /// The globals dict the program's global loader reads (a code object shared by functions of
-    /// different modules is recompiled for each).
-    pub globals: Obj,
-}
 
-enum EntryState {
-    Pending,
-    Compiled(Vec<Rc<Compiled>>),
-    Fallback,
-}
-
-/// The co_extra payload of a @poppy code object (an `Rc`: the original code object and its copy
-/// with the interception prologue share one).
-struct CodeEntry {
-    state: RefCell<EntryState>,
-    /// The original code object (what is compiled; the prologue copy has extra units).
-    code: Obj,
-}
 
 thread_local! {
     /// A λO run is in progress on this thread (externals that call @poppy code run it plainly).
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
 }
 
-fn force_memory() -> bool {
-    std::env::var("PYTHONPOPPY_FORCE_MEMORY").map(|v| v == "1").unwrap_or(false)
-}
 
-/// Compile a Python function: bytecode → Bezoar → λO. Err is the fallback reason.
-pub fn compile_function(py: Python<'_>, func: &Bound<'_, PyAny>) -> Result<Compiled, String> {
-    let code = func.getattr("__code__").map_err(|e| e.to_string())?;
-    let code = match entry_of(&code) {
-        Some(e) => e.code.bind(py).clone(),
-        None => code,
-    };
-    let info = py311::code_info(&code).map_err(|e| format!("reading the code object: {e}"))?;
-    let mut bz = lift::lift(&info).map_err(|fb| fb.to_string())?;
-    if let Some((why, line)) = passes::loop_iterable_changed(&bz) {
-        return Err(format!("{why} at line {line}"));
-    }
-    passes::fuse_split_getitem(&mut bz);
-    passes::remove_dead_pure_lets(&mut bz);
-    let mut factory = PyFactory::new(py, func).map_err(|e| e.to_string())?;
-    let opts = LowerOptions { force_memory: force_memory() };
-    let program = lower(&bz, &mut factory, &opts)?;
-    let globals = func.getattr("__globals__").map_err(|e| e.to_string())?.unbind();
-    let cell_params = bz.params.iter().map(|p| info.cellvars.contains(p)).collect();
-    let nfree = info.freevars.len();
-    let free_params = bz.params[bz.params.len() - nfree..].to_vec();
-    Ok(Compiled {
-        program: Rc::new(program),
-        bezoar: bz_text::print(&bz),
-        argcount: bz.params.len(),
-        cell_params,
-        nfree,
-        free_params,
-        globals,
-    })
-}
 
-fn qualname(func: &Bound<'_, PyAny>) -> String {
-    func.getattr("__qualname__").and_then(|q| q.extract()).unwrap_or_else(|_| "<function>".into())
-}
 
-impl CodeEntry {
-    /// The cached translation for `func`, compiling it on first use.
-    fn get_or_compile(&self, py: Python<'_>, func: &Bound<'_, PyAny>) -> Option<Rc<Compiled>> {
-        let globals = func.getattr("__globals__").ok()?;
-        if let Some(found) = self.cached(py, &globals) {
-            return found;
-        }
-        let clock = trace_module(py).and_then(|m| Some((m, Clock::new(py).ok()?)));
-        let start = Instant::now();
-        let result = compile_function(py, func);
-        let ns = start.elapsed().as_nanos() as u64;
-        let name = qualname(func);
-        if let Some((m, clock)) = clock {
-            let args = PyDict::new_bound(py);
-            let _ = args.set_item("fallback", result.as_ref().err());
-            let span = (format!("compile {name}"), clock.at(start), clock.at(Instant::now()), args);
-            if let Err(e) = m.call_method1("record_phase", span) {
-                e.print(py);
-            }
-        }
-        // Another thread may have translated the same function meanwhile (compiling runs Python
-        // code, so the GIL can switch): keep the first translation, count it once.
-        if let Some(found) = self.cached(py, &globals) {
-            return found;
-        }
-        match result {
-            Ok(c) => {
-                counters::record_compile(name, ns, None);
-                let c = Rc::new(c);
-                let mut state = self.state.borrow_mut();
-                match &mut *state {
-                    // One translation per globals dict the code runs under (a code object shared
-                    // by functions of several modules), the most recent few.
-                    EntryState::Compiled(cs) => {
-                        if cs.len() >= MAX_GLOBALS_VARIANTS {
-                            cs.remove(0);
-                        }
-                        cs.push(c.clone());
-                    }
-                    other => *other = EntryState::Compiled(vec![c.clone()]),
-                }
-                Some(c)
-            }
-            Err(reason) => {
-                counters::record_compile(name, ns, Some(&reason));
-                *self.state.borrow_mut() = EntryState::Fallback;
-                None
-            }
-        }
-    }
 
-    /// Some(the translation for `globals`, or None for a fallback) if already decided.
-    fn cached(&self, py: Python<'_>, globals: &Bound<'_, PyAny>) -> Option<Option<Rc<Compiled>>> {
-        match &*self.state.borrow() {
-            EntryState::Compiled(cs) => cs.iter().find(|c| c.globals.bind(py).is(globals)).map(|c| Some(c.clone())),
-            EntryState::Fallback => Some(None),
-            EntryState::Pending => None,
-        }
-    }
-}
 
-/// Translations kept per code object for different globals dicts.
-const MAX_GLOBALS_VARIANTS: usize = 4;
 
-fn entry_of(code: &Bound<'_, PyAny>) -> Option<&'static CodeEntry> {
-    let p = unsafe { poppy_shim_get_mark(code.as_ptr()) };
-    if p.is_null() {
-        None
-    } else {
-        Some(unsafe { &*(p as *const CodeEntry) })
-    }
-}
-
-/// The λO program of a @poppy function that a call with `nargs` positional arguments can inline.
-pub fn inline_program(py: Python<'_>, f: &Bound<'_, PyAny>, nargs: usize) -> Option<ProgramRef<Obj>> {
-    if !f.is_instance_of::<pyo3::types::PyFunction>() {
-        return None;
-    }
-    let code = f.getattr("__code__").ok()?;
-    // `*args`/`**kwargs` functions bind their parameters from the frame, not positionally.
-    if code.getattr("co_flags").ok()?.extract::<u32>().ok()? & (py311::CO_VARARGS | py311::CO_VARKEYWORDS) != 0 {
-        return None;
-    }
-    let entry = entry_of(&code)?;
-    let compiled = entry.get_or_compile(py, f)?;
-    (compiled.nfree == 0 && compiled.argcount == nargs).then(|| compiled.program.clone())
-}
-
-unsafe extern "C" fn free_entry(p: *mut c_void) {
-    if !p.is_null() {
-        drop(Rc::from_raw(p as *const CodeEntry));
-    }
-}
 
 /// Why a compiled frame should still run plainly, if it should.
 fn decline_reason(py: Python<'_>) -> PyResult<Option<&'static str>> {
@@ -307,19 +145,13 @@ fn run_frame(
     Ok(Some(value))
 }
 
-fn ensure_init() -> PyResult<()> {
-    if unsafe { poppy_shim_init(free_entry) } != 0 {
-        return Err(PyRuntimeError::new_err("poppy_jit: could not reserve a co_extra index"));
-    }
-    Ok(())
-}
 
 /// The runtime takes @poppy frames (their prologues answer "decline" otherwise).
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
 #[pyfunction]
 fn enable() -> PyResult<()> {
-    ensure_init()?;
+    pipeline::ensure_init()?;
     ENABLED.store(true, Ordering::Relaxed);
     Ok(())
 }
@@ -338,33 +170,7 @@ fn is_enabled() -> bool {
 /// Flag a code object as internal (@poppy).
 #[pyfunction]
 fn mark_poppy(py: Python<'_>, code: &Bound<'_, PyAny>) -> PyResult<()> {
-    ensure_init()?;
-    if entry_of(code).is_some() {
-        return Ok(());
-    }
-    let entry = Rc::new(CodeEntry { state: RefCell::new(EntryState::Pending), code: code.clone().unbind() });
-    set_mark(py, code, &entry)
-}
-
-fn set_mark(py: Python<'_>, code: &Bound<'_, PyAny>, entry: &Rc<CodeEntry>) -> PyResult<()> {
-    let raw = Rc::into_raw(entry.clone());
-    if unsafe { poppy_shim_set_mark(code.as_ptr(), raw as *mut c_void) } != 0 {
-        drop(unsafe { Rc::from_raw(raw) });
-        return Err(PyErr::fetch(py));
-    }
-    Ok(())
-}
-
-fn entry_rc(code: &Bound<'_, PyAny>) -> Option<Rc<CodeEntry>> {
-    let p = unsafe { poppy_shim_get_mark(code.as_ptr()) };
-    if p.is_null() {
-        return None;
-    }
-    let p = p as *const CodeEntry;
-    unsafe {
-        Rc::increment_strong_count(p);
-        Some(Rc::from_raw(p))
-    }
+    pipeline::mark_poppy(py, code)
 }
 
 /// The interception prologue's runtime object (see `poppy_jit._prologue`): a @poppy function's
@@ -573,16 +379,6 @@ fn explain(py: Python<'_>, func: &Bound<'_, PyAny>) -> PyResult<Py<PyDict>> {
     Ok(d.unbind())
 }
 
-fn program_text(py: Python<'_>, p: &Program<Obj>) -> String {
-    lo_text::print_with(p, &|o: &Obj| {
-        let s = o.bind(py).repr().map(|r| r.to_string()).unwrap_or_else(|_| "<?>".into());
-        if s.len() > 60 {
-            format!("{}…", &s[..s.char_indices().nth(57).map(|(i, _)| i).unwrap_or(s.len())])
-        } else {
-            s
-        }
-    })
-}
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<crate::pyobj::GlobalLoader>()?;

@@ -7,6 +7,7 @@ pub mod host;
 pub mod lambda_o;
 pub mod lift;
 pub mod lower;
+pub mod pipeline;
 pub mod py311;
 pub mod pyobj;
 pub mod stats;

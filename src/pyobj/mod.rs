@@ -43,3 +43,7 @@ impl Clock {
     }
 }
 
+/// A function's `__qualname__` (for messages and the statistics).
+pub fn qualname(func: &Bound<'_, PyAny>) -> String {
+    func.getattr("__qualname__").and_then(|q| q.extract()).unwrap_or_else(|_| "<function>".into())
+}
