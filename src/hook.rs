@@ -1,26 +1,27 @@
-//! Interception of @poppy frames (Rust side) and the per-code-object translation cache.
+//! Interception of @poppy frames (Rust side): running an intercepted frame or declining it.
 //!
-//! A @poppy code object carries a `CodeEntry` in its co_extra slot (set by `mark_poppy`, freed by
-//! CPython with the code object). The function gets a copy of its code with a prologue
-//! (`poppy_jit._prologue`, sharing the entry) that first evaluates `Prologue[None]`: we compile on
-//! first call (bytecode → Bezoar → λO), cache the result or the fallback reason, and run the λO
-//! program with the arguments CPython bound in the frame. Declining (fallback, nested run,
+//! A @poppy function gets a copy of its code with a prologue (`poppy_jit._prologue`, sharing the
+//! original's co_extra mark, `pipeline::CodeEntry`) that first evaluates `Prologue[None]`: we take
+//! the function's translation from the pipeline (compiled on first call, or its fallback) and run
+//! the λO program with the arguments CPython bound in the frame. Declining (fallback, nested run,
 //! tracing, running event loop) lets the original body run in that same frame, so the function is
 //! then one sequential external of whatever called it. No PEP 523 eval-frame function is
 //! installed: on CPython 3.11 any such function slows every Python-to-Python call (see
-//! docs/benchmarks.md).
+//! docs/benchmarks.md). Also here: the frame primitives of the shim (stand-in frames for
+//! tracebacks).
 //!
+//! Uses `pipeline` (translations) and `host` (running them); the `_core` functions are in `api`.
 //! Shared state is only touched with the GIL held (every `_core` function and slot holds it),
-//! which is what makes the `RefCell`s below sound.
+//! which is what makes the `Cell`s below sound.
 use crate::host::PyHost;
 use crate::lambda_o::eval;
-use crate::pipeline::{self, compile_function, entry_rc, program_text, set_mark, CodeEntry};
+use crate::pipeline::{entry_rc, set_mark, CodeEntry};
 use crate::pyobj::{qualname, Obj};
 use crate::stats::{self as counters, RunStats};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyTuple};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::os::raw::c_int;
@@ -35,19 +36,10 @@ extern "C" {
     fn poppy_shim_frame_offset(code: *mut ffi::PyObject) -> c_int;
 }
 
-
-
 thread_local! {
     /// A λO run is in progress on this thread (externals that call @poppy code run it plainly).
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
 }
-
-
-
-
-
-
-
 
 /// Why a compiled frame should still run plainly, if it should.
 fn decline_reason(py: Python<'_>) -> PyResult<Option<&'static str>> {
@@ -145,39 +137,34 @@ fn run_frame(
     Ok(Some(value))
 }
 
-
 /// The runtime takes @poppy frames (their prologues answer "decline" otherwise).
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
-#[pyfunction]
-fn enable() -> PyResult<()> {
-    pipeline::ensure_init()?;
-    ENABLED.store(true, Ordering::Relaxed);
-    Ok(())
+/// Switch interception on or off (`poppy_jit.enable()`/`disable()`).
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
 }
 
-#[pyfunction]
-fn disable() -> PyResult<()> {
-    ENABLED.store(false, Ordering::Relaxed);
-    Ok(())
-}
-
-#[pyfunction]
-fn is_enabled() -> bool {
+pub fn is_enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// Flag a code object as internal (@poppy).
-#[pyfunction]
-fn mark_poppy(py: Python<'_>, code: &Bound<'_, PyAny>) -> PyResult<()> {
-    pipeline::mark_poppy(py, code)
+/// A frame object standing for a @poppy function's frame stopped at byte offset `lasti` with
+/// `args` bound (for the traceback entry of a frame a run replaced).
+pub fn stand_in_frame(py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, lasti: i32) -> PyResult<PyObject> {
+    let argv: Vec<*mut ffi::PyObject> = args.iter().map(|a| a.as_ptr()).collect();
+    let f = unsafe { poppy_shim_frame(func.as_ptr(), argv.as_ptr(), argv.len() as ffi::Py_ssize_t, lasti) };
+    if f.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(unsafe { PyObject::from_owned_ptr(py, f) })
 }
 
 /// The interception prologue's runtime object (see `poppy_jit._prologue`): a @poppy function's
 /// code copy evaluates `prologue[None]` first; this runs the frame's function on the runtime with
 /// the arguments CPython bound in the frame, or answers the decline sentinel.
 #[pyclass(module = "poppy_jit._core")]
-struct Prologue {
+pub struct Prologue {
     inner: GilOnly<PrologueState>,
 }
 
@@ -267,131 +254,4 @@ impl Prologue {
             }
         }
     }
-}
-
-/// Record that a @poppy function cannot be run by the runtime (it then runs plainly).
-#[pyfunction]
-fn _note_fallback(function: String, reason: String) {
-    counters::record_fallback(function, reason);
-}
-
-/// A frame object standing for a @poppy function's frame stopped at byte offset `lasti` with
-/// `args` bound (used by `poppy_jit._traceback` for the traceback entry of a replaced frame).
-#[pyfunction]
-fn _frame(py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, pyo3::types::PyTuple>, lasti: i32) -> PyResult<PyObject> {
-    let argv: Vec<*mut ffi::PyObject> = args.iter().map(|a| a.as_ptr()).collect();
-    let f = unsafe { poppy_shim_frame(func.as_ptr(), argv.as_ptr(), argv.len() as ffi::Py_ssize_t, lasti) };
-    if f.is_null() {
-        return Err(PyErr::fetch(py));
-    }
-    Ok(unsafe { PyObject::from_owned_ptr(py, f) })
-}
-
-#[pyfunction]
-fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
-    let t = &counters::totals();
-    {
-        let d = PyDict::new_bound(py);
-        d.set_item("functions_compiled", t.functions_compiled)?;
-        d.set_item("compile_ms", t.compile_ns as f64 / 1e6)?;
-        let fb = PyList::empty_bound(py);
-        for (f, r) in &t.fallbacks {
-            let e = PyDict::new_bound(py);
-            e.set_item("function", f)?;
-            e.set_item("reason", r)?;
-            fb.append(e)?;
-        }
-        d.set_item("fallbacks", fb)?;
-        let ct = PyList::empty_bound(py);
-        for (f, ns, ok) in &t.compile_times {
-            let e = PyDict::new_bound(py);
-            e.set_item("function", f)?;
-            e.set_item("ms", *ns as f64 / 1e6)?;
-            e.set_item("compiled", *ok)?;
-            ct.append(e)?;
-        }
-        d.set_item("compile_times", ct)?;
-        d.set_item("runs", t.runs)?;
-        // Wall time of runs (including waiting for externals).
-        // CPU time of the calling thread during runs (evaluator, controllers, sync externals).
-        d.set_item("runtime_ms", t.runtime_cpu_ns as f64 / 1e6)?;
-        d.set_item("runtime_wall_ms", t.runtime_ns as f64 / 1e6)?;
-        d.set_item("reductions", t.run.reductions)?;
-        d.set_item("inlined_calls", t.run.inlined_calls)?;
-        let ext = PyDict::new_bound(py);
-        ext.set_item("unordered", t.run.dispatched[0])?;
-        ext.set_item("readonly", t.run.dispatched[1])?;
-        ext.set_item("sequential", t.run.dispatched[2])?;
-        d.set_item("external_calls", ext)?;
-        d.set_item("peak_in_flight", t.run.peak_in_flight)?;
-        d.set_item("queue_wait_ms", t.run.queue_wait_ns as f64 / 1e6)?;
-        // Memory of the evaluator: most λO variables alive at once in a run, and the fixed
-        // bytes of one variable / statement / controller (reclaimed variables are reused).
-        d.set_item("peak_slots", t.run.peak_slots)?;
-        let (slot, work, ctrl) = crate::lambda_o::eval::layout::<crate::host::PyHost>();
-        let mem = PyDict::new_bound(py);
-        mem.set_item("slot_bytes", slot)?;
-        mem.set_item("statement_bytes", work)?;
-        mem.set_item("controller_bytes", ctrl)?;
-        d.set_item("runtime_layout", mem)?;
-        d.set_item("term_resolutions", t.run.term_resolutions)?;
-        d.set_item("cancelled_calls", t.run.cancelled_calls)?;
-        d.set_item("object_local_calls", t.run.object_local_calls)?;
-        d.set_item("object_escapes", t.run.object_escapes)?;
-        d.set_item("nested_plain_runs", t.declined_nested)?;
-        // Blocking externals and timers on the runtime's executor (docs/observability.md).
-        let w = counters::worker_totals();
-        d.set_item("blocking_calls", w.jobs)?;
-        d.set_item("gil_wait_ms", w.gil_wait_ns as f64 / 1e6)?;
-        d.set_item("blocking_handoff_ms", w.handoff_ns as f64 / 1e6)?;
-        d.set_item("timer_tasks", w.timers)?;
-        // The Cranelift tier does not exist yet: nothing is compiled to machine code.
-        let jit = PyDict::new_bound(py);
-        jit.set_item("tier", "none")?;
-        jit.set_item("functions", 0u64)?;
-        jit.set_item("ms", 0.0f64)?;
-        d.set_item("jit", jit)?;
-        Ok(d.unbind())
-    }
-}
-
-#[pyfunction]
-fn reset_stats() {
-    counters::reset();
-}
-
-/// Bezoar and λO text of a function, or why it falls back.
-#[pyfunction]
-fn explain(py: Python<'_>, func: &Bound<'_, PyAny>) -> PyResult<Py<PyDict>> {
-    let d = PyDict::new_bound(py);
-    match compile_function(py, func) {
-        Ok(c) => {
-            d.set_item("bezoar", &c.bezoar)?;
-            d.set_item("lambda_o", program_text(py, &c.program))?;
-            d.set_item("fallback", py.None())?;
-        }
-        Err(reason) => {
-            d.set_item("bezoar", py.None())?;
-            d.set_item("lambda_o", py.None())?;
-            d.set_item("fallback", reason)?;
-        }
-    }
-    Ok(d.unbind())
-}
-
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<crate::pyobj::GlobalLoader>()?;
-    crate::host::pool::register(m)?;
-    m.add_function(wrap_pyfunction!(enable, m)?)?;
-    m.add_function(wrap_pyfunction!(disable, m)?)?;
-    m.add_function(wrap_pyfunction!(is_enabled, m)?)?;
-    m.add_function(wrap_pyfunction!(mark_poppy, m)?)?;
-    m.add_function(wrap_pyfunction!(stats, m)?)?;
-    m.add_function(wrap_pyfunction!(reset_stats, m)?)?;
-    m.add_function(wrap_pyfunction!(explain, m)?)?;
-    m.add_function(wrap_pyfunction!(_frame, m)?)?;
-    m.add_function(wrap_pyfunction!(_note_fallback, m)?)?;
-    m.add_class::<Prologue>()?;
-    Ok(())
 }

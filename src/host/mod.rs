@@ -140,7 +140,6 @@ enum Callee {
     Plain,
 }
 
-
 /// Split λO call arguments into Python positional args and keyword args.
 fn call_args<'py>(
     py: Python<'py>,
@@ -802,4 +801,3 @@ impl<'py> Host for PyHost<'py> {
         PyErrRef::new(err)
     }
 }
-

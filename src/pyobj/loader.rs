@@ -51,4 +51,3 @@ impl GlobalLoader {
         self.lookup(py, name)
     }
 }
-
