@@ -1,6 +1,6 @@
 //! One compile: bytecode → Bezoar → Bezoar passes → λO, for a Python function.
 use super::factory::PyFactory;
-use crate::bezoar::{passes, text as bz_text};
+use crate::bezoar::{self, passes, text as bz_text};
 use crate::lambda_o::{text as lo_text, Program, ProgramRef};
 use crate::lower::{lower, LowerOptions};
 use crate::pyobj::Obj;
@@ -11,6 +11,8 @@ use std::rc::Rc;
 /// A successful translation.
 pub struct Compiled {
     pub program: ProgramRef<Obj>,
+    /// The Bezoar the program was lowered from (after the passes), and its text.
+    pub ir: Rc<bezoar::Function>,
     pub bezoar: String,
     pub argcount: usize,
     /// Which parameters are cell variables: in the frame (after MAKE_CELL) their slot holds the
@@ -55,6 +57,7 @@ pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>)
         nfree,
         free_params,
         globals,
+        ir: Rc::new(bz),
     })
 }
 
