@@ -76,9 +76,9 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
     d.set_item("reductions", t.run.reductions)?;
     d.set_item("inlined_calls", t.run.inlined_calls)?;
     let ext = PyDict::new_bound(py);
-    ext.set_item("unordered", t.run.dispatched[0])?;
-    ext.set_item("readonly", t.run.dispatched[1])?;
-    ext.set_item("sequential", t.run.dispatched[2])?;
+    for class in pyobj::contract::CLASSES {
+        ext.set_item(class.name(), t.run.dispatched_of(class))?;
+    }
     d.set_item("external_calls", ext)?;
     d.set_item("peak_in_flight", t.run.peak_in_flight)?;
     d.set_item("queue_wait_ms", t.run.queue_wait_ns as f64 / 1e6)?;
@@ -136,6 +136,7 @@ fn explain(py: Python<'_>, func: &Bound<'_, PyAny>) -> PyResult<Py<PyDict>> {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    pyobj::contract::init(m.py())?;
     m.add_class::<pyobj::GlobalLoader>()?;
     host::pool::register(m)?;
     m.add_function(wrap_pyfunction!(enable, m)?)?;

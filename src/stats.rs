@@ -68,13 +68,21 @@ pub struct RunStats {
 }
 
 impl RunStats {
-    pub fn count_dispatch(&mut self, class: Class) {
-        let i = match class {
+    fn dispatch_index(class: Class) -> usize {
+        match class {
             Class::Unordered => 0,
             Class::Readonly => 1,
             Class::Sequential => 2,
-        };
-        self.dispatched[i] += 1;
+        }
+    }
+
+    pub fn count_dispatch(&mut self, class: Class) {
+        self.dispatched[Self::dispatch_index(class)] += 1;
+    }
+
+    /// External calls of `class` dispatched.
+    pub fn dispatched_of(&self, class: Class) -> u64 {
+        self.dispatched[Self::dispatch_index(class)]
     }
 
     pub fn merge(&mut self, o: &RunStats) {
@@ -169,4 +177,29 @@ pub fn totals() -> Totals {
 pub fn reset() {
     with_totals(|t| *t = Totals::default());
     reset_worker_totals();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_record_and_reset() {
+        reset();
+        record_compile("f".into(), 10, None);
+        record_compile("g".into(), 5, Some("why"));
+        record_fallback("h".into(), "plain".into());
+        let mut run = RunStats::default();
+        run.count_dispatch(Class::Readonly);
+        record_run(&run, 7, 3);
+        record_declined_nested();
+        let t = totals();
+        assert_eq!((t.functions_compiled, t.compile_ns, t.runs, t.runtime_ns, t.runtime_cpu_ns), (1, 15, 1, 7, 3));
+        assert_eq!(t.compile_times, vec![("f".into(), 10, true), ("g".into(), 5, false)]);
+        assert_eq!(t.fallbacks, vec![("g".into(), "why".into()), ("h".into(), "plain".into())]);
+        assert_eq!((t.run.dispatched_of(Class::Readonly), t.run.dispatched_of(Class::Sequential)), (1, 0));
+        assert_eq!(t.declined_nested, 1);
+        reset();
+        assert_eq!(totals().runs, 0);
+    }
 }

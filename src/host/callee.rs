@@ -5,7 +5,7 @@
 //! arguments are still pending.
 use super::PyHost;
 use crate::lambda_o::Class;
-use crate::pyobj::{rt_module, GlobalLoader, Obj};
+use crate::pyobj::{contract, rt_module, GlobalLoader, Obj};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFunction, PyString, PyTuple};
 use std::rc::Rc;
@@ -56,11 +56,7 @@ fn describe(f: &Bound<'_, PyAny>) -> PyResult<Callee> {
     let Some(spec) = f.getattr("__dict__")?.downcast_into::<PyDict>()?.get_item("__poppy_external__")? else {
         return Ok(Callee::Plain);
     };
-    let class = match spec.getattr("kind")?.extract::<String>()?.as_str() {
-        "unordered" => Class::Unordered,
-        "readonly" => Class::Readonly,
-        _ => Class::Sequential,
-    };
+    let class = contract::class_of_name(&spec.getattr("kind")?.extract::<String>()?).unwrap_or(Class::Sequential);
     let inner = spec.getattr("fn")?;
     let returns = rt_module(f.py())?.call_method1("return_stand_in", (&inner,))?;
     Ok(Callee::External {
@@ -110,25 +106,15 @@ pub(super) fn classify<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj], kwnames:
     if let Callee::External { .. } = &*h.callee(f) {
         // Unordered as declared when every argument is an immutable atom (the common case,
         // decided here); otherwise the annotation library judges the arguments.
-        let atom = |a: &Obj| {
-            let a = a.bind(py);
-            a.is_exact_instance_of::<PyString>()
-                || a.is_exact_instance_of::<pyo3::types::PyLong>()
-                || a.is_exact_instance_of::<pyo3::types::PyFloat>()
-                || a.is_exact_instance_of::<pyo3::types::PyBool>()
-                || a.is_none()
-                || a.is_exact_instance_of::<pyo3::types::PyBytes>()
-        };
-        if args.iter().all(atom) {
+        if args.iter().all(|a| contract::is_atom(a.bind(py))) {
             return Class::Unordered;
         }
     }
     let a = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
     let k = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
     match h.classify.call1((f.bind(py), a, k)).and_then(|c| c.extract::<u8>()) {
-        Ok(0) => Class::Unordered,
-        Ok(1) => Class::Readonly,
-        // Unknown, or classification itself failed: sequential is always sound.
-        _ => Class::Sequential,
+        Ok(code) => contract::class_of_code(code).unwrap_or(Class::Sequential),
+        // Classification itself failed: sequential is always sound (so is an unknown code).
+        Err(_) => Class::Sequential,
     }
 }

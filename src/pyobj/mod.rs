@@ -1,11 +1,13 @@
 //! Python objects that compiling and running both need: `Obj` (the λO primitive of the Python
-//! host), the global-loader primitive (`loader`), the Python support modules the runtime reads
-//! (`poppy_jit._rt`, `poppy_jit._trace`) and the clock that puts Rust instants on Python's
-//! `perf_counter` timeline.
+//! host), the global-loader primitive (`loader`), what Rust and Python share by definition
+//! (`contract`: reordering class codes and names, immutable atoms), the Python support modules
+//! the runtime reads (`poppy_jit._rt`, `poppy_jit._trace`) and the clock that puts Rust instants
+//! on Python's `perf_counter` timeline.
 //!
-//! Below `pipeline` and `host` (both use it); it depends on no other room of the crate.
+//! Below `pipeline` and `host` (both use it); of the crate it uses only `lambda_o::Class`.
 use pyo3::prelude::*;
 
+pub mod contract;
 pub mod loader;
 
 pub use loader::GlobalLoader;
