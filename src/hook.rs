@@ -12,7 +12,7 @@
 //!
 //! Uses `pipeline` (translations) and `host` (running them); the `_core` functions are in `api`.
 //! Shared state is only touched with the GIL held (every `_core` function and slot holds it),
-//! which is what makes the `Cell`s below sound.
+//! which is what makes the `Cell`s and `RefCell`s below sound.
 use crate::host::PyHost;
 use crate::lambda_o::eval;
 use crate::pipeline::{entry_rc, set_mark, CodeEntry};
