@@ -1,5 +1,5 @@
 //! Counters kept by every layer (exposed as `poppy_jit.stats()`).
-use crate::lambda_o::Class;
+use crate::control::Class;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Nanoseconds the runtime's blocking threads (src/host/pool.rs) waited to acquire the GIL before

@@ -24,97 +24,11 @@
 //!
 //! The policy is the function `Policy::of(class)`; the token is a struct of futures, so per-object
 //! ordering chains are a later extension of `Token`, not a rewrite.
-use crate::lambda_o::Class;
+mod futures;
+mod policy;
 
-pub type FutId = usize;
-
-/// The ordering token carried by a sequence variable S.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Token {
-    pub r: FutId,
-    pub w: FutId,
-}
-
-/// What a controller waits for, by class.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Policy {
-    pub dispatch_needs_r: bool,
-    pub dispatch_needs_w: bool,
-    /// F_R' needs the call to have completed successfully (otherwise it is F_R forwarded).
-    pub r_out_needs_done: bool,
-    /// F_W' needs the call to have completed successfully (otherwise it is F_W forwarded).
-    pub w_out_needs_done: bool,
-}
-
-impl Policy {
-    pub fn of(class: Class) -> Policy {
-        match class {
-            Class::Unordered => Policy {
-                dispatch_needs_r: false,
-                dispatch_needs_w: false,
-                r_out_needs_done: false,
-                w_out_needs_done: false,
-            },
-            Class::Readonly => Policy {
-                dispatch_needs_r: true,
-                dispatch_needs_w: false,
-                r_out_needs_done: false,
-                w_out_needs_done: true,
-            },
-            Class::Sequential => Policy {
-                dispatch_needs_r: true,
-                dispatch_needs_w: true,
-                r_out_needs_done: true,
-                w_out_needs_done: true,
-            },
-        }
-    }
-}
-
-/// One-shot futures with waiter lists (the waiters are evaluator work items).
-#[derive(Default)]
-pub struct Futures {
-    done: Vec<bool>,
-    waiters: Vec<Vec<usize>>,
-}
-
-impl Futures {
-    /// Forget every future, keeping the allocations.
-    pub fn clear(&mut self) {
-        self.done.clear();
-        self.waiters.clear();
-    }
-
-    pub fn new_future(&mut self) -> FutId {
-        self.done.push(false);
-        self.waiters.push(Vec::new());
-        self.done.len() - 1
-    }
-
-    pub fn new_resolved(&mut self) -> FutId {
-        let f = self.new_future();
-        self.done[f] = true;
-        f
-    }
-
-    pub fn is_done(&self, f: FutId) -> bool {
-        self.done[f]
-    }
-
-    /// Run `waiter` when `f` resolves (the caller checked it is not resolved yet).
-    pub fn wait(&mut self, f: FutId, waiter: usize) {
-        self.waiters[f].push(waiter);
-    }
-
-    /// Resolve `f`; returns the waiters to wake (empty if it was already resolved).
-    pub fn resolve(&mut self, f: FutId) -> Vec<usize> {
-        if self.done[f] {
-            return Vec::new();
-        }
-        self.done[f] = true;
-        std::mem::take(&mut self.waiters[f])
-    }
-}
+pub use futures::{FutId, Futures, Token};
+pub use policy::{Class, Policy};
 
 /// Where a controller is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,31 +51,3 @@ pub enum Phase {
     Finished,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn policies_follow_popppy_6_2() {
-        let s = Policy::of(Class::Sequential);
-        assert!(s.dispatch_needs_r && s.dispatch_needs_w);
-        let r = Policy::of(Class::Readonly);
-        assert!(r.dispatch_needs_r && !r.dispatch_needs_w && !r.r_out_needs_done);
-        let u = Policy::of(Class::Unordered);
-        assert!(!u.dispatch_needs_r && !u.dispatch_needs_w && !u.r_out_needs_done && !u.w_out_needs_done);
-    }
-
-    #[test]
-    fn futures_wake_their_waiters_once() {
-        let mut f = Futures::default();
-        let a = f.new_future();
-        f.wait(a, 7);
-        f.wait(a, 9);
-        assert!(!f.is_done(a));
-        assert_eq!(f.resolve(a), vec![7, 9]);
-        assert!(f.is_done(a));
-        assert!(f.resolve(a).is_empty());
-        let b = f.new_resolved();
-        assert!(f.is_done(b));
-    }
-}

@@ -7,7 +7,8 @@
 //!   becomes a timer (both on the tokio runtime of `pool`); all complete futures of the loop,
 //!   whose done-callbacks stop it so `wait` returns as soon as something finished (no polling).
 use crate::bezoar::{Const, Intrinsic};
-use crate::lambda_o::{Class, Dispatch, Host, PrimFactory, ProgramRef, TaskId};
+use crate::control::Class;
+use crate::lambda_o::{Dispatch, Host, PrimFactory, ProgramRef, TaskId};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyFunction, PyString, PyTuple};
 use pyo3::exceptions::PyRuntimeError;

@@ -13,9 +13,9 @@
 //! evaluator blocks in `Host::wait` until at least one finishes.
 //!
 //! External calls go through `xcall`: a controller per call (see `crate::control`).
-use super::host::{CallRecord, Class, Dispatch, Host, TaskId};
+use super::host::{CallRecord, Dispatch, Host, TaskId};
 use super::term::*;
-use crate::control::{Futures, Phase, Policy, Token};
+use crate::control::{Class, Futures, Phase, Policy, Token};
 use crate::stats::RunStats;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
