@@ -1,53 +1,60 @@
-//! Concurrency controllers (PopPy §6.2).
+//! Concurrency controllers (PopPy §6.2): the ordering of a run's external calls.
 //!
-//! Every queued external call gets a `Controller`. Program order reaches it as a sequence token on
-//! S: two futures, F_R ("every earlier sequential call finished") and F_W ("every earlier ordered
-//! call finished"). The controller hands its successor fresh futures F_R', F_W' at once (so later
-//! calls can be queued, and unordered ones dispatched, before this one has its arguments) and
-//! resolves them according to its callee's class, which it learns only when the arguments are
-//! known:
+//! Every external call the evaluator reaches gets a controller (`Ctrl`). Program order reaches it
+//! as a token on its sequence variable S: two futures, F_R ("every earlier sequential call
+//! finished") and F_W ("every earlier readonly or sequential call finished"). The controller
+//! hands its successor fresh futures F_R', F_W' at once (so later calls can be queued, and
+//! unordered ones dispatched, before this one has its arguments) and resolves them according to
+//! its callee's class (`Class`, PopPy §4.2):
 //!
-//! | class      | dispatches when        | F_R' resolves when | F_W' resolves when |
-//! |------------|------------------------|--------------------|--------------------|
-//! | unordered  | arguments ready        | F_R (forwarded)    | F_W (forwarded)    |
-//! | readonly   | arguments ready, F_R   | F_R (forwarded)    | F_W and done (ok)  |
-//! | sequential | arguments, F_R and F_W | done (ok)          | done (ok)          |
+//! | class      | dispatches when        | F_R' resolves when     | F_W' resolves when     |
+//! |------------|------------------------|------------------------|------------------------|
+//! | unordered  | arguments ready        | F_R (forwarded)        | F_W (forwarded)        |
+//! | readonly   | arguments ready, F_R   | F_R (forwarded)        | F_W and done (ok)      |
+//! | sequential | arguments, F_R and F_W | F_R and done (ok)      | F_W and done (ok)      |
 //!
-//! Forwarding needs the class, which for most callees is known only with the arguments; a
-//! decorated external's class is known from the callee alone (`Host::classify_callee`), so an
-//! unordered or readonly call forwards the order before its arguments are ready.
+//! That is `Policy::of(class)`. Forwarding needs the class, which for most callees is known
+//! only with the arguments; a decorated external's class is known from the callee alone
+//! (`classify_callee`), and a call whose pending arguments have declared types may be classified
+//! from stand-ins (`classify_hinted`; a stricter real class is then an error), so such a call
+//! forwards the order before its arguments are ready.
 //!
-//! A sequential or readonly call that fails never resolves its remaining outputs, so no later
-//! ordered call runs after it. An unordered call has already forwarded the order when it fails
-//! (PopPy §6.2): later ordered calls may have run; the run still raises the failure earliest in
-//! program order, and the host notes which later ordered calls had already run.
+//! Errors. A call that fails (or cannot run because an argument is an error) never resolves the
+//! outputs that wait for it being done: after a failed readonly or sequential call no later
+//! ordered call runs. An unordered call does not wait for itself: it forwards F_R and F_W as soon
+//! as its class and input order are known — before it finishes, and even after it failed — so
+//! later readonly and sequential calls may run while it is running and before it is known to
+//! raise. What keeps CPython's behaviour is the failure rule: the run raises the failure earliest
+//! in program order (`raised`), a call after a failed one in program order is not dispatched
+//! and a running one is cancelled, and the host notes which later ordered calls had already
+//! run (PEP 678 note).
 //!
-//! The policy is the function `Policy::of(class)`; the token is a struct of futures, so per-object
-//! ordering chains are a later extension of `Token`, not a rewrite.
+//! Per-object ordering (`objects`): a call whose only state is a list/dict/set the run created
+//! waits for the earlier calls on that object and is then unordered for the global order.
+//!
+//! Design. The controller runs inside the evaluator (`lambda_o::eval`): a controller is a work
+//! item stepped in the same FIFO queue as statement reductions, and each step reads the
+//! evaluator's variables many times (S, the callee, every argument, the producers of pending
+//! ones) and registers waits on them. What it needs from the evaluator and the host is the trait
+//! `Env`; `advance` and the rest are generic over it, and the evaluator implements it. After
+//! monomorphisation every `Env` call is a direct call into the evaluator, mostly inlined: no
+//! boxing, no `dyn` dispatch and no action list per step. Pure transition functions returning
+//! actions would need an action buffer and a re-entry for every read that may wait; `dyn Env`
+//! would put an indirect call on each read. The controller state (`Controllers`) is a field of
+//! the evaluator, reached through `Env::ctl`.
+//!
+//! Dependencies: none in this crate (`stats`, `lambda_o` and `host` depend on this module, not
+//! the other way round). The evaluator's variables and work items are opaque ids here.
+mod controller;
 mod futures;
+pub mod objects;
+pub mod order;
 mod policy;
 
+pub use controller::{
+    advance, fail, finished, raised, Callee, Controllers, Count, Ctrl, CtrlId, Env, Peek, Phase, Read, SlotId,
+    WorkId,
+};
 pub use futures::{FutId, Futures, Token};
+pub use objects::ObjInfo;
 pub use policy::{Class, Policy};
-
-/// Where a controller is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// Waiting for the callee itself (it may still turn out to be an internal function).
-    WaitCallee,
-    /// The callee was internal: its body runs; waiting for the body's result tuple.
-    Inlined { ret: usize },
-    /// The callee was internal: passing the body's final order on as this call's F_R'/F_W'.
-    InlinedOrder { seq: usize },
-    /// Waiting for the callee's arguments.
-    WaitArgs,
-    /// Class known; waiting for the order its class requires.
-    WaitOrder,
-    /// Dispatched, not finished.
-    Running,
-    /// Finished successfully; resolving F_R'/F_W'.
-    Completed,
-    /// Nothing left to do: outputs resolved, or the call failed / can never run.
-    Finished,
-}
-

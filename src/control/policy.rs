@@ -16,6 +16,16 @@ impl Class {
             Class::Sequential => "sequential",
         }
     }
+
+    /// Whether `self` orders more than `other` (unordered < readonly < sequential).
+    pub fn stricter_than(self, other: Class) -> bool {
+        let rank = |c: Class| match c {
+            Class::Unordered => 0,
+            Class::Readonly => 1,
+            Class::Sequential => 2,
+        };
+        rank(self) > rank(other)
+    }
 }
 
 /// What a controller waits for, by class.

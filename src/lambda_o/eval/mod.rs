@@ -12,25 +12,30 @@
 //! evaluation fair (OPAL Prop. 3.6). When nothing is ready and external calls are in flight the
 //! evaluator blocks in `Host::wait` until at least one finishes.
 //!
-//! External calls go through `xcall`: a controller per call (see `crate::control`).
+//! External calls go through `xcall`: a controller per call. The controllers (their state
+//! machine, program order, per-object ordering) are `crate::control`; this evaluator owns their
+//! state as a field and is their environment (`control::Env`, implemented in `calls`).
+//!
+//! Files: `slots` (variables, follow edges, reclamation), `instantiate` (function templates),
+//! `step` (the driver loop and statement reduction), `calls` (queueing a controller; `Env`),
+//! `trace` (call records). Depends on `control`, `stats` and the λO terms and host trait;
+//! `control` does not depend on it.
 use super::host::{CallRecord, Dispatch, Host, TaskId};
 use super::term::*;
-use crate::control::{Class, Futures, Phase, Policy, Token};
+use crate::control::{self, Controllers, Ctrl, Token};
 use crate::stats::RunStats;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
 
-mod controller;
+mod calls;
 mod instantiate;
-mod objects;
-mod order;
 mod slots;
 mod step;
 mod trace;
 
-type SlotId = usize;
-type WorkId = usize;
+type SlotId = control::SlotId;
+type WorkId = control::WorkId;
 
 struct Closure<P> {
     prog: ProgramRef<P>,
@@ -67,16 +72,6 @@ enum Waiter {
     Follow(SlotId),
 }
 
-/// Where a call's input order comes from.
-enum Pred {
-    /// The output order of this controller.
-    Call(usize),
-    /// The run's initial order.
-    Start,
-    /// Not known (yet).
-    Unknown,
-}
-
 /// No controller / no alias source (the `u32` fields of `Pend`).
 const NONE: u32 = u32::MAX;
 
@@ -106,64 +101,9 @@ struct Frame<P> {
 
 enum Work<P> {
     Stmt { frame: Rc<Frame<P>>, index: usize },
-    Ctrl(usize),
+    Ctrl(control::CtrlId),
     /// A statement that has been reduced (its frame reference released).
     Done,
-}
-
-struct Ctrl<P> {
-    seq: SlotId,
-    /// The callee's slot and, once known, its value.
-    callee: SlotId,
-    /// Source line of the call (0 when unknown).
-    line: u32,
-    func: Option<P>,
-    args: Vec<SlotId>,
-    kwnames: Vec<String>,
-    result: SlotId,
-    out: Token,
-    phase: Phase,
-    class: Class,
-    /// The class once known: from the callee alone before the arguments are, from type hints of
-    /// pending arguments, or classified.
-    early: Option<Class>,
-    /// `early` came from type hints: the real class must not be stricter.
-    hinted: bool,
-    /// A stand-in for this call's result, for hinting calls that consume it.
-    hint: Option<P>,
-    argv: Vec<P>,
-    /// The input order, once read (kept for program-order positions after `seq` is released).
-    in_tok: Option<Token>,
-    /// Slots this controller keeps alive until it finishes (its S, callee, arguments, result,
-    /// and an inlined body's result).
-    held: Vec<SlotId>,
-    dispatched: bool,
-    done: bool,
-    /// Per-object ordering: what this call does to objects the run created (None: nothing).
-    obj: Option<Box<ObjInfo>>,
-    /// Timings: queued and done only when tracing; ready and dispatched for queue-wait stats.
-    queued_at: Option<Instant>,
-    ready_at: Option<Instant>,
-    dispatched_at: Option<Instant>,
-    done_at: Option<Instant>,
-}
-
-/// A call's involvement with *owned* objects — lists, dicts and sets the run itself created
-/// (`Host::fresh_key`). No call before an object's creation in program order can reach it, so
-/// operations that touch only their owned receiver (`Host::scope`) are ordered against the other
-/// operations on that object, not against the global order — until a call gets the object as an
-/// argument in any other way (an *escape*), after which it follows the global order again.
-struct ObjInfo {
-    /// The owned receiver and whether the operation writes it.
-    touch: Option<(u64, bool)>,
-    /// Owned objects among the arguments (other than the receiver).
-    escapes: Vec<u64>,
-    /// Decided: Some(true) when the operation skips the global order.
-    local: Option<bool>,
-    /// The owned object its result holds without touching it (`getattr(lst, "append")`).
-    carries: Option<u64>,
-    /// Resolved when this call finishes (later operations on the object wait for it).
-    done: usize,
 }
 
 struct Eval<'a, H: Host> {
@@ -183,41 +123,11 @@ struct Eval<'a, H: Host> {
     work: Vec<Work<H::Prim>>,
     free_work: Vec<WorkId>,
     ready: VecDeque<WorkId>,
-    futs: Futures,
-    ctrls: Vec<Ctrl<H::Prim>>,
-    ctrl_work: Vec<WorkId>,
-    /// Dispatched calls still running (a call's TaskId is its controller index).
-    in_flight: u64,
-    /// External calls that raised (or could not run because an argument was an error), in the
-    /// order they failed.
-    failures: Vec<(usize, H::Error)>,
+    /// The run's controllers and the ordering state they share (see `crate::control`).
+    ctl: Controllers<H::Prim, H::Error>,
     steps_left: u64,
     /// xorshift state when stepping in pseudo-random order.
     shuffle: Option<u64>,
-    /// Keep call arguments and timings for `Host::record_calls`.
-    tracing: bool,
-    /// The controller that created each output future F_R', by future (to recover program order).
-    fut_owner: Vec<u32>,
-    /// For a call that was inlined after waiting for its callee: its F_R' → the F_R of the
-    /// body's final order (program order continues through the body's calls).
-    bridge: HashMap<usize, usize>,
-    /// Program-order position of the earliest failed call known so far: calls after it are
-    /// speculative (CPython never reaches them), so they are cancelled or not dispatched.
-    failed_at: Option<u64>,
-    /// Memoised program-order positions by controller (u64::MAX: not known yet).
-    pos_memo: Vec<u64>,
-    /// Owned objects (see `ObjInfo`) by key, with the controller that created each.
-    owned: HashMap<u64, usize>,
-}
-
-/// Whether `a` orders more than `b` (unordered < readonly < sequential).
-fn stricter(a: Class, b: Class) -> bool {
-    let rank = |c: Class| match c {
-        Class::Unordered => 0,
-        Class::Readonly => 1,
-        Class::Sequential => 2,
-    };
-    rank(a) > rank(b)
 }
 
 /// The evaluator's large vectors, kept (emptied) from one run to the next on the same thread,
@@ -231,11 +141,7 @@ struct Buffers<P, E> {
     work: Vec<Work<P>>,
     free_work: Vec<WorkId>,
     ready: VecDeque<WorkId>,
-    ctrls: Vec<Ctrl<P>>,
-    ctrl_work: Vec<WorkId>,
-    fut_owner: Vec<u32>,
-    pos_memo: Vec<u64>,
-    futs: Futures,
+    ctl: Controllers<P, E>,
 }
 
 const KEEP_BYTES: usize = 128 << 20;
@@ -249,11 +155,7 @@ impl<P, E> Default for Buffers<P, E> {
             work: Vec::new(),
             free_work: Vec::new(),
             ready: VecDeque::new(),
-            ctrls: Vec::new(),
-            ctrl_work: Vec::new(),
-            fut_owner: Vec::new(),
-            pos_memo: Vec::new(),
-            futs: Futures::default(),
+            ctl: Controllers::default(),
         }
     }
 }
@@ -263,10 +165,9 @@ impl<P, E> Buffers<P, E> {
         use std::mem::size_of;
         self.slots.capacity() * size_of::<Slot<P, E>>()
             + self.work.capacity() * size_of::<Work<P>>()
-            + self.ctrls.capacity() * size_of::<Ctrl<P>>()
-            + (self.refs.capacity() + self.fut_owner.capacity()) * 4
+            + self.refs.capacity() * 4
             + (self.free_slots.capacity() + self.free_work.capacity() + self.ready.capacity()) * 8
-            + (self.ctrl_work.capacity() + self.pos_memo.capacity()) * 8
+            + self.ctl.bytes()
     }
 }
 
@@ -295,11 +196,7 @@ fn keep_buffers<P: 'static, E: 'static>(mut b: Buffers<P, E>) {
     b.work.clear();
     b.free_work.clear();
     b.ready.clear();
-    b.ctrls.clear();
-    b.ctrl_work.clear();
-    b.fut_owner.clear();
-    b.pos_memo.clear();
-    b.futs.clear();
+    b.ctl.clear();
     if b.bytes() > KEEP_BYTES {
         return;
     }
@@ -378,28 +275,18 @@ pub fn run_with<H: Host>(
         work: b.work,
         free_work: b.free_work,
         ready: b.ready,
-        futs: b.futs,
-        ctrls: b.ctrls,
-        ctrl_work: b.ctrl_work,
-        in_flight: 0,
-        failures: Vec::new(),
+        ctl: b.ctl,
         steps_left: max_steps,
         shuffle: opts.shuffle_seed.map(|s| s | 1),
-        tracing: false,
-        fut_owner: b.fut_owner,
-        bridge: HashMap::new(),
-        failed_at: None,
-        pos_memo: b.pos_memo,
-        owned: HashMap::new(),
     };
-    ev.tracing = ev.host.tracing();
-    let token = Token { r: ev.futs.new_resolved(), w: ev.futs.new_resolved() };
+    ev.ctl.tracing = ev.host.tracing();
+    let token = ev.ctl.released_token();
     let mut params = vec![ev.new_slot(Value::Seq(token))];
     params.extend(args.into_iter().map(|a| ev.new_slot(Value::Prim(a))));
     let ret = ev.instantiate(&program, program.entry, &[], &params)?;
     let driven = ev.drive();
     ev.stats.peak_slots = ev.stats.peak_slots.max(ev.peak_live);
-    if ev.tracing {
+    if ev.ctl.tracing {
         let records = ev.call_records();
         ev.host.record_calls(records);
     }
@@ -411,11 +298,7 @@ pub fn run_with<H: Host>(
         work: std::mem::take(&mut ev.work),
         free_work: std::mem::take(&mut ev.free_work),
         ready: std::mem::take(&mut ev.ready),
-        ctrls: std::mem::take(&mut ev.ctrls),
-        ctrl_work: std::mem::take(&mut ev.ctrl_work),
-        fut_owner: std::mem::take(&mut ev.fut_owner),
-        pos_memo: std::mem::take(&mut ev.pos_memo),
-        futs: std::mem::take(&mut ev.futs),
+        ctl: std::mem::take(&mut ev.ctl),
     });
     out
 }
@@ -424,28 +307,8 @@ impl<'a, H: Host> Eval<'a, H> {
     fn outcome(&mut self, ret: SlotId) -> Result<H::Prim, H::Error> {
         // Raise the failure earliest in program order. When it is an unordered call, it had
         // passed the order on before failing, so later ordered calls may have run: say which.
-        if !self.failures.is_empty() {
-            let pos = self.positions();
-            let earliest = self
-                .failures
-                .iter()
-                .filter_map(|(cid, e)| pos[*cid].map(|p| (p, *cid, e.clone())))
-                .min_by_key(|(p, _, _)| *p);
-            if let Some((p, failed, e)) = earliest {
-                let later: Vec<H::Prim> = self
-                    .ctrls
-                    .iter()
-                    .enumerate()
-                    .filter(|(c, ctrl)| {
-                        ctrl.dispatched
-                            && ctrl.class != Class::Unordered
-                            && pos[*c].is_some_and(|q| q > p)
-                    })
-                    .filter_map(|(_, ctrl)| ctrl.func.clone())
-                    .collect();
-                let line = self.ctrls[failed].line;
-                return Err(self.host.note_failure(e, line, later));
-            }
+        if let Some((e, line, later)) = control::raised(self) {
+            return Err(self.host.note_failure(e, line, later));
         }
         let value = match self.value(ret) {
             Some(Value::Tuple(t)) if t.len() == 2 => self.value(t[1]).cloned(),
@@ -455,7 +318,7 @@ impl<'a, H: Host> Eval<'a, H> {
         match value {
             Some(Value::Prim(p)) => Ok(p),
             Some(Value::Error(e)) => Err(e),
-            _ => match self.failures.first() {
+            _ => match self.ctl.failures.first() {
                 Some((_, e)) => Err(e.clone()),
                 None => Err(self.host.internal_error(
                     "RuntimeError",

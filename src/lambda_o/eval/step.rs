@@ -11,15 +11,11 @@ impl<'a, H: Host> Eval<'a, H> {
                 self.steps_left -= 1;
                 self.step(w);
             }
-            if self.in_flight == 0 {
+            if self.ctl.in_flight == 0 {
                 return Ok(());
             }
             for (task, result) in self.host.wait()? {
-                let cid = task as usize;
-                if cid < self.ctrls.len() && self.ctrls[cid].phase == Phase::Running {
-                    self.in_flight -= 1;
-                    self.complete(cid, result);
-                }
+                control::finished(self, task as usize, result);
             }
         }
     }
@@ -45,7 +41,7 @@ impl<'a, H: Host> Eval<'a, H> {
             Work::Done => {}
             Work::Ctrl(cid) => {
                 let cid = *cid;
-                self.advance(cid, w);
+                control::advance(self, cid, w);
             }
             Work::Stmt { frame, index } => {
                 let (frame, index) = (frame.clone(), *index);
@@ -229,8 +225,8 @@ impl<'a, H: Host> Eval<'a, H> {
                                 // Failures keep their place in program order: a controller
                                 // that failed at once (it still forwards the order).
                                 self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst, stmt.line);
-                                let cid = self.ctrls.len() - 1;
-                                self.fail(cid, e);
+                                let cid = self.ctl.ctrls.len() - 1;
+                                control::fail(self, cid, e);
                             }
                         }
                     }
@@ -249,28 +245,5 @@ impl<'a, H: Host> Eval<'a, H> {
             }
         }
         true
-    }
-
-    /// An external call's argument: a primitive, or a λO tuple of primitives (built into a host
-    /// tuple once every component is known). None after registering to wait.
-    pub(super) fn prim_arg(&mut self, s: SlotId, w: WorkId) -> Option<Result<H::Prim, H::Error>> {
-        match self.need(s, w)? {
-            Value::Prim(p) => Some(Ok(p)),
-            Value::Error(e) => Some(Err(e)),
-            Value::Tuple(t) => {
-                let mut items = Vec::with_capacity(t.len());
-                for c in t.iter() {
-                    match self.prim_arg(*c, w)? {
-                        Ok(p) => items.push(p),
-                        Err(e) => return Some(Err(e)),
-                    }
-                }
-                Some(Ok(self.host.make_tuple(items)))
-            }
-            _ => Some(Err(self.host.internal_error(
-                "TypeError",
-                "poppy_jit: an external call got a λO function or memory as an argument",
-            ))),
-        }
     }
 }

@@ -4,10 +4,10 @@ use super::*;
 impl<'a, H: Host> Eval<'a, H> {
     /// Records of every call whose arguments became known, with its position in program order.
     pub(super) fn call_records(&mut self) -> Vec<CallRecord<H::Prim>> {
-        let pos = self.positions();
-        let failed: std::collections::HashSet<usize> = self.failures.iter().map(|(c, _)| *c).collect();
+        let pos = control::order::positions(self);
+        let failed: std::collections::HashSet<usize> = self.ctl.failures.iter().map(|(c, _)| *c).collect();
         let mut out = Vec::new();
-        for (cid, c) in self.ctrls.iter_mut().enumerate() {
+        for (cid, c) in self.ctl.ctrls.iter_mut().enumerate() {
             let (Some(ready), Some(func)) = (c.ready_at, c.func.clone()) else { continue };
             out.push(CallRecord {
                 position: pos[cid],
