@@ -87,6 +87,7 @@ impl<P> Ctrl<P> {
     /// the evaluator retained for it. With the callee known it waits for its arguments;
     /// otherwise first for the callee.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub fn new(
         seq: SlotId,
         callee: SlotId,
@@ -225,6 +226,7 @@ impl<P, E> Controllers<P, E> {
     }
 
     /// Add a controller, stepped by the evaluator's work item `w`; returns its id.
+    #[inline]
     pub fn add(&mut self, ctrl: Ctrl<P>, w: WorkId) -> CtrlId {
         let cid = self.ctrls.len();
         let r = ctrl.out.r;
