@@ -43,18 +43,21 @@
 //! would put an indirect call on each read. The controller state (`Controllers`) is a field of
 //! the evaluator, reached through `Env::ctl`.
 //!
+//! Files: `policy` (Class, Policy), `futures` (Token, Futures), `controller` (Ctrl, Phase,
+//! Controllers, `advance`, dispatch/complete/fail), `env` (Env), `order` (program-order walks),
+//! `objects` (per-object ordering).
+//!
 //! Dependencies: none in this crate (`stats`, `lambda_o` and `host` depend on this module, not
 //! the other way round). The evaluator's variables and work items are opaque ids here.
 mod controller;
+mod env;
 mod futures;
 pub mod objects;
 pub mod order;
 mod policy;
 
-pub use controller::{
-    advance, fail, finished, raised, Callee, Controllers, Count, Ctrl, CtrlId, Env, Peek, Phase, Read, SlotId,
-    WorkId,
-};
+pub use controller::{advance, fail, finished, raised, Controllers, Ctrl, CtrlId, Phase};
+pub use env::{Callee, Count, Env, Peek, Read, SlotId, WorkId};
 pub use futures::{FutId, Futures, Token};
 pub use objects::ObjInfo;
 pub use policy::{Class, Policy};

@@ -4,7 +4,8 @@
 //!
 //! Uses the program-order walk of `order` and the controller table; what a call's arguments
 //! are comes from the evaluator through `Env`.
-use super::controller::{producer_along, resolve_fut, wait_fut, CtrlId, Env, Phase, SlotId, WorkId};
+use super::controller::{producer_along, resolve_fut, wait_fut, CtrlId, Phase};
+use super::env::{Env, SlotId, WorkId};
 use super::order::{predecessor, Pred};
 
 /// A call's involvement with *owned* objects — lists, dicts and sets the run itself created

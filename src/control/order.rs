@@ -3,7 +3,8 @@
 //! an inlined call's body (`Controllers::bridge`). Used to raise the failure earliest in program
 //! order, to not dispatch (and to cancel) calls after a failed one, for per-object ordering's
 //! backward walk, and for the positions in call records.
-use super::controller::{CtrlId, Env, Phase};
+use super::controller::{CtrlId, Phase};
+use super::env::Env;
 use super::FutId;
 
 /// Where a call's input order comes from.
