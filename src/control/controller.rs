@@ -596,7 +596,7 @@ pub fn fail<E: Env>(e: &mut E, cid: CtrlId, err: E::Error) {
     e.bind_error(cid, err);
     finish(e, cid);
     if let Some(p) = order::position_of(e, cid) {
-        if e.ctl().failed_at.map_or(true, |q| p < q) {
+        if e.ctl().failed_at.is_none_or(|q| p < q) {
             e.ctl().failed_at = Some(p);
             cancel_after(e, p);
         }

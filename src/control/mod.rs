@@ -55,6 +55,8 @@ mod futures;
 pub mod objects;
 pub mod order;
 mod policy;
+#[cfg(test)]
+mod tests;
 
 pub use controller::{advance, fail, finished, raised, Controllers, Ctrl, CtrlId, Phase};
 pub use env::{Callee, Count, Env, Peek, Read, SlotId, WorkId};
