@@ -2,7 +2,7 @@
 //! of one λO run (`RunStats`), the process-wide totals of compiling and running (`Totals`) and the
 //! executor's atomics (`worker_totals`). Plain Rust: no Python objects, no other room but the
 //! reordering class.
-use crate::lambda_o::Class;
+use crate::control::Class;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 

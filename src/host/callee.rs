@@ -4,7 +4,7 @@
 //! annotation library (`poppy_jit._annotations.classify`); stand-in results for calls whose
 //! arguments are still pending.
 use super::PyHost;
-use crate::lambda_o::Class;
+use crate::control::Class;
 use crate::pyobj::{contract, rt_module, GlobalLoader, Obj};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFunction, PyString, PyTuple};

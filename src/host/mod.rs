@@ -15,7 +15,8 @@
 //!   of a failed run. `trace`: call records for PYTHONPOPPY_TRACE.
 //!
 //! Uses `pipeline` (inlining) and `pyobj`; must not use `hook` or `api`.
-use crate::lambda_o::{CallRecord, Class, Dispatch, Host, ProgramRef, TaskId};
+use crate::control::Class;
+use crate::lambda_o::{CallRecord, Dispatch, Host, ProgramRef, TaskId};
 use crate::pyobj::{rt_module, trace_module, GlobalLoader, Obj};
 use callee::Callee;
 use executor::Executor;

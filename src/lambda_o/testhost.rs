@@ -1,9 +1,10 @@
 //! A simulated world for testing the evaluator, controllers and lowering without Python:
 //! primitives are small values, externals are named (`@llm`, `@print`, ...) with a class and a
 //! latency in virtual ticks, and every call is recorded with its start and end time.
-use super::host::{Class, Dispatch, Host, PrimFactory, PrimText, TaskId};
+use super::host::{Dispatch, Host, PrimFactory, PrimText, TaskId};
 use super::term::{FuncId, ProgramRef};
 use crate::bezoar::{Const, Intrinsic};
+use crate::control::Class;
 use std::collections::HashMap;
 
 #[derive(Clone, Debug, PartialEq)]

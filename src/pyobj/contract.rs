@@ -1,7 +1,7 @@
 //! What Rust and Python must agree on, defined once in `poppy_jit._contract` (plain Python: plain
 //! mode, which never imports `_core`, uses the same definitions) and read here when `_core` is
 //! imported (`init`): the reordering classes by code and name, and the immutable atoms.
-use crate::lambda_o::Class;
+use crate::control::Class;
 use pyo3::exceptions::PyImportError;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;

@@ -4,7 +4,7 @@
 //! the runtime reads (`poppy_jit._rt`, `poppy_jit._trace`) and the clock that puts Rust instants
 //! on Python's `perf_counter` timeline.
 //!
-//! Below `pipeline` and `host` (both use it); of the crate it uses only `lambda_o::Class`.
+//! Below `pipeline` and `host` (both use it); of the crate it uses only `control::Class`.
 use pyo3::prelude::*;
 
 pub mod contract;
