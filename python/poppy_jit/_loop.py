@@ -107,8 +107,14 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """
     if not asyncio.iscoroutine(coro):
         raise TypeError(f"run_sync expects a coroutine, got {type(coro).__name__}")
+    # The check must not leave its RuntimeError as the context of the coroutine's own exception:
+    # run the coroutine outside the `except` block, so a failure chains exactly as in CPython.
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:
         return get_loop().run_until_complete(coro)
     return _acquire().submit(coro).result()
