@@ -71,6 +71,7 @@ impl CodeEntry {
                     // One translation per globals dict the code runs under (a code object shared
                     // by functions of several modules), the most recent few.
                     EntryState::Compiled(cs) => {
+                        cs.retain(|old| !old.globals.bind(py).is(&globals));
                         if cs.len() >= MAX_GLOBALS_VARIANTS {
                             cs.remove(0);
                         }
@@ -91,7 +92,10 @@ impl CodeEntry {
     /// Some(the translation for `globals`, or None for a fallback) if already decided.
     fn cached(&self, py: Python<'_>, globals: &Bound<'_, PyAny>) -> Option<Option<Rc<Compiled>>> {
         match &*self.state.borrow() {
-            EntryState::Compiled(cs) => cs.iter().find(|c| c.globals.bind(py).is(globals)).map(|c| Some(c.clone())),
+            EntryState::Compiled(cs) => {
+                let generation = super::globals::generation();
+                cs.iter().find(|c| c.globals.bind(py).is(globals) && c.generation == generation).map(|c| Some(c.clone()))
+            }
             EntryState::Fallback => Some(None),
             EntryState::Pending => None,
         }

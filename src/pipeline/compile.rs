@@ -26,6 +26,9 @@ pub struct Compiled {
     /// The globals dict the program's global loader reads (a code object shared by functions of
     /// different modules is recompiled for each).
     pub globals: Obj,
+    /// `globals::generation()` when compiled: a translation of an older generation may read
+    /// eagerly a global the guard has since found rebound, and is made again.
+    pub generation: u64,
 }
 
 fn force_memory() -> bool {
@@ -42,10 +45,13 @@ pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>)
     }
     passes::fuse_split_getitem(&mut bz);
     passes::remove_dead_pure_lets(&mut bz);
+    let generation = super::globals::generation();
+    let globals_obj = func.getattr("__globals__").map_err(|e| e.to_string())?;
+    super::globals::order_global_reads(&mut bz, &super::globals::rebindable(py, &globals_obj)?);
     let mut factory = PyFactory::new(py, func).map_err(|e| e.to_string())?;
     let opts = LowerOptions { force_memory: force_memory() };
     let program = lower(&bz, &mut factory, &opts)?;
-    let globals = func.getattr("__globals__").map_err(|e| e.to_string())?.unbind();
+    let globals = globals_obj.unbind();
     let cell_params =
         bz.params.iter().map(|p| matches!(p.kind(), crate::bezoar::VarKind::Local(n) if info.cellvars.contains(n))).collect();
     let nfree = info.freevars.len();
@@ -58,6 +64,7 @@ pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>)
         nfree,
         free_params,
         globals,
+        generation,
         ir: Rc::new(bz),
     })
 }

@@ -7,11 +7,15 @@
 //!   globals dict, or its fallback), compiled on first use, and `inline_program`, what the host
 //!   inlines for a call of a @poppy function.
 //!
+//! - `globals`: which global reads are made in program order (the module scan, the guard's
+//!   marks), and the rewrite of those reads into `load_global`.
+//!
 //! Used by `hook` (running an intercepted frame), `host` (inlining) and `api` (`explain`,
 //! `mark_poppy`); it must not depend on any of them.
 mod cache;
 mod compile;
 mod factory;
+pub mod globals;
 
 pub use cache::{ensure_init, entry_rc, inline_program, mark_poppy, set_mark, CodeEntry};
 pub use compile::{program_text, Compiled};
