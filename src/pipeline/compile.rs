@@ -49,6 +49,7 @@ pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>)
     let globals_obj = func.getattr("__globals__").map_err(|e| e.to_string())?;
     super::globals::order_global_reads(&mut bz, &super::globals::rebindable(py, &globals_obj)?);
     let mut factory = PyFactory::new(py, func).map_err(|e| e.to_string())?;
+    factory.index_constants(&info, code);
     let opts = LowerOptions { force_memory: force_memory() };
     let program = lower(&bz, &mut factory, &opts)?;
     let globals = globals_obj.unbind();
