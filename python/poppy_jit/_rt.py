@@ -218,3 +218,77 @@ def mark_rebindable(g: dict, name: str) -> None:
         m = _MARKED[id(g)] = (g, set())
     m[1].add(name)
     _SCANS.pop(id(g), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Free variables of a @poppy closure that other code can rebind (src/pipeline/globals.rs): those
+# are read through their cell at each use, in program order; the others once, at entry.
+
+_STORE_DEREF = _dis.opmap["STORE_DEREF"]
+_DELETE_DEREF = _dis.opmap["DELETE_DEREF"]
+
+
+def _deref_stores(co, counts: dict) -> None:
+    """Count STORE_DEREF/DELETE_DEREF per variable name in `co` (not in nested code)."""
+    b = co.co_code
+    for op in (_STORE_DEREF, _DELETE_DEREF):
+        i = b.find(op)
+        while i >= 0:
+            if i % 2 == 0:
+                arg, j, shift = b[i + 1], i - 2, 8
+                while j >= 0 and b[j] == _EXTENDED_ARG:
+                    arg |= b[j + 1] << shift
+                    shift += 8
+                    j -= 2
+                name = co._varname_from_oparg(arg)
+                counts[name] = counts.get(name, 0) + (1 if op == _STORE_DEREF else 2)
+            i = b.find(op, i + 1)
+
+
+def _enclosing(target, g):
+    """The code object whose constants hold `target`, searched from the module's functions."""
+    seen: set = set()
+    stack = []
+    for v in list(g.values()):
+        for f in (v, getattr(v, "__func__", None), getattr(v, "__wrapped__", None)):
+            if type(f) is types.FunctionType and f.__globals__ is g:
+                stack.append(f.__code__)
+        if isinstance(v, type) and v.__module__ == g.get("__name__"):
+            for m in list(v.__dict__.values()):
+                m = getattr(m, "__func__", m)
+                if type(m) is types.FunctionType:
+                    stack.append(m.__code__)
+    while stack:
+        co = stack.pop()
+        if id(co) in seen:
+            continue
+        seen.add(id(co))
+        for c in co.co_consts:
+            if c is target:
+                return co
+            if type(c) is types.CodeType:
+                stack.append(c)
+    return None
+
+
+def written_free_vars(func, code) -> frozenset:
+    """The free variables of `func` (compiled from `code`) that code may write while it runs:
+    stored more than once by the enclosing function, or stored/deleted by any other code nested
+    in it. All of them when the enclosing function is not found."""
+    free = code.co_freevars
+    if not free:
+        return frozenset()
+    outer = _enclosing(code, func.__globals__)
+    if outer is None:
+        return frozenset(free)
+    counts: dict = {}
+    _deref_stores(outer, counts)
+    written = {x for x in free if counts.get(x, 0) > 1}
+    stack = [c for c in outer.co_consts if type(c) is types.CodeType and c is not code]
+    while stack:
+        co = stack.pop()
+        inner: dict = {}
+        _deref_stores(co, inner)
+        written.update(x for x in free if x in inner)
+        stack.extend(c for c in co.co_consts if type(c) is types.CodeType)
+    return frozenset(written)

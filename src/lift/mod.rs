@@ -121,6 +121,13 @@ type Result<T> = std::result::Result<T, Fallback>;
 pub use crate::bezoar::ir::RETURN_LOCAL;
 
 pub fn lift(ci: &CodeInfo) -> Result<Function> {
+    lift_with(ci, &HashSet::new())
+}
+
+/// `lift`, with the free variables other code may rebind while the function runs
+/// (`written_free`, e.g. by `nonlocal` in a sibling inner function): those are passed as their
+/// cell and read at each use in program order instead of once at entry.
+pub fn lift_with(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> {
     check_code_object(ci)?;
     let instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
     if let Some(bad) = instrs.iter().find(|i| !is_supported(i.opcode)) {
@@ -147,13 +154,13 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
             let plain: HashSet<u32> = candidates.values().map(|k| k.2).filter(|c| !escaping.contains(c)).collect();
             // The function's own free variables (a @poppy closure) are the enclosing function's
             // cells, passed in as parameters after the arguments (see `params` below): the cell
-            // itself when this code writes it or a real inner function captures it, else its value
-            // (read once, at entry, like a global).
+            // itself when this code or other code writes it (`written_free`) or a real inner
+            // function captures it, else its value (read once, at entry, like a global).
             let real_cells: HashSet<String> = ci
                 .cellvars
                 .iter()
                 .filter(|c| captured_by_function(ci, c, &plain))
-                .chain(ci.freevars.iter().filter(|v| free_needs_cell(ci, v, &plain)))
+                .chain(ci.freevars.iter().filter(|v| written_free.contains(*v) || free_needs_cell(ci, v, &plain)))
                 .cloned()
                 .collect();
             let held: Vec<u32> =

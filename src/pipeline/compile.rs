@@ -39,7 +39,8 @@ fn force_memory() -> bool {
 /// interception prologue was added to). Err is the fallback reason.
 pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>) -> Result<Compiled, String> {
     let info = py311::code_info(code).map_err(|e| format!("reading the code object: {e}"))?;
-    let mut bz = lift::lift(&info).map_err(|fb| fb.to_string())?;
+    let written_free = super::globals::written_free_vars(py, func, code)?;
+    let mut bz = lift::lift_with(&info, &written_free).map_err(|fb| fb.to_string())?;
     if let Some((why, line)) = passes::loop_iterable_changed(&bz) {
         return Err(format!("{why} at line {line}"));
     }

@@ -120,3 +120,13 @@ fn rewrite(b: &mut Block, names: &Rebindable, g: u32, changed: &mut bool) {
         }
     }
 }
+
+/// The free variables of `func` (compiled from `code`) that other code may write while it runs
+/// (`poppy_jit._rt.written_free_vars`): read through their cell, in program order.
+pub fn written_free_vars(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>) -> Result<HashSet<String>, String> {
+    let r = rt_module(py)
+        .and_then(|rt| rt.call_method1("written_free_vars", (func, code)))
+        .map_err(|e| format!("scanning the enclosing function: {e}"))?;
+    let set = r.downcast_into::<PyFrozenSet>().map_err(|e| e.to_string())?;
+    Ok(set.iter().filter_map(|n| n.extract::<String>().ok()).collect())
+}
