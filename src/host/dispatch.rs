@@ -85,8 +85,7 @@ impl<'py> PyHost<'py> {
         let py = self.py;
         let callee = self.callee(f);
         if let Callee::Loader = &*callee {
-            let loader = f.bind(py).downcast::<GlobalLoader>()?.get();
-            return Ok(Dispatch::Done(loader.lookup(py, args[0].bind(py)).map_err(PyErrRef::new)));
+            return Ok(Dispatch::Done(self.eager_global(f, &args[0]).map_err(PyErrRef::new)));
         }
         if let Callee::External { inner, is_async, blocking, .. } = &*callee {
             // Call the undecorated function directly (the decorator's wrapper would block).
@@ -111,7 +110,8 @@ impl<'py> PyHost<'py> {
                     return Ok(Dispatch::Pending);
                 }
             }
-            return Ok(Dispatch::Done(vcall(py, inner, args, kwnames).map(|v| v.unbind()).map_err(PyErrRef::new)));
+            let r = vcall(py, inner, args, kwnames).map(|v| v.unbind());
+            return Ok(Dispatch::Done(self.guard_after(f, r).map_err(PyErrRef::new)));
         }
         if let Some(dur) = pool::timer_duration(py, f, args, kwnames) {
             // `time.sleep(x)`: a timer task (pool.rs) instead of stalling this thread; inline once
@@ -123,6 +123,108 @@ impl<'py> PyHost<'py> {
                 return Ok(Dispatch::Pending);
             }
         }
-        Ok(Dispatch::Done(vcall(py, f.bind(py), args, kwnames).map(|v| v.unbind()).map_err(PyErrRef::new)))
+        let r = vcall(py, f.bind(py), args, kwnames).map(|v| v.unbind());
+        Ok(Dispatch::Done(self.guard_after(f, r).map_err(PyErrRef::new)))
+    }
+
+    /// An eager global read (the loader), recorded for the guard.
+    pub(super) fn eager_global(&mut self, f: &Obj, name: &Obj) -> PyResult<Obj> {
+        let py = self.py;
+        let loader = f.bind(py).downcast::<GlobalLoader>()?;
+        let v = loader.get().lookup(py, name.bind(py))?;
+        self.guard.record(py, loader, name, &v)?;
+        Ok(v)
+    }
+
+    /// The result of a synchronous call `f`, or the guard's error if it rebound a global the run
+    /// had read eagerly (the run is then aborted with it).
+    fn guard_after(&mut self, f: &Obj, r: PyResult<Obj>) -> PyResult<Obj> {
+        let py = self.py;
+        if let Err(e) = self.guard.check(py, &|| call_name(py, f)) {
+            self.abort = Some(PyErrRef::new(e.clone_ref(py)));
+            return Err(e);
+        }
+        r
+    }
+}
+
+/// The guard on globals read eagerly (the module scan, `pipeline::globals`, cannot see every
+/// rebinding: `setattr(sys.modules[...], ...)` from another module). For each globals dict the
+/// run's loaders read: its version tag when last checked and each name read with the object it
+/// gave. After every synchronous call (one integer compare when the dict did not change) and at
+/// each eager read, a name now bound to another object fails the run with a RuntimeError naming
+/// the global and the call, and is marked rebindable, so the next translation reads it in
+/// program order.
+#[derive(Default)]
+pub(super) struct GlobalsGuard {
+    dicts: Vec<GuardedDict>,
+}
+
+struct GuardedDict {
+    loader: Py<GlobalLoader>,
+    version: u64,
+    read: std::collections::HashMap<usize, (Obj, Obj)>,
+}
+
+impl GlobalsGuard {
+    /// Record an eager read of `name` through `loader` that gave `value`; Err if the same name
+    /// gave another object earlier in the run.
+    pub(super) fn record(&mut self, py: Python<'_>, loader: &Bound<'_, GlobalLoader>, name: &Obj, value: &Obj) -> PyResult<()> {
+        let globals = loader.get().globals().bind(py).clone().into_any();
+        let i = match self.dicts.iter().position(|d| d.loader.bind(py).get().globals().bind(py).is(&globals)) {
+            Some(i) => i,
+            None => {
+                let version = crate::pipeline::globals::dict_version(&globals);
+                self.dicts.push(GuardedDict { loader: loader.clone().unbind(), version, read: Default::default() });
+                self.dicts.len() - 1
+            }
+        };
+        let d = &mut self.dicts[i];
+        match d.read.get(&(name.as_ptr() as usize)) {
+            Some((_, old)) if !old.is(value) => Err(rebound(py, &globals, name.bind(py), "a call that completed earlier")),
+            Some(_) => Ok(()),
+            None => {
+                d.read.insert(name.as_ptr() as usize, (name.clone_ref(py), value.clone_ref(py)));
+                Ok(())
+            }
+        }
+    }
+
+    /// After `call` completed: Err if a name read eagerly is now bound to another object.
+    pub(super) fn check(&mut self, py: Python<'_>, call: &dyn Fn() -> String) -> PyResult<()> {
+        for d in &mut self.dicts {
+            let loader = d.loader.bind(py).get();
+            let globals = loader.globals().bind(py).clone().into_any();
+            let version = crate::pipeline::globals::dict_version(&globals);
+            if version == d.version {
+                continue;
+            }
+            d.version = version;
+            for (name, old) in d.read.values() {
+                let now = loader.lookup(py, name.bind(py)).ok();
+                if !now.is_some_and(|n| n.is(old)) {
+                    return Err(rebound(py, &globals, name.bind(py), &call()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn rebound(py: Python<'_>, globals: &Bound<'_, PyAny>, name: &Bound<'_, PyAny>, by: &str) -> PyErr {
+    crate::pipeline::globals::mark_rebindable(py, globals, name);
+    pyo3::exceptions::PyRuntimeError::new_err(format!(
+        "poppy_jit: global '{name}' was rebound by {by} while the @poppy run had already read it \
+         (not in program order); the run cannot go on with the stale value. Later calls read \
+         '{name}' in program order"
+    ))
+}
+
+fn call_name(py: Python<'_>, f: &Obj) -> String {
+    let b = f.bind(py);
+    let q = b.getattr("__qualname__").and_then(|q| q.extract::<String>()).unwrap_or_else(|_| "<callable>".into());
+    match b.getattr("__module__").and_then(|m| m.extract::<String>()) {
+        Ok(m) if m != "builtins" => format!("{m}.{q}()"),
+        _ => format!("{q}()"),
     }
 }

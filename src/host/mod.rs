@@ -86,6 +86,8 @@ pub struct PyHost<'py> {
     /// first use, and the owned objects of this run (kept alive so their keys stay unique).
     objects: Option<ObjectsApi<'py>>,
     owned: Vec<Obj>,
+    /// Globals read eagerly, checked after calls (dispatch.rs).
+    guard: dispatch::GlobalsGuard,
 }
 
 impl<'py> PyHost<'py> {
@@ -116,6 +118,7 @@ impl<'py> PyHost<'py> {
             abort: None,
             objects: None,
             owned: Vec::new(),
+            guard: Default::default(),
         })
     }
 
@@ -168,9 +171,7 @@ impl<'py> Host for PyHost<'py> {
     }
 
     fn eager_call(&mut self, f: &Obj, args: &[Obj]) -> Result<Obj, PyErrRef> {
-        let py = self.py;
-        let loader = f.bind(py).downcast::<GlobalLoader>().map_err(|e| PyErrRef::new(e.into()))?.get();
-        loader.lookup(py, args[0].bind(py)).map_err(PyErrRef::new)
+        self.eager_global(f, &args[0]).map_err(PyErrRef::new)
     }
 
     // Reordering classes (callee.rs).
