@@ -17,7 +17,7 @@
 //! Uses `pipeline` (inlining) and `pyobj`; must not use `hook` or `api`.
 use crate::control::Class;
 use crate::lambda_o::{CallRecord, Dispatch, Host, ProgramRef, TaskId};
-use crate::pyobj::{rt_module, trace_module, GlobalLoader, Obj};
+use crate::pyobj::{rt_module, trace_module, Obj};
 use callee::Callee;
 use executor::Executor;
 use objects::ObjectsApi;
