@@ -65,7 +65,11 @@ fn token<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<Token> {
             Some(t)
         }
         Read::Not => {
-            finish(e, cid);
+            // A running call still reports its outcome (and is counted in flight until then):
+            // it finishes once that has arrived (`complete` wakes it, and it comes back here).
+            if e.ctl()[cid].phase != Phase::Running {
+                finish(e, cid);
+            }
             None
         }
     }
