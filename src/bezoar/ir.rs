@@ -227,8 +227,9 @@ pub enum StmtKind {
     Unbind(VarName),
     /// `if r: ... else: ...` — `cond` must hold a Python bool (the lifter inserts `Op(Truth)`).
     If { cond: Reg, then_body: Block, else_body: Block },
-    /// `for item in iter: body` — `iter` holds the object being iterated (the lifter inserts
-    /// `Op(IterSnapshot)` so `iter` is a materialised sequence); `item` is bound on each iteration.
+    /// `for item in iter: body` — `iter` holds what the loop runs over (the lifter inserts
+    /// `Op(IterSnapshot)`: a materialised sequence, or the iterator when materialising is not
+    /// safe, chosen at run time); `item` is bound on each iteration.
     For { iter: Reg, item: Reg, body: Block },
     /// `return r` — anywhere (lowering threads an exit status when it is not the last statement).
     Return(Reg),
@@ -288,8 +289,14 @@ pub enum Intrinsic {
     FormatValue { conv: Conversion, has_spec: bool },
     /// f-string concatenation of n strings.
     BuildString,
-    /// Materialise an iterable for a `for` loop into a tuple of its elements.
+    /// `GET_ITER` of a `for` loop: a tuple of the iterable's items when reading them at once is
+    /// safe (range, tuple, str, bytes, frozenset, the builtin containers, enumerate/zip over
+    /// them), else the iterator, wrapped so that it is falsy (iterated lazily; lowering chooses
+    /// with `ite` on this value).
     IterSnapshot,
+    /// One step of a lazily iterated `for` loop: `(item,)`, or `()` once the iterator is
+    /// exhausted. Operands: [the `IterSnapshot` value]. Emitted by lowering only.
+    NextOrStop,
     /// `obj.name = v`. Operands: [obj, v].
     SetAttr(String),
     /// `del obj.name`. Operands: [obj].
@@ -407,6 +414,7 @@ impl Intrinsic {
             .into(),
             Intrinsic::BuildString => "build_string".into(),
             Intrinsic::IterSnapshot => "iter".into(),
+            Intrinsic::NextOrStop => "next_or_stop".into(),
             Intrinsic::SetAttr(_) => "setattr".into(),
             Intrinsic::DelAttr(_) => "delattr".into(),
             Intrinsic::SetItem => "setitem".into(),

@@ -2,13 +2,8 @@
 //! controller needs from the evaluator (its variables and work queue, instantiation) and from the
 //! host behind it (classification, dispatch, object keys). The evaluator implements it; the
 //! controller code is generic over it, so after monomorphisation every call is direct.
-use super::controller::{Controllers, CtrlId};
+use super::state::{Controllers, CtrlId, SlotId, WorkId};
 use super::{Class, Token};
-
-/// A variable of the evaluator (opaque here).
-pub type SlotId = usize;
-/// A work item of the evaluator (opaque here): what futures and variables wake.
-pub type WorkId = usize;
 
 /// A variable's value as far as a controller needs it.
 pub enum Read<T> {

@@ -45,9 +45,10 @@
 //! the evaluator, reached through `Env::ctl`. (Measured with benches/evaluator.rs: the same
 //! instruction count per run, within 1%, as when this code was written inside the evaluator.)
 //!
-//! Files: `policy` (Class, Policy), `futures` (Token, Futures), `controller` (Ctrl, Phase,
-//! Controllers, `advance`, dispatch/complete/fail), `env` (Env), `order` (program-order walks),
-//! `objects` (per-object ordering).
+//! Files, each using only those before it: `policy` (Class, Policy), `futures` (Token,
+//! Futures), `state` (ids, Ctrl, Phase, ObjInfo, Controllers: the data), `env` (Env), `wait`
+//! (waiting on futures, the producer of a pending variable), `order` (program-order walks),
+//! `objects` (per-object ordering), `controller` (`advance`, dispatch/complete/fail).
 //!
 //! Dependencies: none in this crate (`stats`, `lambda_o` and `host` depend on this module, not
 //! the other way round). The evaluator's variables and work items are opaque ids here.
@@ -57,11 +58,13 @@ mod futures;
 mod objects;
 pub mod order;
 mod policy;
+mod state;
+mod wait;
 #[cfg(test)]
 mod tests;
 
-pub use controller::{advance, fail, finished, raised, Controllers, Ctrl, CtrlId, Phase};
-pub use env::{Callee, Count, Env, Peek, Read, SlotId, WorkId};
+pub use controller::{advance, fail, finished, raised};
+pub use env::{Callee, Count, Env, Peek, Read};
 pub use futures::{FutId, Futures, Token};
-pub use objects::ObjInfo;
+pub use state::{Controllers, Ctrl, CtrlId, ObjInfo, Phase, SlotId, WorkId};
 pub use policy::{Class, Policy};

@@ -4,27 +4,10 @@
 //!
 //! Uses the program-order walk of `order` and the controller table; what a call's arguments
 //! are comes from the evaluator through `Env`.
-use super::controller::{producer_along, resolve_fut, wait_fut, CtrlId, Phase};
-use super::env::{Env, SlotId, WorkId};
+use super::env::Env;
+use super::state::{CtrlId, ObjInfo, Phase, SlotId, WorkId};
+use super::wait::{producer_along, resolve_fut, wait_fut};
 use super::order::{predecessor, Pred};
-
-/// A call's involvement with *owned* objects — lists, dicts and sets the run itself created
-/// (`Host::fresh_key`). No call before an object's creation in program order can reach it, so
-/// operations that touch only their owned receiver (`Host::scope`) are ordered against the other
-/// operations on that object, not against the global order — until a call gets the object as an
-/// argument in any other way (an *escape*), after which it follows the global order again.
-pub struct ObjInfo {
-    /// The owned receiver and whether the operation writes it.
-    pub(super) touch: Option<(u64, bool)>,
-    /// Owned objects among the arguments (other than the receiver).
-    pub(super) escapes: Vec<u64>,
-    /// Decided: Some(true) when the operation skips the global order.
-    pub(super) local: Option<bool>,
-    /// The owned object its result holds without touching it (`getattr(lst, "append")`).
-    pub(super) carries: Option<u64>,
-    /// Resolved when this call finishes (later operations on the object wait for it).
-    pub(super) done: usize,
-}
 
 /// Wake the work items waiting for call `cid` to finish (per-object ordering).
 pub(super) fn wake_done<E: Env>(e: &mut E, cid: CtrlId) {

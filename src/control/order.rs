@@ -3,7 +3,7 @@
 //! an inlined call's body (`Controllers::bridge`). Used to raise the failure earliest in program
 //! order, to not dispatch (and to cancel) calls after a failed one, for per-object ordering's
 //! backward walk, and for the positions in call records.
-use super::controller::{CtrlId, Phase};
+use super::state::{CtrlId, Phase};
 use super::env::Env;
 use super::FutId;
 

@@ -268,3 +268,24 @@ fn a_failed_unordered_call_is_raised_with_the_ordered_calls_that_ran_after_it() 
     m.run();
     assert_eq!(raised(&m).map(|(e, _, later)| (e, later)), Some(("boom".to_string(), vec![S])));
 }
+
+#[test]
+fn a_running_call_whose_input_order_fails_still_reports_and_leaves_nothing_in_flight() {
+    // An unordered call dispatched before its input order is known; the order then turns out
+    // to be an error (an earlier statement raised). Its outcome must still be taken, or the
+    // evaluator waits forever for a call it no longer counts as running.
+    let mut m = Mock::new(&CLASSES);
+    m.seq = m.var(None);
+    let seq = m.seq;
+    let (u, _) = m.call(U, Some(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U]);
+    m.set(seq, V::Err("earlier failure".into()));
+    m.run();
+    assert_eq!(m.ctl.in_flight, 1);
+    finished(&mut m, u, Ok(7));
+    m.run();
+    assert_eq!(m.ctl.in_flight, 0);
+    assert!(matches!(m.vars[m.ctl[u].result], Some(V::Prim(7))));
+    assert_eq!(m.ctl[u].phase, Phase::Finished);
+}

@@ -55,6 +55,9 @@ impl<'py> Executor<'py> {
         if loop_.call_method0("is_running")?.is_truthy()? {
             return Err(PyRuntimeError::new_err("poppy_jit: event loop already running"));
         }
+        // Marked in use until `finish`: a plain call of an async external made meanwhile (by a
+        // helper the run calls) must not run this loop, whose done-callbacks stop it.
+        py.import_bound("poppy_jit._loop")?.call_method0("runtime_loop")?;
         Ok(Executor {
             create_task: loop_.getattr("create_task")?,
             run_forever: loop_.getattr("run_forever")?,
@@ -170,12 +173,13 @@ pub(super) fn wait<'py>(h: &mut PyHost<'py>) -> Result<Vec<(TaskId, Result<Obj, 
 
 /// End of a run: cancel and reap what is still in flight (see `PyHost::finish`).
 pub(super) fn finish(h: &mut PyHost<'_>) -> PyResult<()> {
-    if let Some(ex) = &mut h.executor {
+    if let Some(mut ex) = h.executor.take() {
         if !ex.running.is_empty() {
             let pending: Vec<Obj> = ex.running.drain();
             h.rt.call_method1("cancel_all", (ex.loop_.clone(), pending))?;
         }
         ex.queue.borrow_mut().clear();
+        h.py.import_bound("poppy_jit._loop")?.call_method0("release_runtime_loop")?;
     }
     Ok(())
 }

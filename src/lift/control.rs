@@ -1,5 +1,6 @@
 //! Control: loops (`for`, `while`, their else clauses), `break`/`continue`, returns and the
-//! tests of conditional jumps; `GET_ITER`, which starts a `for` loop over a snapshot.
+//! tests of conditional jumps; `GET_ITER`, which starts a `for` loop (`iter_snapshot`: the items
+//! or, when reading them at once is not safe, the iterator; lowering chooses fold or lazy loop).
 //!
 //! A loop found by `cfg::Cfg::find_loops` is translated as a region from its head
 //! (`structure`); inside it, reaching the head is `continue` and reaching its follow (or else
@@ -141,7 +142,8 @@ impl Translator<'_> {
     }
 }
 
-/// `GET_ITER`: a `for` loop iterates over a snapshot of its iterable (`iter_snapshot`).
+/// `GET_ITER`: what a `for` loop iterates over (`iter_snapshot`, decided at run time: a tuple of
+/// the items, or the iterator to pull from lazily; see `lower::control::lower_for`).
 pub(super) fn get_iter(em: &mut Emitter, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
     let x = pop_reg(stack, ins.line)?;
     let r = em.bind(Expr::Op(Intrinsic::IterSnapshot, vec![x]), ins.line, out);

@@ -5,8 +5,9 @@
 //! - Mutable variables are promoted to SSA values (local variable promotion, §7) unless they must
 //!   live in the memory M; then `load`/`store` on M thread them. M is threaded only when some
 //!   variable lives in it, so promoted code carries no M traffic at all.
-//! - `if` becomes `ite` over two closures, `for` becomes `fold` over a closure; both take and return
-//!   the tuple (S, [M,] promoted variables assigned inside).
+//! - `if` becomes `ite` over two closures, `for` becomes `ite(iterable, fold, lazy loop)` over one
+//!   body closure (the iterable decides at run time); all take and return the tuple (S, [M,]
+//!   promoted variables assigned inside).
 //! - Global lookups are single-assignment reads: an unordered call of the host's global loader, so
 //!   loading `print` or `llm` never serialises. (Globals the function itself assigns are not
 //!   `global` reads: the lifter makes them `load_global`/`setitem` operations on the globals

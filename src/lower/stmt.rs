@@ -2,7 +2,7 @@
 //! values or the memory M), the carried state of blocks, and one Bezoar statement or expression
 //! at a time. Branches and loops are in `control`.
 use super::*;
-use super::control::{contains_jump, leaves_loop, may_exit, needs_exits};
+use super::control::{may_exit, needs_exits};
 
 impl<'a, F: PrimFactory> Lowerer<'a, F> {
     // ---- functions and blocks ---------------------------------------------------------------
@@ -197,48 +197,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 self.ite_branches(st, cond, &then_b, &else_b, &args, &vars, line);
                 st.defined = then_b.defined.meet(&else_b.defined);
             }
-            StmtKind::For { iter, item, body } => {
-                // A variable the body deletes may be unbound in any iteration and after the loop.
-                for x in deleted(body) {
-                    st.defined.remove(&x);
-                }
-                let seq = self.reg(*iter)?;
-                let vars: Vec<bz::VarName> =
-                    assigned(body).into_iter().filter(|v| self.promoted.contains(v)).collect();
-                let carried = self.carried(st, &vars, line);
-                let acc0 = self.tuple("acc", &carried, line);
-                // Body: fun body(e, acc) -> acc'
-                let locs = self.push_builder("body".into(), &["e", "acc"]);
-                let mut inner = st.clone();
-                self.uncarry(&mut inner, &vars, locs[1], line);
-                self.regs[*item as usize] = Some(locs[0]);
-                if leaves_loop(body) {
-                    // Skip the iteration if an earlier one broke or returned (status != 0).
-                    let args = self.carried(&inner, &vars, line);
-                    let skip = self.lower_branch(&inner, "skip", &vars, &[], line)?;
-                    let run = self.lower_branch(&inner, "iter", &vars, body, line)?;
-                    let status = inner.exit.expect("exit threaded").status;
-                    self.ite_branches(&mut inner, status, &skip, &run, &args, &vars, line);
-                    if contains_jump(body, true) {
-                        self.map_status(&mut inner, "loop_next", line); // continue → 0
-                    }
-                } else {
-                    self.lower_block(&mut inner, body)?;
-                }
-                let out_items = self.carried(&inner, &vars, line);
-                let out = self.tuple("acc", &out_items, line);
-                let (fid, captures) = self.pop_builder(out);
-                let bf = self.emit("body", Op::Fun { func: fid, captures }, line);
-                let seq = self.resolve(seq);
-                let body_v = self.resolve(bf);
-                let acc = self.resolve(acc0);
-                let res = self.emit("fold", Op::Fold { seq, body: body_v, acc }, line);
-                self.uncarry(st, &vars, res, line);
-                if contains_jump(body, false) {
-                    self.map_status(st, "loop_exit", line); // break → 0; return stays
-                }
-                // The loop may run zero times: nothing it assigns is definitely assigned after it.
-            }
+            StmtKind::For { iter, item, body } => self.lower_for(st, *iter, *item, body, line)?,
             StmtKind::Loop { body } => self.lower_loop(st, body, line)?,
             StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
                 let Some(exit) = st.exit else {

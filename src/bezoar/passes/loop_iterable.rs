@@ -1,5 +1,5 @@
-//! Loops whose body may change the container they iterate (the lifter iterates a snapshot, so
-//! such a function falls back).
+//! Loops whose body may change the container they iterate (a builtin container is iterated as a
+//! snapshot, so such a function falls back).
 use crate::bezoar::ir::*;
 
 /// A `for` loop runs over a snapshot of its iterable (PopPy §5.2 `fold`), which is what CPython
