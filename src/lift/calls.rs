@@ -5,7 +5,7 @@
 //! its iterator (`inline_child`), a generator expression's consumer (`consume_genexpr`), or a
 //! known inner function (`inline_call`); those live in `inline`. Touches the `Emitter`, the
 //! pending `KW_NAMES` and the register facts about known inner functions.
-use super::translator::{pop, pop_reg, pop_regs, reg_below, Stack, Translator, Val};
+use super::state::{pop, pop_reg, pop_regs, reg_below, Stack, Translator, Val};
 use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;

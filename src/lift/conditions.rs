@@ -6,7 +6,7 @@
 //! Queries the CFG and the joins of `structure`; emits through the `Emitter` and
 //! `Translator::instr`.
 use super::cfg::{Node, Term};
-use super::translator::{pop_reg, stmt, Stack, Translator};
+use super::state::{pop_reg, stmt, Stack, Translator};
 use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::opcode::*;

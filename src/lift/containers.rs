@@ -2,7 +2,7 @@
 //! displays and comprehensions (`LIST_APPEND`, `MAP_ADD`, ...), and unpacking.
 //!
 //! Sees only the `Emitter` (registers, constants, register facts) and the symbolic stack.
-use super::translator::{pop_reg, pop_regs, reg_below, Emitter, Stack, Val};
+use super::state::{pop_reg, pop_regs, reg_below, Emitter, Stack, Val};
 use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;

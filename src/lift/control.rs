@@ -6,25 +6,11 @@
 //! (`structure`); inside it, reaching the head is `continue` and reaching its follow (or else
 //! clause) is `break`. `GET_ITER` sees only the `Emitter`.
 use super::cfg::{Node, Term};
-use super::translator::{pop_reg, stmt, Emitter, Stack, Translator, Val};
+use super::state::{pop_reg, stmt, Emitter, LoopCtx, Stack, Translator, Val};
 use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;
 use crate::py311::opcode::pop_jump_sense;
-
-/// The loop being translated (innermost last).
-pub(super) struct LoopCtx {
-    pub(super) head: Node,
-    pub(super) latch: Option<Node>,
-    pub(super) follow: Option<Node>,
-    pub(super) alt: Option<Node>,
-    /// `$brokeK`, set before each `break` when the loop has an else clause.
-    pub(super) flag: Option<VarName>,
-    /// Stack at the head (a `continue` must leave it so).
-    pub(super) body_stack: Stack,
-    /// Stack after the loop (a `break` must leave it so).
-    pub(super) outer_stack: Stack,
-}
 
 impl Translator<'_> {
     /// `continue`/`break` when `cur` is the innermost loop's head, follow or else clause.

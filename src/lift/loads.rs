@@ -6,7 +6,7 @@
 //! Touches the `Emitter`, the code scope's slot names, and of the shared state the cells, the
 //! known inner functions and the stored globals.
 use super::inline::cell_local;
-use super::translator::{pop_reg, pop_regs, stmt, Stack, Translator, Val};
+use super::state::{pop_reg, pop_regs, stmt, Stack, Translator, Val};
 use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;
@@ -122,7 +122,7 @@ impl Translator<'_> {
         match ins.opcode {
             LOAD_DEREF => {
                 let cell = em.bind(Expr::Load(cell_local(&name)), line, out);
-                let code_name = super::translator::name_at(&self.code.ci.localsplus(), arg, line)?;
+                let code_name = super::state::name_at(&self.code.ci.localsplus(), arg, line)?;
                 let op = Intrinsic::CellGet { name: code_name, free: arg as usize >= self.code.first_free };
                 em.push_op(op, vec![cell], line, stack, out);
             }

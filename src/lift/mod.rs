@@ -57,6 +57,7 @@ mod control;
 mod inline;
 mod loads;
 mod operators;
+mod state;
 mod structure;
 #[cfg(test)]
 mod tests;
@@ -64,7 +65,7 @@ mod translator;
 
 use cfg::Cfg;
 use inline::{bound_before, captured_by_function, cell_local, free_needs_cell, known_functions};
-use translator::{CodeScope, Emitter, Shared, Translator};
+use state::{CodeScope, Emitter, Shared, Translator};
 
 use crate::bezoar::ir::*;
 use crate::bezoar::passes::tidy;

@@ -2,7 +2,7 @@
 //! (`FORMAT_VALUE`, `BUILD_STRING`). Each becomes one `op` intrinsic on its operands.
 //!
 //! Sees only the `Emitter` and the symbolic stack.
-use super::translator::{pop_regs, Emitter, Stack};
+use super::state::{pop_regs, Emitter, Stack};
 use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;

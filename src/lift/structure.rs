@@ -7,7 +7,7 @@
 //! Works on the `cfg` of the code scope and drives the per-instruction translation
 //! (`Translator::instr`).
 use super::cfg::{Node, Term};
-use super::translator::{pop_reg, stmt, Stack, Translator, Val};
+use super::state::{pop_reg, stmt, Stack, Translator, Val};
 use super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;

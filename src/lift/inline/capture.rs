@@ -3,13 +3,9 @@
 //! that stays a real function object). Reads code objects only; emits nothing.
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
+use super::super::state::KnownFunc;
 use crate::py311::CodeInfo;
 use std::collections::{HashMap, HashSet};
-
-/// An inner function known by its code object: (the code object defining it, that code object's
-/// `co_consts` path from the @poppy function, the index of the function's code among its
-/// constants).
-pub(in crate::lift) type KnownFunc = (std::rc::Rc<CodeInfo>, Vec<u32>, u32);
 
 /// Locals of the @poppy function assigned exactly once, straight from `MAKE_FUNCTION` of an
 /// inner function or lambda (`def g` / `g = lambda ...`, no decorator), never deleted and not

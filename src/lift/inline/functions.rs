@@ -2,9 +2,9 @@
 //! a real function object, or nothing for a plain inner function whose calls are all inlined),
 //! the closure tuple (`LOAD_CLOSURE`s + `BUILD_TUPLE`), and `inline_call`, which translates a
 //! call of a known inner function in place.
-use super::super::translator::{pop, pop_reg, stmt, Stack, Translator, Val};
+use super::super::state::{pop, pop_reg, stmt, Stack, Translator, Val};
 use super::super::{Fallback, Result};
-use super::KnownFunc;
+use super::super::state::KnownFunc;
 use crate::bezoar::ir::*;
 use crate::bezoar::passes::{assigned, drop_tail_continues, nest_after_exits, returns_in_loops, tail_returns_to};
 use crate::py311::decode::{instructions, Instr};

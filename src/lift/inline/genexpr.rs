@@ -2,21 +2,11 @@
 //! (`GENEXPR_CONSUMERS`) is translated in place as a loop collecting its items (`any`/`all`: a
 //! loop that breaks), guarded by a run-time check that the consumer is that builtin; its
 //! `yield`s then append to the list (`YieldMode`). Otherwise a real generator object is passed.
-use super::super::translator::{pop, pop_reg, stmt, Stack, Translator, Val};
+use super::super::state::{pop, pop_reg, stmt, Stack, Translator, Val, YieldMode};
 use super::super::{Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
-
-/// What an inlined generator expression does with each value it yields.
-#[derive(Clone, Debug)]
-pub(in crate::lift) enum YieldMode {
-    /// Append it to the list in the register.
-    Collect(Reg),
-    /// `any()` (`all: false`) / `all()`: on a true (false) value, store True (False) in the local
-    /// and break out of the (single) loop.
-    AnyAll { flag: VarName, all: bool },
-}
 
 /// Builtins that consume a generator expression completely before doing anything observable
 /// with its items, so materialising the items first (a loop) is equivalent; and `any`/`all`,

@@ -15,13 +15,12 @@ mod functions;
 mod genexpr;
 
 pub(super) use capture::{
-    bound_before, captured_by_function, free_needs_cell, known_functions, KnownFunc,
+    bound_before, captured_by_function, free_needs_cell, known_functions,
 };
 pub(super) use functions::{cell_local, closure_tuple, is_closure_tuple};
-pub(super) use genexpr::YieldMode;
 
 use super::cfg::Cfg;
-use super::translator::{CodeScope, Translator};
+use super::state::{CodeScope, Translator, YieldMode};
 use super::{is_supported, Fallback, Result};
 use crate::bezoar::ir::*;
 use crate::bezoar::passes::has_return;
