@@ -2,7 +2,8 @@
 //! internal work, and the cost of an external call through a controller.
 //! Run: `cargo bench --bench evaluator` (reports are printed by criterion; steps/s is printed too).
 use criterion::{criterion_group, criterion_main, Criterion};
-use poppy_jit::lambda_o::{eval, text, Class, Dispatch, Host, PrimText, ProgramRef, TaskId};
+use poppy_jit::control::Class;
+use poppy_jit::lambda_o::{eval, text, Dispatch, Host, PrimText, ProgramRef, TaskId};
 use poppy_jit::stats::RunStats;
 use std::rc::Rc;
 use std::time::Instant;

@@ -133,3 +133,9 @@ int poppy_shim_frame_offset(PyObject *code) {
     }
     return (int)(fr->prev_instr - _PyCode_CODE(fr->f_code)) * 2;
 }
+
+/* The version tag of a dict (CPython 3.11 `ma_version_tag`): changes whenever the dict is
+ * modified. The guard on the globals a run read eagerly compares it (src/host/globals_guard). */
+unsigned long long poppy_shim_dict_version(PyObject *dict) {
+    return (unsigned long long)((PyDictObject *)dict)->ma_version_tag;
+}

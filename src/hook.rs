@@ -1,243 +1,44 @@
-//! Interception of @poppy frames (Rust side) and the per-code-object translation cache.
+//! Interception of @poppy frames (Rust side): running an intercepted frame or declining it.
 //!
-//! A @poppy code object carries a `CodeEntry` in its co_extra slot (set by `mark_poppy`, freed by
-//! CPython with the code object). The function gets a copy of its code with a prologue
-//! (`poppy_jit._prologue`, sharing the entry) that first evaluates `Prologue[None]`: we compile on
-//! first call (bytecode → Bezoar → λO), cache the result or the fallback reason, and run the λO
-//! program with the arguments CPython bound in the frame. Declining (fallback, nested run,
+//! A @poppy function gets a copy of its code with a prologue (`poppy_jit._prologue`, sharing the
+//! original's co_extra mark, `pipeline::CodeEntry`) that first evaluates `Prologue[None]`: we take
+//! the function's translation from the pipeline (compiled on first call, or its fallback) and run
+//! the λO program with the arguments CPython bound in the frame. Declining (fallback, nested run,
 //! tracing, running event loop) lets the original body run in that same frame, so the function is
 //! then one sequential external of whatever called it. No PEP 523 eval-frame function is
 //! installed: on CPython 3.11 any such function slows every Python-to-Python call (see
-//! docs/benchmarks.md).
+//! docs/benchmarks.md). Also here: the frame primitives of the shim (stand-in frames for
+//! tracebacks).
 //!
+//! Uses `pipeline` (translations) and `host` (running them); the `_core` functions are in `api`.
 //! Shared state is only touched with the GIL held (every `_core` function and slot holds it),
-//! which is what makes the `RefCell`s below sound.
-use crate::bezoar::{passes, text as bz_text};
-use crate::host::{Obj, PyFactory, PyHost};
-use crate::lambda_o::{eval, text as lo_text, Program, ProgramRef};
-use crate::lower::{lower, LowerOptions};
-use crate::stats::RunStats;
-use crate::{lift, py311};
+//! which is what makes the `Cell`s and `RefCell`s below sound.
+use crate::host::PyHost;
+use crate::lambda_o::eval;
+use crate::pipeline::{entry_rc, set_mark, CodeEntry};
+use crate::pyobj::{qualname, Obj};
+use crate::stats::{self as counters, RunStats};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::GILProtected;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyTuple};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_int;
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::time::Instant;
 
 extern "C" {
-    fn poppy_shim_init(free_payload: unsafe extern "C" fn(*mut c_void)) -> c_int;
-    fn poppy_shim_set_mark(code: *mut ffi::PyObject, payload: *mut c_void) -> c_int;
-    fn poppy_shim_get_mark(code: *mut ffi::PyObject) -> *mut c_void;
     fn poppy_shim_frame(func: *mut ffi::PyObject, args: *const *mut ffi::PyObject, nargs: ffi::Py_ssize_t, lasti: c_int) -> *mut ffi::PyObject;
     fn poppy_shim_current_frame(func: *mut *mut ffi::PyObject, code: *mut *mut ffi::PyObject, locals: *mut *const *mut ffi::PyObject) -> c_int;
     fn poppy_shim_point_frame_at(code: *mut ffi::PyObject, offset: c_int);
     fn poppy_shim_frame_offset(code: *mut ffi::PyObject) -> c_int;
 }
 
-/// A successful translation.
-pub struct Compiled {
-    pub program: ProgramRef<Obj>,
-    pub bezoar: String,
-    pub argcount: usize,
-    /// Which parameters are cell variables: in the frame (after MAKE_CELL) their slot holds the
-    /// cell, and the argument is its contents.
-    pub cell_params: Vec<bool>,
-    /// Free variables (a @poppy function that is itself a closure): their cells are passed after
-    /// the `argcount - nfree` arguments.
-    pub nfree: usize,
-    /// The parameter names of the free variables (`$cell.x`: the cell; `x`: its value).
-    pub free_params: Vec<String>,
-    /// The globals dict the program's global loader reads (a code object shared by functions of
-    /// different modules is recompiled for each).
-    pub globals: Obj,
-}
-
-enum EntryState {
-    Pending,
-    Compiled(Vec<Rc<Compiled>>),
-    Fallback,
-}
-
-/// The co_extra payload of a @poppy code object (an `Rc`: the original code object and its copy
-/// with the interception prologue share one).
-struct CodeEntry {
-    state: RefCell<EntryState>,
-    /// The original code object (what is compiled; the prologue copy has extra units).
-    code: Obj,
-}
-
-#[derive(Default)]
-struct Totals {
-    run: RunStats,
-    runs: u64,
-    functions_compiled: u64,
-    compile_ns: u64,
-    runtime_ns: u64,
-    runtime_cpu_ns: u64,
-    fallbacks: Vec<(String, String)>,
-    /// Each translation attempt: qualname, nanoseconds, compiled (false: fell back).
-    compile_times: Vec<(String, u64, bool)>,
-    declined_nested: u64,
-}
-
-static TOTALS: GILProtected<RefCell<Option<Totals>>> = GILProtected::new(RefCell::new(None));
-
-fn with_totals<R>(py: Python<'_>, f: impl FnOnce(&mut Totals) -> R) -> R {
-    let mut t = TOTALS.get(py).borrow_mut();
-    f(t.get_or_insert_with(Totals::default))
-}
-
 thread_local! {
     /// A λO run is in progress on this thread (externals that call @poppy code run it plainly).
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
-}
-
-fn force_memory() -> bool {
-    std::env::var("PYTHONPOPPY_FORCE_MEMORY").map(|v| v == "1").unwrap_or(false)
-}
-
-/// Compile a Python function: bytecode → Bezoar → λO. Err is the fallback reason.
-pub fn compile_function(py: Python<'_>, func: &Bound<'_, PyAny>) -> Result<Compiled, String> {
-    let code = func.getattr("__code__").map_err(|e| e.to_string())?;
-    let code = match entry_of(&code) {
-        Some(e) => e.code.bind(py).clone(),
-        None => code,
-    };
-    let info = py311::code_info(&code).map_err(|e| format!("reading the code object: {e}"))?;
-    let mut bz = lift::lift(&info).map_err(|fb| fb.to_string())?;
-    if let Some((why, line)) = passes::loop_iterable_changed(&bz) {
-        return Err(format!("{why} at line {line}"));
-    }
-    passes::fuse_split_getitem(&mut bz);
-    passes::remove_dead_pure_lets(&mut bz);
-    let mut factory = PyFactory::new(py, func).map_err(|e| e.to_string())?;
-    let opts = LowerOptions { force_memory: force_memory() };
-    let program = lower(&bz, &mut factory, &opts)?;
-    let globals = func.getattr("__globals__").map_err(|e| e.to_string())?.unbind();
-    let cell_params = bz.params.iter().map(|p| info.cellvars.contains(p)).collect();
-    let nfree = info.freevars.len();
-    let free_params = bz.params[bz.params.len() - nfree..].to_vec();
-    Ok(Compiled {
-        program: Rc::new(program),
-        bezoar: bz_text::print(&bz),
-        argcount: bz.params.len(),
-        cell_params,
-        nfree,
-        free_params,
-        globals,
-    })
-}
-
-fn qualname(func: &Bound<'_, PyAny>) -> String {
-    func.getattr("__qualname__").and_then(|q| q.extract()).unwrap_or_else(|_| "<function>".into())
-}
-
-impl CodeEntry {
-    /// The cached translation for `func`, compiling it on first use.
-    fn get_or_compile(&self, py: Python<'_>, func: &Bound<'_, PyAny>) -> Option<Rc<Compiled>> {
-        let globals = func.getattr("__globals__").ok()?;
-        if let Some(found) = self.cached(py, &globals) {
-            return found;
-        }
-        let clock = crate::host::trace_module(py).and_then(|m| Some((m, crate::host::Clock::new(py).ok()?)));
-        let start = Instant::now();
-        let result = compile_function(py, func);
-        let ns = start.elapsed().as_nanos() as u64;
-        let name = qualname(func);
-        if let Some((m, clock)) = clock {
-            let args = PyDict::new_bound(py);
-            let _ = args.set_item("fallback", result.as_ref().err());
-            let span = (format!("compile {name}"), clock.at(start), clock.at(Instant::now()), args);
-            if let Err(e) = m.call_method1("record_phase", span) {
-                e.print(py);
-            }
-        }
-        // Another thread may have translated the same function meanwhile (compiling runs Python
-        // code, so the GIL can switch): keep the first translation, count it once.
-        if let Some(found) = self.cached(py, &globals) {
-            return found;
-        }
-        match result {
-            Ok(c) => {
-                with_totals(py, |t| {
-                    t.functions_compiled += 1;
-                    t.compile_ns += ns;
-                    t.compile_times.push((name, ns, true));
-                });
-                let c = Rc::new(c);
-                let mut state = self.state.borrow_mut();
-                match &mut *state {
-                    // One translation per globals dict the code runs under (a code object shared
-                    // by functions of several modules), the most recent few.
-                    EntryState::Compiled(cs) => {
-                        if cs.len() >= MAX_GLOBALS_VARIANTS {
-                            cs.remove(0);
-                        }
-                        cs.push(c.clone());
-                    }
-                    other => *other = EntryState::Compiled(vec![c.clone()]),
-                }
-                Some(c)
-            }
-            Err(reason) => {
-                with_totals(py, |t| {
-                    t.compile_ns += ns;
-                    t.compile_times.push((name.clone(), ns, false));
-                    t.fallbacks.push((name, reason.clone()));
-                });
-                *self.state.borrow_mut() = EntryState::Fallback;
-                None
-            }
-        }
-    }
-
-    /// Some(the translation for `globals`, or None for a fallback) if already decided.
-    fn cached(&self, py: Python<'_>, globals: &Bound<'_, PyAny>) -> Option<Option<Rc<Compiled>>> {
-        match &*self.state.borrow() {
-            EntryState::Compiled(cs) => cs.iter().find(|c| c.globals.bind(py).is(globals)).map(|c| Some(c.clone())),
-            EntryState::Fallback => Some(None),
-            EntryState::Pending => None,
-        }
-    }
-}
-
-/// Translations kept per code object for different globals dicts.
-const MAX_GLOBALS_VARIANTS: usize = 4;
-
-fn entry_of(code: &Bound<'_, PyAny>) -> Option<&'static CodeEntry> {
-    let p = unsafe { poppy_shim_get_mark(code.as_ptr()) };
-    if p.is_null() {
-        None
-    } else {
-        Some(unsafe { &*(p as *const CodeEntry) })
-    }
-}
-
-/// The λO program of a @poppy function that a call with `nargs` positional arguments can inline.
-pub fn inline_program(py: Python<'_>, f: &Bound<'_, PyAny>, nargs: usize) -> Option<ProgramRef<Obj>> {
-    if !f.is_instance_of::<pyo3::types::PyFunction>() {
-        return None;
-    }
-    let code = f.getattr("__code__").ok()?;
-    // `*args`/`**kwargs` functions bind their parameters from the frame, not positionally.
-    if code.getattr("co_flags").ok()?.extract::<u32>().ok()? & (py311::CO_VARARGS | py311::CO_VARKEYWORDS) != 0 {
-        return None;
-    }
-    let entry = entry_of(&code)?;
-    let compiled = entry.get_or_compile(py, f)?;
-    (compiled.nfree == 0 && compiled.argcount == nargs).then(|| compiled.program.clone())
-}
-
-unsafe extern "C" fn free_entry(p: *mut c_void) {
-    if !p.is_null() {
-        drop(Rc::from_raw(p as *const CodeEntry));
-    }
 }
 
 /// Why a compiled frame should still run plainly, if it should.
@@ -278,7 +79,7 @@ fn run_frame(
 ) -> PyResult<Option<Obj>> {
     if let Some(why) = decline_reason(py)? {
         if why == "nested" {
-            with_totals(py, |t| t.declined_nested += 1);
+            counters::record_declined_nested();
         }
         return Ok(None);
     }
@@ -303,7 +104,7 @@ fn run_frame(
         let closure = func.getattr("__closure__")?;
         for (c, name) in closure.iter()?.zip(&compiled.free_params) {
             let c = c?;
-            if name.starts_with("$cell.") {
+            if matches!(name.kind(), crate::bezoar::VarKind::Cell(_)) {
                 args.push(c.unbind());
             } else {
                 match c.getattr("cell_contents") {
@@ -330,82 +131,40 @@ fn run_frame(
     drop(guard);
     *site = host.top_site();
     let cpu1: f64 = time.call_method0("thread_time")?.extract()?;
-    with_totals(py, |t| {
-        t.run.merge(&stats);
-        t.runs += 1;
-        t.runtime_ns += ns;
-        t.runtime_cpu_ns += ((cpu1 - cpu0).max(0.0) * 1e9) as u64;
-    });
+    counters::record_run(&stats, ns, ((cpu1 - cpu0).max(0.0) * 1e9) as u64);
     let value = result.map_err(|e| e.to_pyerr(py))?;
     finished?;
     Ok(Some(value))
 }
 
-fn ensure_init() -> PyResult<()> {
-    if unsafe { poppy_shim_init(free_entry) } != 0 {
-        return Err(PyRuntimeError::new_err("poppy_jit: could not reserve a co_extra index"));
-    }
-    Ok(())
-}
-
 /// The runtime takes @poppy frames (their prologues answer "decline" otherwise).
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
-#[pyfunction]
-fn enable() -> PyResult<()> {
-    ensure_init()?;
-    ENABLED.store(true, Ordering::Relaxed);
-    Ok(())
+/// Switch interception on or off (`poppy_jit.enable()`/`disable()`).
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
 }
 
-#[pyfunction]
-fn disable() -> PyResult<()> {
-    ENABLED.store(false, Ordering::Relaxed);
-    Ok(())
-}
-
-#[pyfunction]
-fn is_enabled() -> bool {
+pub fn is_enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// Flag a code object as internal (@poppy).
-#[pyfunction]
-fn mark_poppy(py: Python<'_>, code: &Bound<'_, PyAny>) -> PyResult<()> {
-    ensure_init()?;
-    if entry_of(code).is_some() {
-        return Ok(());
-    }
-    let entry = Rc::new(CodeEntry { state: RefCell::new(EntryState::Pending), code: code.clone().unbind() });
-    set_mark(py, code, &entry)
-}
-
-fn set_mark(py: Python<'_>, code: &Bound<'_, PyAny>, entry: &Rc<CodeEntry>) -> PyResult<()> {
-    let raw = Rc::into_raw(entry.clone());
-    if unsafe { poppy_shim_set_mark(code.as_ptr(), raw as *mut c_void) } != 0 {
-        drop(unsafe { Rc::from_raw(raw) });
+/// A frame object standing for a @poppy function's frame stopped at byte offset `lasti` with
+/// `args` bound (for the traceback entry of a frame a run replaced).
+pub fn stand_in_frame(py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>, lasti: i32) -> PyResult<PyObject> {
+    let argv: Vec<*mut ffi::PyObject> = args.iter().map(|a| a.as_ptr()).collect();
+    let f = unsafe { poppy_shim_frame(func.as_ptr(), argv.as_ptr(), argv.len() as ffi::Py_ssize_t, lasti) };
+    if f.is_null() {
         return Err(PyErr::fetch(py));
     }
-    Ok(())
-}
-
-fn entry_rc(code: &Bound<'_, PyAny>) -> Option<Rc<CodeEntry>> {
-    let p = unsafe { poppy_shim_get_mark(code.as_ptr()) };
-    if p.is_null() {
-        return None;
-    }
-    let p = p as *const CodeEntry;
-    unsafe {
-        Rc::increment_strong_count(p);
-        Some(Rc::from_raw(p))
-    }
+    Ok(unsafe { PyObject::from_owned_ptr(py, f) })
 }
 
 /// The interception prologue's runtime object (see `poppy_jit._prologue`): a @poppy function's
 /// code copy evaluates `prologue[None]` first; this runs the frame's function on the runtime with
 /// the arguments CPython bound in the frame, or answers the decline sentinel.
 #[pyclass(module = "poppy_jit._core")]
-struct Prologue {
+pub struct Prologue {
     inner: GilOnly<PrologueState>,
 }
 
@@ -495,141 +254,4 @@ impl Prologue {
             }
         }
     }
-}
-
-/// Record that a @poppy function cannot be run by the runtime (it then runs plainly).
-#[pyfunction]
-fn _note_fallback(py: Python<'_>, function: String, reason: String) {
-    with_totals(py, |t| t.fallbacks.push((function, reason)));
-}
-
-/// A frame object standing for a @poppy function's frame stopped at byte offset `lasti` with
-/// `args` bound (used by `poppy_jit._traceback` for the traceback entry of a replaced frame).
-#[pyfunction]
-fn _frame(py: Python<'_>, func: &Bound<'_, PyAny>, args: &Bound<'_, pyo3::types::PyTuple>, lasti: i32) -> PyResult<PyObject> {
-    let argv: Vec<*mut ffi::PyObject> = args.iter().map(|a| a.as_ptr()).collect();
-    let f = unsafe { poppy_shim_frame(func.as_ptr(), argv.as_ptr(), argv.len() as ffi::Py_ssize_t, lasti) };
-    if f.is_null() {
-        return Err(PyErr::fetch(py));
-    }
-    Ok(unsafe { PyObject::from_owned_ptr(py, f) })
-}
-
-#[pyfunction]
-fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
-    with_totals(py, |t| {
-        let d = PyDict::new_bound(py);
-        d.set_item("functions_compiled", t.functions_compiled)?;
-        d.set_item("compile_ms", t.compile_ns as f64 / 1e6)?;
-        let fb = PyList::empty_bound(py);
-        for (f, r) in &t.fallbacks {
-            let e = PyDict::new_bound(py);
-            e.set_item("function", f)?;
-            e.set_item("reason", r)?;
-            fb.append(e)?;
-        }
-        d.set_item("fallbacks", fb)?;
-        let ct = PyList::empty_bound(py);
-        for (f, ns, ok) in &t.compile_times {
-            let e = PyDict::new_bound(py);
-            e.set_item("function", f)?;
-            e.set_item("ms", *ns as f64 / 1e6)?;
-            e.set_item("compiled", *ok)?;
-            ct.append(e)?;
-        }
-        d.set_item("compile_times", ct)?;
-        d.set_item("runs", t.runs)?;
-        // Wall time of runs (including waiting for externals).
-        // CPU time of the calling thread during runs (evaluator, controllers, sync externals).
-        d.set_item("runtime_ms", t.runtime_cpu_ns as f64 / 1e6)?;
-        d.set_item("runtime_wall_ms", t.runtime_ns as f64 / 1e6)?;
-        d.set_item("reductions", t.run.reductions)?;
-        d.set_item("inlined_calls", t.run.inlined_calls)?;
-        let ext = PyDict::new_bound(py);
-        ext.set_item("unordered", t.run.dispatched[0])?;
-        ext.set_item("readonly", t.run.dispatched[1])?;
-        ext.set_item("sequential", t.run.dispatched[2])?;
-        d.set_item("external_calls", ext)?;
-        d.set_item("peak_in_flight", t.run.peak_in_flight)?;
-        d.set_item("queue_wait_ms", t.run.queue_wait_ns as f64 / 1e6)?;
-        // Memory of the evaluator: most λO variables alive at once in a run, and the fixed
-        // bytes of one variable / statement / controller (reclaimed variables are reused).
-        d.set_item("peak_slots", t.run.peak_slots)?;
-        let (slot, work, ctrl) = crate::lambda_o::eval::layout::<crate::host::PyHost>();
-        let mem = PyDict::new_bound(py);
-        mem.set_item("slot_bytes", slot)?;
-        mem.set_item("statement_bytes", work)?;
-        mem.set_item("controller_bytes", ctrl)?;
-        d.set_item("runtime_layout", mem)?;
-        d.set_item("term_resolutions", t.run.term_resolutions)?;
-        d.set_item("cancelled_calls", t.run.cancelled_calls)?;
-        d.set_item("object_local_calls", t.run.object_local_calls)?;
-        d.set_item("object_escapes", t.run.object_escapes)?;
-        d.set_item("nested_plain_runs", t.declined_nested)?;
-        // Blocking externals and timers on the runtime's executor (docs/observability.md).
-        let w = crate::stats::worker_totals();
-        d.set_item("blocking_calls", w.jobs)?;
-        d.set_item("gil_wait_ms", w.gil_wait_ns as f64 / 1e6)?;
-        d.set_item("blocking_handoff_ms", w.handoff_ns as f64 / 1e6)?;
-        d.set_item("timer_tasks", w.timers)?;
-        // The Cranelift tier does not exist yet: nothing is compiled to machine code.
-        let jit = PyDict::new_bound(py);
-        jit.set_item("tier", "none")?;
-        jit.set_item("functions", 0u64)?;
-        jit.set_item("ms", 0.0f64)?;
-        d.set_item("jit", jit)?;
-        Ok(d.unbind())
-    })
-}
-
-#[pyfunction]
-fn reset_stats(py: Python<'_>) {
-    with_totals(py, |t| *t = Totals::default());
-    crate::stats::reset_worker_totals();
-}
-
-/// Bezoar and λO text of a function, or why it falls back.
-#[pyfunction]
-fn explain(py: Python<'_>, func: &Bound<'_, PyAny>) -> PyResult<Py<PyDict>> {
-    let d = PyDict::new_bound(py);
-    match compile_function(py, func) {
-        Ok(c) => {
-            d.set_item("bezoar", &c.bezoar)?;
-            d.set_item("lambda_o", program_text(py, &c.program))?;
-            d.set_item("fallback", py.None())?;
-        }
-        Err(reason) => {
-            d.set_item("bezoar", py.None())?;
-            d.set_item("lambda_o", py.None())?;
-            d.set_item("fallback", reason)?;
-        }
-    }
-    Ok(d.unbind())
-}
-
-fn program_text(py: Python<'_>, p: &Program<Obj>) -> String {
-    lo_text::print_with(p, &|o: &Obj| {
-        let s = o.bind(py).repr().map(|r| r.to_string()).unwrap_or_else(|_| "<?>".into());
-        if s.len() > 60 {
-            format!("{}…", &s[..s.char_indices().nth(57).map(|(i, _)| i).unwrap_or(s.len())])
-        } else {
-            s
-        }
-    })
-}
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<crate::host::GlobalLoader>()?;
-    crate::host::pool::register(m)?;
-    m.add_function(wrap_pyfunction!(enable, m)?)?;
-    m.add_function(wrap_pyfunction!(disable, m)?)?;
-    m.add_function(wrap_pyfunction!(is_enabled, m)?)?;
-    m.add_function(wrap_pyfunction!(mark_poppy, m)?)?;
-    m.add_function(wrap_pyfunction!(stats, m)?)?;
-    m.add_function(wrap_pyfunction!(reset_stats, m)?)?;
-    m.add_function(wrap_pyfunction!(explain, m)?)?;
-    m.add_function(wrap_pyfunction!(_frame, m)?)?;
-    m.add_function(wrap_pyfunction!(_note_fallback, m)?)?;
-    m.add_class::<Prologue>()?;
-    Ok(())
 }

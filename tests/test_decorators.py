@@ -67,8 +67,37 @@ def test_async_external_propagates_exceptions():
     async def boom():
         raise ValueError("nope")
 
-    with pytest.raises(ValueError, match="nope"):
+    with pytest.raises(ValueError, match="nope") as info:
         boom()
+    # No trace of how the runtime looked for a running loop: the exception chains as in CPython.
+    assert info.value.__context__ is None and info.value.__cause__ is None
+
+
+_UNCAUGHT = """
+from poppy_jit import poppy, unordered
+@unordered
+async def boom(x):
+    raise ValueError("bad %s" % x)
+@poppy
+def run():
+    return boom(1)
+import sys
+try:
+    run()
+except ValueError as e:
+    print(repr(e), repr(e.__context__), repr(e.__cause__))
+boom(2)
+"""
+
+
+@pytest.mark.parametrize("mode", ["0", "1"])
+def test_uncaught_async_external_failure_prints_one_traceback(mode):
+    p = _run(_UNCAUGHT, PYTHONPOPPY=mode)
+    assert p.returncode == 1
+    assert p.stdout == "ValueError('bad 1') None None\n"
+    assert "During handling of the above exception" not in p.stderr, p.stderr
+    assert p.stderr.count("Traceback (most recent call last)") == 1, p.stderr
+    assert p.stderr.rstrip().endswith("ValueError: bad 2")
 
 
 def test_reannotation_wraps_the_original_function():

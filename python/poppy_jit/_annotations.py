@@ -33,11 +33,10 @@ import sys
 import types
 import weakref
 
+from ._contract import ATOMS, READONLY, SEQUENTIAL, UNORDERED
+from ._contract import CLASS_BY_NAME as _CLASS_BY_NAME
 from ._intrinsics import (INTRINSICS, _BINARY, FreshArgs, _split_getitem, _build_tuple, _build_list, _is, _is_not,
                           _iter_snapshot, bound_check)
-
-UNORDERED, READONLY, SEQUENTIAL = 0, 1, 2
-_CLASS_BY_NAME = {"unordered": UNORDERED, "readonly": READONLY, "sequential": SEQUENTIAL}
 
 # ---------------------------------------------------------------------------------------------
 # Type kinds: how a value of an exact type is checked for its level.  Exact types only: a
@@ -51,11 +50,16 @@ try:  # optional: zoneinfo time zones are immutable and cached
 except ImportError:  # pragma: no cover
     _ZoneInfo = None
 
-_ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes, range, type(...),
-                    type(NotImplemented), fractions.Fraction, re.Pattern, datetime.date,
-                    datetime.timedelta, datetime.timezone} | ({_ZoneInfo} if _ZoneInfo else set()))
+# Level-0 values that are not containers: the runtime's immutable atoms (`_contract.ATOMS`) and
+# immutable stdlib values whose operations run only trusted code. Wider than ATOMS because some of
+# these compare or hash in Python code (Fraction: fractions.py, which checks the numbers ABCs):
+# fine for classifying a call, but not for the runtime's shortcut nor for the dict and set keys
+# per-object ordering accepts, which must touch nothing but their container.
+_LEVEL0_ATOMS = ATOMS | frozenset({complex, range, type(...), type(NotImplemented), fractions.Fraction,
+                                   re.Pattern, datetime.date, datetime.timedelta, datetime.timezone}
+                                  | ({_ZoneInfo} if _ZoneInfo else set()))
 
-_TYPE_KIND: dict = {t: K_ATOM for t in _ATOMS}
+_TYPE_KIND: dict = {t: K_ATOM for t in _LEVEL0_ATOMS}
 _TYPE_KIND.update({
     tuple: K_SEQ_IMM, frozenset: K_SEQ_IMM,
     list: K_SEQ_MUT, set: K_SEQ_MUT, bytearray: K_SEQ_MUT, collections.deque: K_SEQ_MUT,
@@ -191,7 +195,7 @@ _ENUM_MEMBER_KEYS = frozenset({"_value_", "_name_", "__objclass__", "_sort_order
 def level(x) -> int:
     """0: deeply immutable and hook-free; 1: trusted but reads mutable state; 2: untrusted."""
     t = type(x)
-    if t in _ATOMS:
+    if t in _LEVEL0_ATOMS:
         return 0
     if (t is tuple or t is frozenset) and len(x) >= _CACHE_MIN:
         hit = _deep_cache.get(id(x))
@@ -233,7 +237,7 @@ def _deep_level(root) -> int:
             lv = 1
         elif k == K_DATETIME:
             tz = x.tzinfo
-            if tz is not None and type(tz) not in _ATOMS:
+            if tz is not None and type(tz) not in _LEVEL0_ATOMS:
                 return SEQUENTIAL  # a user tzinfo runs Python code on every operation
         elif k == K_MATCH:
             stack.append(x.string)
@@ -288,7 +292,7 @@ def shallow_level(x) -> int:
     sequence, iterating, unpacking, copying): a tuple of user objects is 0, a list of them 1.
     A dict's keys may be compared on lookup, so they are checked deeply."""
     t = type(x)
-    if t in _ATOMS:
+    if t in _LEVEL0_ATOMS:
         return 0
     k = _type_kind(t)
     if k in _SHALLOW_FIXED:
@@ -317,7 +321,7 @@ def is_immutable(x) -> bool:
 def args_class(args) -> int:
     lv = 0
     for a in args:
-        if type(a) in _ATOMS:
+        if type(a) in _LEVEL0_ATOMS:
             continue
         la = level(a)
         if la > lv:
@@ -691,7 +695,7 @@ def _isinstance_class(f, x, cls) -> int:
     if f is issubclass and not isinstance(x, type):
         return SEQUENTIAL
     t = type(x)
-    if t not in _ATOMS and _type_kind(t) == K_UNTRUSTED and not _plain_class_attr(t):
+    if t not in _LEVEL0_ATOMS and _type_kind(t) == K_UNTRUSTED and not _plain_class_attr(t):
         return SEQUENTIAL
     lv = UNORDERED
     for c in (cls if type(cls) is tuple else (cls,)):
@@ -711,7 +715,7 @@ def classify(f, args: tuple, kwnames: tuple) -> int:
     if f is _split_getitem:
         # `s.split(...)[i]` on a str/bytes with atom arguments: a pure operation (the list it
         # builds is seen by nothing else); on anything else, an arbitrary method: sequential.
-        if type(args[0]) in (str, bytes) and all(type(a) in _ATOMS or type(a) is slice for a in args[1:]):
+        if type(args[0]) in (str, bytes) and all(type(a) in _LEVEL0_ATOMS or type(a) is slice for a in args[1:]):
             return UNORDERED
         return SEQUENTIAL
     fid = id(f)

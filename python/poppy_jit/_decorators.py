@@ -17,8 +17,7 @@ import sys
 from typing import Any, Callable
 
 from . import _loop, _prologue, _trace
-
-KINDS = ("unordered", "readonly", "sequential")
+from ._contract import CLASS_NAMES as KINDS
 _OPTIONS = ("blocking",)
 
 

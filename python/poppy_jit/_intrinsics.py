@@ -7,7 +7,7 @@ reordering class `_annotations.classify` decides from its arguments.
 from __future__ import annotations
 
 import builtins
-import itertools
+import collections
 import operator
 import types
 
@@ -55,14 +55,81 @@ def _format_ascii(x, spec=""):
     return format(ascii(x), spec)
 
 
+# ---------------------------------------------------------------------------------------------
+# Iteration: what a `for` loop runs over (lowering: src/lower/control.rs, `lower_for`).
+
+# Iterables whose items can be read at once without running user code or having side effects
+# that the loop body could observe: immutable ones, and the builtin containers (a container a
+# called helper mutates during the loop is a documented gap: the loop runs over the snapshot).
+_MATERIALISE = frozenset({range, tuple, str, bytes, frozenset, list, dict, set, bytearray,
+                          collections.deque, type({}.keys()), type({}.values()), type({}.items())})
+# The builtin iterators over those containers, accepted inside enumerate/zip/reversed (the
+# `for i, x in enumerate(xs)` / `zip(xs, ys)` idioms); a bare iterator is iterated lazily.
+_CONTAINER_ITERATORS = frozenset(type(i) for i in (
+    iter([]), iter(()), iter(range(1)), iter(range(2 ** 70)), iter(""), iter("\xe9"), iter(b""),
+    iter(bytearray()), iter({}), iter({}.values()), iter({}.items()), iter(set()),
+    iter(collections.deque()), reversed([]), reversed({}), reversed({}.values()),
+    reversed({}.items()), reversed(collections.deque())))
+
+
+def _safe_wrapper(x) -> bool:
+    """An enumerate/zip/reversed object over builtin containers only (its __reduce__ names its
+    sources; a strict zip may raise midway, so it is iterated lazily)."""
+    t = type(x)
+    if t is reversed:
+        return type(x.__reduce__()[1][0]) in _MATERIALISE
+    r = x.__reduce__()
+    if t is zip:
+        return len(r) == 2 and all(type(i) in _CONTAINER_ITERATORS for i in r[1])
+    return type(r[1][0]) in _CONTAINER_ITERATORS  # enumerate
+
+
+_WRAPPERS = frozenset({enumerate, zip, reversed})
+
+
+class LazyIter:
+    """The iterator of a `for` loop that is iterated lazily (`_next_or_stop`, one item per
+    iteration, in program order). Falsy, so that lowering's `ite` on the loop's iterable picks
+    the lazy loop for it and the `fold` for a non-empty tuple. It defines hook dunders, so the
+    annotation library judges it untrusted: `_next_or_stop` on it is sequential (it runs user
+    code, e.g. a generator's body)."""
+
+    __slots__ = ("it",)
+
+    def __init__(self, it):
+        self.it = it
+
+    def __bool__(self):
+        return False
+
+    def __iter__(self):
+        return self.it
+
+    def __repr__(self):
+        return f"<poppy_jit lazy iterator over {self.it!r}>"
+
+
 def _iter_snapshot(x):
-    """Materialise the elements a `for` loop iterates over."""
-    if type(x) is itertools.groupby:
-        # Each group is a view into the shared underlying iterator, exhausted once the next key
-        # is read: materialising the keys alone would leave every group empty. Keep each group's
-        # items, as an iterator like the group itself.
-        return tuple((k, iter(tuple(g))) for k, g in x)
-    return tuple(x)
+    """`GET_ITER` of a `for` loop: a tuple of the items when reading them at once is safe
+    (`_MATERIALISE`, enumerate/zip/reversed over such), else `LazyIter(iter(x))` (generators,
+    iterators, files, map/filter, custom `__iter__`)."""
+    t = type(x)
+    if t in _MATERIALISE or (t in _WRAPPERS and _safe_wrapper(x)):
+        return tuple(x)
+    return LazyIter(iter(x))
+
+
+def _next_or_stop(it):
+    """One step of a lazy `for` loop: `(item,)`, or `()` once the iterator is exhausted
+    (StopIteration is the end of the loop, not an error). Given an empty tuple (an empty
+    materialised iterable is falsy too, so it reaches the lazy loop), `()` at once: the empty
+    tuple is an immutable argument, so that call is unordered."""
+    if type(it) is tuple:
+        return ()
+    try:
+        return (next(it.it),)
+    except StopIteration:
+        return ()
 
 
 def _split_getitem(obj, *rest):
@@ -97,6 +164,7 @@ INTRINSICS = {
     "format_none": _format_none, "format_str": _format_str,
     "format_repr": _format_repr, "format_ascii": _format_ascii,
     "iter": _iter_snapshot,
+    "next_or_stop": _next_or_stop,
 }
 for _name in _BINARY:
     INTRINSICS["binary_" + _name] = getattr(operator, _name + "_" if _name in ("and", "or") else _name)

@@ -32,6 +32,8 @@ class _ThreadLoop:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        # λO runs on this thread using the loop for their externals (`runtime_loop`).
+        self.runtime_users = 0
 
     def __del__(self) -> None:
         if not self.loop.is_running() and not self.loop.is_closed():
@@ -56,6 +58,21 @@ def get_loop() -> asyncio.AbstractEventLoop:
     if holder is None or holder.loop.is_closed():
         holder = _local.holder = _ThreadLoop()
     return holder.loop
+
+
+def runtime_loop() -> asyncio.AbstractEventLoop:
+    """This thread's loop, for a λO run: marked in use until `release_runtime_loop`, so that an
+    async external called plainly meanwhile (by a helper or generator the run calls) runs on a
+    worker thread's loop instead of running, and being stopped by, the run's loop."""
+    loop = get_loop()
+    _local.holder.runtime_users += 1
+    return loop
+
+
+def release_runtime_loop() -> None:
+    holder = getattr(_local, "holder", None)
+    if holder is not None and holder.runtime_users > 0:
+        holder.runtime_users -= 1
 
 
 class _Worker:
@@ -102,13 +119,21 @@ def _release(worker: _Worker) -> None:
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro` to completion and return its result (or raise its exception).
 
-    Uses this thread's persistent loop; if that thread already runs an event loop, runs the
-    coroutine on an idle worker thread's loop instead and blocks for the result (never deadlocks).
+    Uses this thread's persistent loop; if that thread already runs an event loop, or a λO run on
+    this thread is using its loop (`runtime_loop`), runs the coroutine on an idle worker thread's
+    loop instead and blocks for the result (never deadlocks).
     """
     if not asyncio.iscoroutine(coro):
         raise TypeError(f"run_sync expects a coroutine, got {type(coro).__name__}")
+    # The check must not leave its RuntimeError as the context of the coroutine's own exception:
+    # run the coroutine outside the `except` block, so a failure chains exactly as in CPython.
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    holder = getattr(_local, "holder", None)
+    if not running and not (holder is not None and holder.runtime_users):
         return get_loop().run_until_complete(coro)
     return _acquire().submit(coro).result()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import operator
 
+from ._contract import ATOMS
 from ._intrinsics import FreshArgs, _build_list, _build_map, _build_set, _contains, _iter_snapshot, \
     _not_contains, _setitem
 
@@ -32,13 +33,11 @@ def maker(f) -> bool:
     return type(f) is _BUILTIN_METHOD and type(f.__self__) in (str, bytes) and f.__name__ in _STR_SPLITS
 
 _CONTAINERS = (list, dict, set)
-# Hash/compare without running user code.
-_ATOMS = frozenset((str, int, float, bool, bytes, type(None)))
 _BUILTIN_METHOD = type([].append)
 
 
 def _atom(x) -> bool:
-    return type(x) in _ATOMS
+    return type(x) in ATOMS
 
 
 def _index(x) -> bool:
@@ -50,7 +49,7 @@ def _index(x) -> bool:
 def owned_ok(o) -> bool:
     """Whether a fresh container may be owned: a dict or set only while every key is an atom (a
     lookup with an atom key then compares atoms only; scoped operations only add atom keys)."""
-    return type(o) is list or all(type(x) in _ATOMS for x in o)
+    return type(o) is list or all(type(x) in ATOMS for x in o)
 
 
 def scope(f, args: tuple, kwnames: tuple):

@@ -10,8 +10,16 @@ import types
 
 from ._annotations import classify  # noqa: F401 (used by the Rust host)
 from ._intrinsics import INTRINSICS, bound_check, intrinsic, intrinsic_fresh  # noqa: F401 (used by the Rust host)
-from ._decorators import unordered
+from ._decorators import ExternalSpec, unordered
 from ._loop import take_cancel  # noqa: F401 (used by the Rust host)
+
+# Reads in program order of a global that code can rebind (`load_global`) and of a cell
+# (`cell_get`): readonly externals — after every earlier sequential call, never holding up later
+# ones. Declared like a decorated external so the host classifies them without calling Python.
+for _key in ("load_global", "cell_get"):
+    _f = INTRINSICS[_key]
+    _f.__poppy_external__ = ExternalSpec("readonly", _f, False, False)
+del _key, _f
 
 # Exit-status helpers used by lowering (src/lower.rs): 0 normal, 1 break, 2 continue, 3 return.
 HELPERS = {
@@ -92,3 +100,195 @@ def hint_apply(f, args):
     except Exception:
         return None
     return _StandIn(r) if type(r) in _STAND_INS else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Globals that code of a module can rebind (src/pipeline/globals.rs): a @poppy function reads
+# these in program order (`load_global`, readonly), every other global once, eagerly.
+
+import dis as _dis
+import functools as _functools
+
+_STORE_GLOBAL = _dis.opmap["STORE_GLOBAL"]
+_DELETE_GLOBAL = _dis.opmap["DELETE_GLOBAL"]
+_EXTENDED_ARG = _dis.opmap["EXTENDED_ARG"]
+# Code naming one of these may rebind any global of its module (conservatively: `setattr` is
+# counted whatever its target).
+_DYNAMIC_NAMES = frozenset({"globals", "exec", "eval", "vars", "setattr"})
+# Per module dict (by id, the dict kept alive): [dict, version, names or None (= every name)];
+# and the names the guard found rebound, per module dict (kept across rescans).
+_SCANS: dict = {}
+_MARKED: dict = {}
+
+
+class _Everything(Exception):
+    pass
+
+
+def _code_stores(co, out: set, seen: set) -> None:
+    """Names STORE_GLOBAL/DELETE_GLOBAL in `co` and the code nested in its constants."""
+    if id(co) in seen:
+        return
+    seen.add(id(co))
+    if not _DYNAMIC_NAMES.isdisjoint(co.co_names):
+        raise _Everything
+    b = co.co_code
+    for op in (_STORE_GLOBAL, _DELETE_GLOBAL):
+        i = b.find(op)
+        while i >= 0:
+            if i % 2 == 0:
+                arg, j = b[i + 1], i - 2
+                shift = 8
+                while j >= 0 and b[j] == _EXTENDED_ARG:
+                    arg |= b[j + 1] << shift
+                    shift += 8
+                    j -= 2
+                out.add(co.co_names[arg])
+            i = b.find(op, i + 1)
+    for c in co.co_consts:
+        if type(c) is types.CodeType:
+            _code_stores(c, out, seen)
+
+
+def _object_stores(obj, g, out: set, seen: set, depth: int) -> None:
+    """Walk what a module global may run: functions of this module (and what they wrap),
+    classes' methods and properties, partials, containers of those (two levels deep)."""
+    if depth > 4 or id(obj) in seen:
+        return
+    t = type(obj)
+    if t is types.FunctionType:
+        seen.add(id(obj))
+        if obj.__globals__ is g:
+            _code_stores(obj.__code__, out, seen)
+        for inner in (obj.__dict__.get("__wrapped__"), getattr(obj.__dict__.get("__poppy_external__"), "fn", None)):
+            if inner is not None:
+                _object_stores(inner, g, out, seen, depth + 1)
+        for cell in obj.__closure__ or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if callable(v):
+                _object_stores(v, g, out, seen, depth + 1)
+    elif t in (staticmethod, classmethod, types.MethodType):
+        _object_stores(obj.__func__, g, out, seen, depth + 1)
+    elif t is property:
+        for f in (obj.fget, obj.fset, obj.fdel):
+            if f is not None:
+                _object_stores(f, g, out, seen, depth + 1)
+    elif t is _functools.partial:
+        _object_stores(obj.func, g, out, seen, depth + 1)
+    elif isinstance(obj, type):
+        seen.add(id(obj))
+        if obj.__module__ == g.get("__name__"):
+            for v in list(obj.__dict__.values()):
+                _object_stores(v, g, out, seen, depth + 1)
+    elif t in (dict, list, tuple, set, frozenset) and depth < 2:
+        seen.add(id(obj))
+        for v in list(obj.values() if t is dict else obj):
+            _object_stores(v, g, out, seen, depth + 1)
+    elif callable(obj):
+        inner = getattr(obj, "__wrapped__", None) if not isinstance(obj, types.ModuleType) else None
+        if inner is not None:
+            _object_stores(inner, g, out, seen, depth + 1)
+
+
+def rebindable_globals(g: dict, version: int):
+    """The global names code of the module whose globals are `g` can rebind (None: any name),
+    cached per dict until its version tag (`version`) changes."""
+    entry = _SCANS.get(id(g))
+    if entry is not None and entry[0] is g and entry[1] == version:
+        return entry[2]
+    names: set = set()
+    try:
+        seen: set = set()
+        for v in list(g.values()):
+            _object_stores(v, g, names, seen, 0)
+        result = frozenset(names | _MARKED.get(id(g), (None, set()))[1])
+    except _Everything:
+        result = None
+    _SCANS[id(g)] = [g, version, result]
+    return result
+
+
+def mark_rebindable(g: dict, name: str) -> None:
+    """The guard saw `name` rebound behind the run's back: read it in program order from now on."""
+    m = _MARKED.get(id(g))
+    if m is None or m[0] is not g:
+        m = _MARKED[id(g)] = (g, set())
+    m[1].add(name)
+    _SCANS.pop(id(g), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Free variables of a @poppy closure that other code can rebind (src/pipeline/globals.rs): those
+# are read through their cell at each use, in program order; the others once, at entry.
+
+_STORE_DEREF = _dis.opmap["STORE_DEREF"]
+_DELETE_DEREF = _dis.opmap["DELETE_DEREF"]
+
+
+def _deref_stores(co, counts: dict) -> None:
+    """Count STORE_DEREF/DELETE_DEREF per variable name in `co` (not in nested code)."""
+    b = co.co_code
+    for op in (_STORE_DEREF, _DELETE_DEREF):
+        i = b.find(op)
+        while i >= 0:
+            if i % 2 == 0:
+                arg, j, shift = b[i + 1], i - 2, 8
+                while j >= 0 and b[j] == _EXTENDED_ARG:
+                    arg |= b[j + 1] << shift
+                    shift += 8
+                    j -= 2
+                name = co._varname_from_oparg(arg)
+                counts[name] = counts.get(name, 0) + (1 if op == _STORE_DEREF else 2)
+            i = b.find(op, i + 1)
+
+
+def _enclosing(target, g):
+    """The code object whose constants hold `target`, searched from the module's functions."""
+    seen: set = set()
+    stack = []
+    for v in list(g.values()):
+        for f in (v, getattr(v, "__func__", None), getattr(v, "__wrapped__", None)):
+            if type(f) is types.FunctionType and f.__globals__ is g:
+                stack.append(f.__code__)
+        if isinstance(v, type) and v.__module__ == g.get("__name__"):
+            for m in list(v.__dict__.values()):
+                m = getattr(m, "__func__", m)
+                if type(m) is types.FunctionType:
+                    stack.append(m.__code__)
+    while stack:
+        co = stack.pop()
+        if id(co) in seen:
+            continue
+        seen.add(id(co))
+        for c in co.co_consts:
+            if c is target:
+                return co
+            if type(c) is types.CodeType:
+                stack.append(c)
+    return None
+
+
+def written_free_vars(func, code) -> frozenset:
+    """The free variables of `func` (compiled from `code`) that code may write while it runs:
+    stored more than once by the enclosing function, or stored/deleted by any other code nested
+    in it. All of them when the enclosing function is not found."""
+    free = code.co_freevars
+    if not free:
+        return frozenset()
+    outer = _enclosing(code, func.__globals__)
+    if outer is None:
+        return frozenset(free)
+    counts: dict = {}
+    _deref_stores(outer, counts)
+    written = {x for x in free if counts.get(x, 0) > 1}
+    stack = [c for c in outer.co_consts if type(c) is types.CodeType and c is not code]
+    while stack:
+        co = stack.pop()
+        inner: dict = {}
+        _deref_stores(co, inner)
+        written.update(x for x in free if x in inner)
+        stack.extend(c for c in co.co_consts if type(c) is types.CodeType)
+    return frozenset(written)

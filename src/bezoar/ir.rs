@@ -3,17 +3,191 @@
 //! Invariants
 //! - Every operation's operands are registers (`Reg`), i.e. immutable variables bound exactly once by
 //!   a `Let` that dominates every use (ANF). Registers are numbered per function, `r0 .. r{nregs-1}`.
-//! - Mutable variables are named (`store x r` / `load x` / `del x`) and are the function's Python
-//!   locals (plus the renamed locals of inlined comprehensions `$cK.x`, the cell holders
-//!   `$cell.x` of captured variables, and synthetic `$tN`/`$brokeN`/`$ret`). Globals and builtins
-//!   are read with `Expr::Global` (the single-assignment treatment of globals), except globals the
-//!   function assigns, which are `load_global`/`setitem` operations on its globals dict.
+//! - Mutable variables are named (`store x r` / `load x` / `del x`) by a `VarName`: the function's
+//!   Python locals, or variables the lifter makes (`VarKind`: the renamed locals `$cK.x` of
+//!   inlined code, the cell holders `$cell.x` of captured variables, the defaults `$fnK.defaults`
+//!   of plain inner functions, and `$tN`/`$brokeN`/`$ret`). Globals and builtins are read with
+//!   `Expr::Global` (the single-assignment treatment of globals), except globals the function
+//!   assigns, which are `load_global`/`setitem` operations on its globals dict.
 //! - Nothing here is CPython-version specific: the lifter maps 3.11 opcodes onto these constructs.
 //! - Every `Expr::Op` and `Expr::Call` is an *external* call at run time unless the callee turns out
 //!   to be an internal (@poppy) function; everything else is internal.
 
+/// The text of `VarKind::Ret`, the local that collects the value of returns nested in a tail
+/// `if` (`passes::tidy`).
+pub const RETURN_LOCAL: &str = "$ret";
+
 /// An immutable variable (`r{n}`), bound once.
 pub type Reg = u32;
+
+/// The name of a mutable variable: its kind, and its text form (`x`, `$c0.x`, `$cell.x`, `$t3`,
+/// ...), which the Bezoar text prints and parses back and after which lowering names its λO
+/// variables and memory slots. Equality, order and hashing follow the text (the two determine
+/// each other), so sets of variables iterate in text order.
+#[derive(Clone)]
+pub struct VarName {
+    kind: VarKind,
+    text: String,
+}
+
+/// What a mutable variable is. Python names never start with `$`, so the text forms of the made-up
+/// kinds cannot clash with a Python local.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum VarKind {
+    /// A local of the lifted function, by its Python name (also `.0`, the iterator parameter of a
+    /// comprehension's code object).
+    Local(String),
+    /// `$cK.x`: the local `x` of the K-th code object inlined into the function (a comprehension,
+    /// a generator expression or an inner function), renamed apart.
+    Inlined { ctx: u32, name: String },
+    /// `$cK.$ret`: the value returned by the K-th inlined code object (an inner function's call).
+    InlinedRet(u32),
+    /// `$cell.x`: the cell object of the captured variable `x` (a `Local` or `Inlined`).
+    Cell(Box<VarName>),
+    /// `$fnK.defaults`: the positional defaults of the plain inner function whose code is the
+    /// constant K (of the code object defining it).
+    Defaults(u32),
+    /// `$fnK.kwdefaults`: its keyword-only defaults.
+    KwDefaults(u32),
+    /// `$tN`: a value flowing out of an `if` (`a or b`), a short-circuit condition, or a
+    /// generator consumer's result.
+    Temp(u32),
+    /// `$brokeN`: set by the `break`s of a loop with an else clause.
+    Broke(u32),
+    /// `$ret`: see `RETURN_LOCAL`.
+    Ret,
+}
+
+impl VarName {
+    pub fn local(name: impl Into<String>) -> Self {
+        VarKind::Local(name.into()).into()
+    }
+
+    pub fn kind(&self) -> &VarKind {
+        &self.kind
+    }
+
+    /// The text form.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Reads the text form back (the inverse of `as_str`).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let bad = || format!("`{text}` is not a variable name");
+        let Some(rest) = text.strip_prefix('$') else {
+            return if text.is_empty() { Err(bad()) } else { Ok(VarName::local(text)) };
+        };
+        // A number in canonical form (so that printing it back gives the same text).
+        let number = |s: &str| s.parse::<u32>().ok().filter(|n| n.to_string() == s);
+        let kind = if rest == "ret" {
+            VarKind::Ret
+        } else if let Some(inner) = rest.strip_prefix("cell.") {
+            let inner = VarName::parse(inner)?;
+            if !matches!(inner.kind, VarKind::Local(_) | VarKind::Inlined { .. }) {
+                return Err(bad());
+            }
+            VarKind::Cell(Box::new(inner))
+        } else if let Some(n) = rest.strip_prefix("broke").and_then(number) {
+            VarKind::Broke(n)
+        } else if let Some(n) = rest.strip_prefix('t').and_then(number) {
+            VarKind::Temp(n)
+        } else if let Some((k, what)) = rest.strip_prefix("fn").and_then(|r| r.split_once('.')) {
+            match (number(k), what) {
+                (Some(k), "defaults") => VarKind::Defaults(k),
+                (Some(k), "kwdefaults") => VarKind::KwDefaults(k),
+                _ => return Err(bad()),
+            }
+        } else if let Some((k, name)) = rest.strip_prefix('c').and_then(|r| r.split_once('.')) {
+            match (number(k), name) {
+                (Some(k), "$ret") => VarKind::InlinedRet(k),
+                (Some(ctx), name) if !name.is_empty() && !name.starts_with('$') => {
+                    VarKind::Inlined { ctx, name: name.to_string() }
+                }
+                _ => return Err(bad()),
+            }
+        } else {
+            return Err(bad());
+        };
+        Ok(kind.into())
+    }
+}
+
+impl From<VarKind> for VarName {
+    fn from(kind: VarKind) -> Self {
+        let text = match &kind {
+            VarKind::Local(name) => name.clone(),
+            VarKind::Inlined { ctx, name } => format!("$c{ctx}.{name}"),
+            VarKind::InlinedRet(ctx) => format!("$c{ctx}.{RETURN_LOCAL}"),
+            VarKind::Cell(var) => format!("$cell.{}", var.text),
+            VarKind::Defaults(k) => format!("$fn{k}.defaults"),
+            VarKind::KwDefaults(k) => format!("$fn{k}.kwdefaults"),
+            VarKind::Temp(n) => format!("$t{n}"),
+            VarKind::Broke(n) => format!("$broke{n}"),
+            VarKind::Ret => RETURN_LOCAL.to_string(),
+        };
+        VarName { kind, text }
+    }
+}
+
+/// The text form, for literals in tests and hand-built Bezoar: `"x".into()`, `"$c0.x".into()`.
+/// Panics on a malformed `$` name (use `VarName::parse` on untrusted text).
+impl From<&str> for VarName {
+    fn from(text: &str) -> Self {
+        VarName::parse(text).unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+impl PartialEq for VarName {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for VarName {}
+
+impl PartialOrd for VarName {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for VarName {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.text.cmp(&other.text)
+    }
+}
+
+impl std::hash::Hash for VarName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.text.hash(state)
+    }
+}
+
+impl PartialEq<str> for VarName {
+    fn eq(&self, other: &str) -> bool {
+        self.text == other
+    }
+}
+
+impl PartialEq<&str> for VarName {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
+    }
+}
+
+impl std::fmt::Display for VarName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Like the text (a quoted string).
+impl std::fmt::Debug for VarName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.text, f)
+    }
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
@@ -21,8 +195,9 @@ pub struct Function {
     pub qualname: String,
     pub filename: String,
     pub firstlineno: u32,
-    /// Positional parameter names in order (the locals bound from the frame's arguments).
-    pub params: Vec<String>,
+    /// Parameter names in order: the locals bound from the frame's arguments, then a closure's
+    /// free variables (`$cell.x` when the cell itself is passed, `x` when its value is).
+    pub params: Vec<VarName>,
     /// Constant pool: `Expr::Const(i)` refers to `consts[i]`.
     pub consts: Vec<Const>,
     pub body: Block,
@@ -44,16 +219,17 @@ pub enum StmtKind {
     /// `r := e`
     Let(Reg, Expr),
     /// `store x r` — assign a mutable (local) variable.
-    Store(String, Reg),
+    Store(VarName, Reg),
     /// `del x` — unbind a local (UnboundLocalError if it is unbound; later loads raise it too).
-    Delete(String),
+    Delete(VarName),
     /// `unbind x` — make `x` unbound without checking it was bound (the locals of an inlined
     /// inner function at the start of each call).
-    Unbind(String),
+    Unbind(VarName),
     /// `if r: ... else: ...` — `cond` must hold a Python bool (the lifter inserts `Op(Truth)`).
     If { cond: Reg, then_body: Block, else_body: Block },
-    /// `for item in iter: body` — `iter` holds the object being iterated (the lifter inserts
-    /// `Op(IterSnapshot)` so `iter` is a materialised sequence); `item` is bound on each iteration.
+    /// `for item in iter: body` — `iter` holds what the loop runs over (the lifter inserts
+    /// `Op(IterSnapshot)`: a materialised sequence, or the iterator when materialising is not
+    /// safe, chosen at run time); `item` is bound on each iteration.
     For { iter: Reg, item: Reg, body: Block },
     /// `return r` — anywhere (lowering threads an exit status when it is not the last statement).
     Return(Reg),
@@ -71,7 +247,7 @@ pub enum Expr {
     /// `const k` — a constant from `Function::consts`.
     Const(u32),
     /// `load x` — read a mutable (local) variable.
-    Load(String),
+    Load(VarName),
     /// `global name` — look up a module global, then builtins.
     Global(String),
     /// `f(a, b, k=c)`: positional args followed by keyword args; `kwnames` names the last
@@ -113,8 +289,14 @@ pub enum Intrinsic {
     FormatValue { conv: Conversion, has_spec: bool },
     /// f-string concatenation of n strings.
     BuildString,
-    /// Materialise an iterable for a `for` loop into a tuple of its elements.
+    /// `GET_ITER` of a `for` loop: a tuple of the iterable's items when reading them at once is
+    /// safe (range, tuple, str, bytes, frozenset, the builtin containers, enumerate/zip over
+    /// them), else the iterator, wrapped so that it is falsy (iterated lazily; lowering chooses
+    /// with `ite` on this value).
     IterSnapshot,
+    /// One step of a lazily iterated `for` loop: `(item,)`, or `()` once the iterator is
+    /// exhausted. Operands: [the `IterSnapshot` value]. Emitted by lowering only.
+    NextOrStop,
     /// `obj.name = v`. Operands: [obj, v].
     SetAttr(String),
     /// `del obj.name`. Operands: [obj].
@@ -232,6 +414,7 @@ impl Intrinsic {
             .into(),
             Intrinsic::BuildString => "build_string".into(),
             Intrinsic::IterSnapshot => "iter".into(),
+            Intrinsic::NextOrStop => "next_or_stop".into(),
             Intrinsic::SetAttr(_) => "setattr".into(),
             Intrinsic::DelAttr(_) => "delattr".into(),
             Intrinsic::SetItem => "setitem".into(),
@@ -334,4 +517,53 @@ pub enum Const {
     Nested { path: Vec<u32>, repr: String },
     /// The function's module globals (the `__globals__` of functions it creates).
     Globals,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind prints to its documented text and parses back to the same kind.
+    #[test]
+    fn var_names_round_trip_through_their_text() {
+        let inlined = VarName::from(VarKind::Inlined { ctx: 3, name: "y".into() });
+        let cases: Vec<(VarKind, &str)> = vec![
+            (VarKind::Local("x".into()), "x"),
+            (VarKind::Local(".0".into()), ".0"),
+            (VarKind::Inlined { ctx: 3, name: "y".into() }, "$c3.y"),
+            (VarKind::InlinedRet(12), "$c12.$ret"),
+            (VarKind::Cell(Box::new(VarName::local("x"))), "$cell.x"),
+            (VarKind::Cell(Box::new(inlined)), "$cell.$c3.y"),
+            (VarKind::Defaults(4), "$fn4.defaults"),
+            (VarKind::KwDefaults(4), "$fn4.kwdefaults"),
+            (VarKind::Temp(0), "$t0"),
+            (VarKind::Broke(10), "$broke10"),
+            (VarKind::Ret, "$ret"),
+        ];
+        for (kind, text) in cases {
+            let v = VarName::from(kind.clone());
+            assert_eq!(v.as_str(), text);
+            assert_eq!(VarName::parse(text).unwrap().kind(), &kind, "{text}");
+        }
+        assert_eq!(VarName::from("$c0.x"), VarName::from(VarKind::Inlined { ctx: 0, name: "x".into() }));
+    }
+
+    #[test]
+    fn malformed_synthetic_names_are_rejected() {
+        for text in ["", "$", "$x", "$t", "$t01", "$c.x", "$c1.", "$c1.$t0", "$cell.$t0", "$cell.$cell.x", "$fn1.other", "$rett"] {
+            assert!(VarName::parse(text).is_err(), "{text:?} parsed");
+        }
+    }
+
+    /// Sets of variables iterate in text order (lowering threads them in that order).
+    #[test]
+    fn order_is_the_order_of_the_text() {
+        let mut names: Vec<VarName> =
+            ["b", "$t10", "$c0.x", "$t9", "a", "$cell.a", "$ret"].into_iter().map(VarName::from).collect();
+        names.sort();
+        let texts: Vec<&str> = names.iter().map(VarName::as_str).collect();
+        let mut expected = texts.clone();
+        expected.sort();
+        assert_eq!(texts, expected);
+    }
 }

@@ -20,7 +20,7 @@
 //! escape (break/continue/return) of the group is taken; they only add constraints.
 //!
 //! This module knows nothing about Bezoar or Python.
-use crate::lambda_o::Class;
+use crate::control::Class;
 
 pub type Ev = u32;
 pub type CtrlId = u32;

@@ -7,7 +7,7 @@
 //! type the IR does not show (parameters, results of calls) are assumed to be plain immutable
 //! data — the common case of strings and numbers — unless the function uses them as containers.
 use crate::bezoar::Intrinsic;
-use crate::lambda_o::Class;
+use crate::control::Class;
 use std::collections::BTreeSet;
 
 /// A container the run created itself (owned, per-object ordering applies), by creation.

@@ -14,7 +14,8 @@
 use super::oracle::*;
 use super::overlap::analyse;
 use crate::bezoar::{self as bz, Const};
-use crate::host::{Obj, PyHost};
+use crate::host::PyHost;
+use crate::pyobj::Obj;
 use crate::lambda_o::Host;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -41,7 +42,7 @@ impl<'py> PyOracle<'py> {
         Ok(PyOracle {
             py,
             host: PyHost::new(py, "explain")?,
-            rt: crate::host::rt_module(py)?,
+            rt: crate::pyobj::rt_module(py)?,
             globals,
             known: Vec::new(),
             by_name: HashMap::new(),
@@ -160,7 +161,7 @@ impl<'py> PyOracle<'py> {
             let argcount = if flags & (crate::py311::CO_VARARGS | crate::py311::CO_VARKEYWORDS) != 0 {
                 None
             } else {
-                crate::hook::compile_function(py, f).ok().filter(|c| c.nfree == 0).map(|c| c.argcount)
+                crate::pipeline::compile_function(py, f).ok().filter(|c| c.nfree == 0).map(|c| c.argcount)
             };
             (f.clone().unbind(), argcount)
         });
@@ -297,7 +298,7 @@ fn overlaps(py: Python<'_>, target: &Bound<'_, PyAny>, globals: Option<Bound<'_,
     } else {
         // The pipeline could hand over the IR itself; it hands over its printed form, which
         // parses back exactly (bezoar::text round-trips).
-        let c = crate::hook::compile_function(py, target)
+        let c = crate::pipeline::compile_function(py, target)
             .map_err(|why| PyValueError::new_err(format!("falls back, not compiled: {why}")))?;
         let g = target.getattr("__globals__")?.downcast_into::<PyDict>()?;
         (c.bezoar, g)

@@ -3,7 +3,7 @@
 use super::oracle::*;
 use super::overlap::{analyse, Analysis, Where};
 use crate::bezoar::{text::parse, Intrinsic};
-use crate::lambda_o::Class;
+use crate::control::Class;
 use std::collections::BTreeSet;
 
 /// A callee of the table.

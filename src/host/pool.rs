@@ -62,7 +62,7 @@
 //! Controllers are not tokio tasks: the evaluator steps them (O(1) state machines on its own
 //! thread, touching λO state that lives there and Python objects under the GIL it holds), so
 //! moving them would add a thread hop per call and gain nothing.
-use super::Obj;
+use crate::pyobj::Obj;
 use crate::stats::{BLOCKING_JOBS, GIL_WAIT_NS, HANDOFF_NS, TIMER_TASKS};
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;

@@ -6,10 +6,10 @@
 //! same order, readonly calls in the same segment between two sequential ones, unordered calls the
 //! same multiset) — and never read a reclaimed variable (the evaluator panics if it does).
 use super::eval::{run_with, RunOptions};
-use super::host::Class;
 use super::term::{FuncId, Op, Program};
 use super::testhost::{show, TPrim, TestHost};
 use super::text;
+use crate::control::Class;
 use crate::stats::RunStats;
 use std::rc::Rc;
 

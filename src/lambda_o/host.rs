@@ -1,6 +1,7 @@
 //! The boundary between the λO runtime and the world of primitives (Python objects in production,
 //! a small simulated world in Rust tests).
 use super::term::{FuncId, ProgramRef};
+use crate::control::Class;
 use crate::bezoar::{Const, Intrinsic};
 use std::time::Instant;
 
@@ -18,24 +19,6 @@ pub struct CallRecord<P> {
     pub dispatched: Option<Instant>,
     pub done: Option<Instant>,
     pub ok: bool,
-}
-
-/// Reordering class of an external call (PopPy §4.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Class {
-    Unordered,
-    Readonly,
-    Sequential,
-}
-
-impl Class {
-    pub fn name(self) -> &'static str {
-        match self {
-            Class::Unordered => "unordered",
-            Class::Readonly => "readonly",
-            Class::Sequential => "sequential",
-        }
-    }
 }
 
 pub type TaskId = u64;

@@ -8,7 +8,8 @@ pub mod text;
 mod tests;
 #[cfg(test)]
 mod gen_tests;
-#[cfg(test)]
+/// The simulated host of the Rust tests; public (hidden) for the golden tests in tests/golden.rs.
+#[doc(hidden)]
 pub mod testhost;
 
 pub use host::*;

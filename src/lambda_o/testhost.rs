@@ -1,9 +1,10 @@
 //! A simulated world for testing the evaluator, controllers and lowering without Python:
 //! primitives are small values, externals are named (`@llm`, `@print`, ...) with a class and a
 //! latency in virtual ticks, and every call is recorded with its start and end time.
-use super::host::{Class, Dispatch, Host, PrimFactory, PrimText, TaskId};
+use super::host::{Dispatch, Host, PrimFactory, PrimText, TaskId};
 use super::term::{FuncId, ProgramRef};
 use crate::bezoar::{Const, Intrinsic};
+use crate::control::Class;
 use std::collections::HashMap;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -337,6 +338,14 @@ impl PrimFactory for TestHost {
             "iter" => "u_iter".into(),
             k => k.to_string(),
         })
+    }
+
+    /// The fresh-operand mask shows in the name (`@in.fresh2`), so that lowering goldens pin it.
+    fn intrinsic_fresh(&mut self, i: &Intrinsic, fresh: u32) -> TPrim {
+        match self.intrinsic(i) {
+            TPrim::Ext(name) => TPrim::Ext(format!("{name}.fresh{fresh}")),
+            other => other,
+        }
     }
 
     fn global_loader(&mut self) -> TPrim {

@@ -1,9 +1,10 @@
 //! Evaluator and controller tests on λO text: golden files (tests/golden/lambda_o/*.lo) and
 //! generated programs under random latencies whose exact schedule is predicted independently.
 use super::eval::{run, run_bounded, run_with, RunOptions};
-use super::host::{Class, PrimText};
+use super::host::PrimText;
 use super::testhost::{show, TPrim, TestHost};
 use super::text;
+use crate::control::Class;
 use crate::stats::RunStats;
 use std::collections::HashMap;
 use std::rc::Rc;

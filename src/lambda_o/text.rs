@@ -20,24 +20,33 @@
 //!   ...
 //! ```
 //! Lines may carry a trailing `@LINE` (source line). Variable names are printed from
-//! `Func::var_names`, made unique within the function by `.N` suffixes.
+//! `Func::var_names`, made unique within the function by `.N` suffixes. Printed text is
+//! canonical: `print(parse(t)) == t` for every `t` that `print` produced, as long as the
+//! primitives' own text round-trips.
 use super::host::PrimText;
 use super::term::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 fn unique_names<P>(f: &Func<P>) -> Vec<String> {
-    let mut seen: HashMap<String, u32> = HashMap::new();
+    // A name already unique is printed as it is (so print∘parse is the identity on printed
+    // text); a repeated one gets the first free `.N` suffix.
+    let mut used: HashSet<String> = HashSet::new();
+    let mut next: HashMap<String, u32> = HashMap::new();
     (0..f.nvars as usize)
         .map(|v| {
             let base = f.var_names.get(v).map(|s| s.as_str()).unwrap_or("");
             let base: String = base
                 .chars()
-                .map(|c| if c.is_alphanumeric() || c == '_' || c == '$' { c } else { '_' })
+                .map(|c| if c.is_alphanumeric() || matches!(c, '_' | '$' | '.') { c } else { '_' })
                 .collect();
             let base = if base.is_empty() { "v".to_string() } else { base };
-            let n = seen.entry(base.clone()).or_insert(0);
-            let name = if *n == 0 { base.clone() } else { format!("{base}.{n}") };
-            *n += 1;
+            let mut name = base.clone();
+            while used.contains(&name) {
+                let n = next.entry(base.clone()).or_insert(1);
+                name = format!("{base}.{n}");
+                *n += 1;
+            }
+            used.insert(name.clone());
             name
         })
         .collect()

@@ -1,7 +1,13 @@
-//! Everything specific to CPython 3.11 bytecode: opcode numbers, reading a code object, decoding
-//! `co_code` into instructions.
+//! Everything specific to CPython 3.11 bytecode: reading a code object (`CodeInfo`), decoding
+//! `co_code` into instructions (`decode`), opcode numbers and classes (`opcode`), the meaning of
+//! instruction arguments (`oparg`) and the exception table (`exception_table`).
+//!
+//! The lifter matches on these opcodes but takes every number, table and bit layout from here.
+//! Depends on `bezoar::ir` only for the constant and operator types it decodes into.
 pub mod decode;
+pub mod exception_table;
 pub mod opcode;
+pub mod oparg;
 
 use crate::bezoar::ir::Const;
 use pyo3::prelude::*;
@@ -43,7 +49,33 @@ impl CodeInfo {
         out.extend(self.freevars.iter().cloned());
         out
     }
+
+    /// The number of locals CPython binds from a call's arguments: positional and keyword-only
+    /// parameters, then the `*args` tuple and the `**kwargs` dict.
+    pub fn nparams(&self) -> usize {
+        (self.argcount + self.kwonlyargcount) as usize
+            + (self.flags & CO_VARARGS != 0) as usize
+            + (self.flags & CO_VARKEYWORDS != 0) as usize
+    }
+
+    /// A comprehension or generator expression, which 3.11 compiles as a nested function called
+    /// at once with the iterator of its first `for` (the parameter `ITER_ARG`).
+    pub fn is_comprehension(&self) -> bool {
+        matches!(self.name.as_str(), "<listcomp>" | "<setcomp>" | "<dictcomp>" | "<genexpr>")
+    }
+
+    pub fn is_genexpr(&self) -> bool {
+        self.name == "<genexpr>"
+    }
+
+    /// The source line of the instruction at byte `offset` (0 when it has none).
+    pub fn line_at(&self, offset: u32) -> u32 {
+        self.lines.iter().find(|l| l.0 <= offset && offset < l.1).map_or(0, |l| l.2)
+    }
 }
+
+/// The parameter of a comprehension's code object holding its iterator.
+pub const ITER_ARG: &str = ".0";
 
 /// `co_flags` bits (Include/cpython/code.h).
 pub const CO_VARARGS: u32 = 0x0004;

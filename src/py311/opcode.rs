@@ -187,6 +187,39 @@ pub fn jump_target(offset: u32, op: u8, arg: u32) -> Option<u32> {
     Some(if is_backward_jump(op) { next - 2 * arg } else { next + 2 * arg })
 }
 
+/// `POP_JUMP_*` conditional jumps: `(tests for None, jumps when the test holds)`. The truth tests
+/// "hold" when the value is true; the None tests when the value is None.
+pub fn pop_jump_sense(op: u8) -> Option<(bool, bool)> {
+    match op {
+        POP_JUMP_FORWARD_IF_TRUE | POP_JUMP_BACKWARD_IF_TRUE => Some((false, true)),
+        POP_JUMP_FORWARD_IF_FALSE | POP_JUMP_BACKWARD_IF_FALSE => Some((false, false)),
+        POP_JUMP_FORWARD_IF_NONE | POP_JUMP_BACKWARD_IF_NONE => Some((true, true)),
+        POP_JUMP_FORWARD_IF_NOT_NONE | POP_JUMP_BACKWARD_IF_NOT_NONE => Some((true, false)),
+        _ => None,
+    }
+}
+
+pub fn is_unconditional_jump(op: u8) -> bool {
+    matches!(op, JUMP_FORWARD | JUMP_BACKWARD | JUMP_BACKWARD_NO_INTERRUPT)
+}
+
+/// The Python construct an opcode comes from, when it has one obvious source (to say why a
+/// function is not lifted).
+pub fn construct(op: u8) -> Option<&'static str> {
+    Some(match op {
+        DELETE_GLOBAL => "del of a global",
+        DELETE_DEREF | LOAD_CLASSDEREF => "closure (del of a captured variable, or a class body)",
+        LOAD_NAME | STORE_NAME | DELETE_NAME => "module or class body",
+        RAISE_VARARGS | RERAISE => "raise statement",
+        LOAD_ASSERTION_ERROR => "assert statement",
+        IMPORT_NAME | IMPORT_FROM | IMPORT_STAR => "import inside the function",
+        BEFORE_WITH | BEFORE_ASYNC_WITH => "with statement",
+        MATCH_CLASS | MATCH_MAPPING | MATCH_SEQUENCE | MATCH_KEYS | GET_LEN => "match statement",
+        YIELD_VALUE | GET_AWAITABLE | SEND | GET_YIELD_FROM_ITER => "yield or await",
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -91,7 +91,7 @@ impl<'a> Builder<'a> {
         let strength = if before.phantom { Strength::May } else { Strength::Must };
         let mut st = before.clone();
         st.s = self.join_order(cond.ev, before.s, &[(a.s, strength, la), (b.s, strength, lb)]);
-        let names: BTreeSet<String> = a.vars.keys().chain(b.vars.keys()).cloned().collect();
+        let names: BTreeSet<bz::VarName> = a.vars.keys().chain(b.vars.keys()).cloned().collect();
         for x in names {
             let va = a.vars.get(&x).cloned().unwrap_or_else(|| self.unbound_val(before));
             let vb = b.vars.get(&x).cloned().unwrap_or_else(|| self.unbound_val(before));
@@ -109,7 +109,7 @@ impl<'a> Builder<'a> {
         let (strength, lit) = if before.phantom { (Strength::May, Cond::Always) } else { (Strength::Must, Cond::Rest(group)) };
         let mut st = before.clone();
         st.s = self.join_order(status.ev, before.s, &[(before.s, Strength::May, Cond::Always), (rest.s, strength, lit)]);
-        let names: BTreeSet<String> = rest.vars.keys().cloned().collect();
+        let names: BTreeSet<bz::VarName> = rest.vars.keys().cloned().collect();
         for x in names {
             let vr = rest.vars[&x].clone();
             let vb = before.vars.get(&x).cloned().unwrap_or_else(|| self.unbound_val(before));
@@ -124,7 +124,7 @@ impl<'a> Builder<'a> {
 
     /// The path taken is known (the scenario runs it): its values are known once `cond` is.
     /// `same_s`: the path left S unchanged, so S bypasses the join (`ite_branches`).
-    pub(super) fn join_taken(&mut self, cond: &Val, taken: State, vars: &BTreeSet<String>, same_s: bool) -> State {
+    pub(super) fn join_taken(&mut self, cond: &Val, taken: State, vars: &BTreeSet<bz::VarName>, same_s: bool) -> State {
         let mut st = taken;
         if !same_s {
             let avail = self.g.event(EvKind::Join);

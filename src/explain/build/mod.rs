@@ -19,7 +19,7 @@ use super::oracle::*;
 use crate::bezoar::passes::{assigned, deleted, DefinedSet};
 use crate::bezoar::{self as bz, Expr, Intrinsic, Reg, StmtKind};
 use crate::control::Policy;
-use crate::lambda_o::Class;
+use crate::control::Class;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
@@ -146,7 +146,7 @@ struct State {
     ctl: Ev,
     s: Order,
     regs: Vec<Option<Val>>,
-    vars: BTreeMap<String, Val>,
+    vars: BTreeMap<bz::VarName, Val>,
     defined: DefinedSet,
     status: Option<Val>,
     objs: BTreeMap<ObjId, ObjState>,
@@ -202,7 +202,7 @@ impl<'a> Builder<'a> {
                 StmtKind::Let(r, e) => {
                     let d = match e {
                         Expr::Global(g) => Some(g.clone()),
-                        Expr::Load(x) => Some(shown_name(x).to_string()),
+                        Expr::Load(x) => Some(shown_name(x.as_str()).to_string()),
                         Expr::Call { func, .. } => {
                             let callee = self.desc.get(func).cloned().unwrap_or_else(|| format!("r{func}"));
                             self.site_of.insert(*r, self.sites.len() as u32);
@@ -243,7 +243,8 @@ impl<'a> Builder<'a> {
 
     /// A parameter the function uses as a container (appends to it, ...) is taken to be one;
     /// any other is assumed to be plain data.
-    fn param_kind(&self, p: &str) -> AVal {
+    fn param_kind(&self, p: &bz::VarName) -> AVal {
+        let p = p.as_str();
         let mut loads = BTreeSet::new();
         let mut stored = false;
         let mut kind = AVal::Atom;
@@ -451,7 +452,7 @@ impl<'a> Builder<'a> {
         st.regs[r as usize].clone().unwrap_or_else(|| self.imm(st, AVal::any()))
     }
 
-    fn load(&mut self, st: &mut State, x: &str) -> Val {
+    fn load(&mut self, st: &mut State, x: &bz::VarName) -> Val {
         let v = st.vars.get(x).cloned().unwrap_or_else(|| self.unbound_val(st));
         if st.defined.contains(x) {
             return v;

@@ -1,0 +1,61 @@
+//! Passes over Bezoar, one concern per module. Analyses used by lowering (PopPy §7):
+//! `variables` (promotable variables, assigned and deleted sets), `defined` (definite
+//! assignment), `fresh` (fresh display operands). Rewrites run by the compile pipeline before
+//! lowering: `loop_iterable` (a check: loops that may change what they iterate fall back),
+//! `dead_lets`, `split_getitem`. `normalize`: the lifter's clean-up of what it translated.
+//!
+//! Depends on `bezoar::ir` only.
+use super::ir::*;
+
+mod dead_lets;
+mod defined;
+mod fresh;
+mod loop_iterable;
+mod normalize;
+mod split_getitem;
+mod variables;
+
+pub use dead_lets::remove_dead_pure_lets;
+pub use defined::DefinedSet;
+pub use fresh::fresh_operands;
+pub use loop_iterable::loop_iterable_changed;
+pub use normalize::{
+    always_leaves, drop_tail_continues, has_return, nest_after_exits, returns_in_loops, tail_returns_to,
+    tail_returns_to_local, tidy,
+};
+pub use split_getitem::fuse_split_getitem;
+pub use variables::{assigned, deleted, promotable, variables};
+
+/// Call `f` on every statement of `b`, nested blocks included (pre-order).
+pub fn visit(b: &[Stmt], f: &mut impl FnMut(&StmtKind)) {
+    for s in b {
+        f(&s.kind);
+        match &s.kind {
+            StmtKind::If { then_body, else_body, .. } => {
+                visit(then_body, f);
+                visit(else_body, f);
+            }
+            StmtKind::For { body, .. } | StmtKind::Loop { body } => visit(body, f),
+            _ => {}
+        }
+    }
+}
+
+/// Registers and how many times each is used as an operand anywhere in the function.
+pub(super) fn use_counts(f: &Function) -> std::collections::HashMap<Reg, u32> {
+    let mut uses = std::collections::HashMap::new();
+    visit(&f.body, &mut |k| {
+        let used: Vec<Reg> = match k {
+            StmtKind::Let(_, Expr::Call { func, args, .. }) => std::iter::once(*func).chain(args.iter().copied()).collect(),
+            StmtKind::Let(_, Expr::Op(_, args)) => args.clone(),
+            StmtKind::Store(_, r) | StmtKind::Return(r) => vec![*r],
+            StmtKind::If { cond, .. } => vec![*cond],
+            StmtKind::For { iter, item, .. } => vec![*iter, *item],
+            _ => vec![],
+        };
+        for r in used {
+            *uses.entry(r).or_insert(0u32) += 1;
+        }
+    });
+    uses
+}

@@ -1,0 +1,380 @@
+//! The controller of one external call: the state machine `advance` that moves a controller
+//! (its record and life are in `state`) through its life, handing the order on (F_R'/F_W') as
+//! its class allows, dispatch, completion and failure.
+//!
+//! A controller runs inside an evaluator, which owns the variables (the call's S, callee,
+//! arguments and result), the queue of work items and the host. What the controller needs from
+//! them is the trait `env::Env`; every function here is generic over it.
+use super::env::{Callee, Count, Env, Peek, Read};
+use super::objects;
+use super::order;
+use super::state::{CtrlId, Phase, SlotId, WorkId};
+use super::wait::{producer_along, resolve_fut, wait_fut};
+use super::{Class, Policy, Token};
+use std::time::Instant;
+
+/// The stand-in for a pending slot's value: its producing call's result hint.
+fn hint_of<E: Env>(e: &E, s: SlotId) -> Option<E::Prim> {
+    producer_along(e, s, false).and_then(|c| e.ctl_ref()[c].hint.clone())
+}
+
+/// Classify a call from known arguments and hints for pending ones (see Host::classify_hinted);
+/// also compute its own result hint for the calls that consume it.
+fn try_hint<E: Env>(e: &mut E, cid: CtrlId) {
+    let c = &e.ctl_ref()[cid];
+    if c.func.is_none() || (c.early.is_some() && c.hint.is_some()) {
+        return;
+    }
+    let args: Vec<Option<E::Prim>> = c
+        .args
+        .iter()
+        .map(|&a| match e.peek(a) {
+            Peek::Prim(p) => Some(p),
+            Peek::Other => None,
+            Peek::Pending => hint_of(e, a),
+        })
+        .collect();
+    if e.ctl()[cid].hint.is_none() {
+        e.ctl()[cid].hint = e.result_hint(cid, &args);
+    }
+    if e.ctl()[cid].early.is_none() && args.iter().all(|a| a.is_some()) {
+        if let Some(class) = e.classify_hinted(cid, &args) {
+            e.ctl()[cid].early = Some(class);
+            e.ctl()[cid].hinted = true;
+        }
+    }
+}
+
+/// The controller's input token, or None after registering to wait for it. A poisoned S
+/// (the program order is undefined after an error) means the call can never be ordered.
+fn token<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<Token> {
+    if let Some(t) = e.ctl()[cid].in_tok {
+        return Some(t);
+    }
+    let seq = e.ctl()[cid].seq;
+    match e.need_token(seq, w) {
+        Read::Pending => None,
+        Read::Ready(t) => {
+            let c = &mut e.ctl()[cid];
+            c.in_tok = Some(t);
+            if c.phase == Phase::Finished {
+                // `finish` kept S alive only for this.
+                c.held.retain(|&s| s != seq);
+                e.release_slot(seq);
+            }
+            Some(t)
+        }
+        Read::Not => {
+            // A running call still reports its outcome (and is counted in flight until then):
+            // it finishes once that has arrived (`complete` wakes it, and it comes back here).
+            if e.ctl()[cid].phase != Phase::Running {
+                finish(e, cid);
+            }
+            None
+        }
+    }
+}
+
+/// The controller has nothing left to do: let go of the slots it kept alive. Its input
+/// order S is kept until read: program-order positions need it, and a failed unordered
+/// call still forwards it.
+pub(super) fn finish<E: Env>(e: &mut E, cid: CtrlId) {
+    if e.ctl()[cid].phase == Phase::Finished {
+        return;
+    }
+    e.ctl()[cid].phase = Phase::Finished;
+    let seq = e.ctl()[cid].seq;
+    if e.ctl()[cid].in_tok.is_none() {
+        if let Some(t) = e.peek_token(seq) {
+            e.ctl()[cid].in_tok = Some(t);
+        }
+    }
+    let held = std::mem::take(&mut e.ctl()[cid].held);
+    let keep_seq = e.ctl()[cid].in_tok.is_none();
+    let mut kept = false;
+    for &s in &held {
+        if keep_seq && s == seq && !kept {
+            kept = true;
+        } else {
+            e.release_slot(s);
+        }
+    }
+    if kept {
+        e.ctl()[cid].held = vec![seq];
+    }
+}
+
+/// Pass the order on without waiting for the call itself, as far as its class allows
+/// (unordered: F_R and F_W; readonly: F_R) — as soon as the class is known, even before the
+/// arguments are. Non-blocking: registers to be woken for whatever is still pending.
+fn forward<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
+    let ctl = e.ctl();
+    let c = &ctl[cid];
+    let Some(class) = c.early else { return };
+    let policy = Policy::of(class);
+    let out = c.out;
+    let r_pending = !policy.r_out_needs_done && !ctl.futs.is_done(out.r);
+    let w_pending = !policy.w_out_needs_done && !ctl.futs.is_done(out.w);
+    if !r_pending && !w_pending {
+        return;
+    }
+    let Some(tok) = token(e, cid, w) else { return };
+    if r_pending && wait_fut(e, tok.r, w) {
+        resolve_fut(e, out.r);
+    }
+    if w_pending && wait_fut(e, tok.w, w) {
+        resolve_fut(e, out.w);
+    }
+}
+
+/// The call is done: resolve its F_R' once `tok`'s F_R is, then its F_W' once `tok`'s F_W is.
+fn release_after<E: Env>(e: &mut E, cid: CtrlId, tok: Token, w: WorkId) {
+    let out = e.ctl()[cid].out;
+    if !wait_fut(e, tok.r, w) {
+        return;
+    }
+    resolve_fut(e, out.r);
+    if !wait_fut(e, tok.w, w) {
+        return;
+    }
+    resolve_fut(e, out.w);
+    finish(e, cid);
+}
+
+/// Step controller `cid` (its work item is `w`) as far as it can go now; whatever it waits for
+/// wakes `w` again.
+pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
+    if e.ctl()[cid].phase == Phase::WaitArgs {
+        try_hint(e, cid);
+    }
+    forward(e, cid, w);
+    loop {
+        match e.ctl()[cid].phase {
+            Phase::WaitCallee => match e.callee(cid, w) {
+                Callee::Pending => return,
+                Callee::External(p) => {
+                    let early = e.classify_callee(&p);
+                    let c = &mut e.ctl()[cid];
+                    c.func = Some(p);
+                    c.early = early;
+                    c.phase = Phase::WaitArgs;
+                    try_hint(e, cid);
+                    forward(e, cid, w);
+                }
+                Callee::Inlined(ret) => {
+                    let c = &mut e.ctl()[cid];
+                    c.held.push(ret);
+                    c.phase = Phase::Inlined { ret };
+                }
+                Callee::Failed(err) => return fail(e, cid, err),
+            },
+            Phase::Inlined { ret } => match e.link_inlined(cid, ret, w) {
+                Read::Pending => return,
+                Read::Ready(seq) => {
+                    let c = &mut e.ctl()[cid];
+                    c.held.push(seq);
+                    c.phase = Phase::InlinedOrder { seq };
+                }
+                Read::Not => return finish(e, cid),
+            },
+            Phase::InlinedOrder { seq } => {
+                // The body's final order becomes this call's F_R'/F_W'.
+                let Read::Ready(tok) = e.need_token(seq, w) else { return };
+                let ctl = e.ctl();
+                let r = ctl[cid].out.r;
+                ctl.bridge.insert(r, tok.r);
+                return release_after(e, cid, tok, w);
+            }
+            Phase::WaitArgs => {
+                let n = e.ctl()[cid].args.len();
+                let mut argv = Vec::with_capacity(n);
+                for i in 0..n {
+                    let a = e.ctl()[cid].args[i];
+                    match e.need_prim(a, w) {
+                        None => return,
+                        Some(Ok(p)) => argv.push(p),
+                        Some(Err(err)) => return fail(e, cid, err),
+                    }
+                }
+                let class = e.classify(cid, &argv);
+                let c = &e.ctl()[cid];
+                if c.hinted && class.stricter_than(c.early.expect("hinted class")) {
+                    // Order was passed on on the strength of a declared return type that the
+                    // real value does not have: never continue silently.
+                    let msg = "poppy_jit: an external's result does not have its declared return type, \
+                               and the program order was already passed on because of it; annotate it \
+                               correctly (or not at all)";
+                    let err = e.internal_error("TypeError", msg);
+                    return fail(e, cid, err);
+                }
+                let obj = objects::involvement(e, cid, &argv);
+                let c = &mut e.ctl()[cid];
+                c.class = class;
+                c.early = Some(class);
+                c.argv = argv;
+                c.obj = obj;
+                c.ready_at = Some(Instant::now());
+                c.phase = Phase::WaitOrder;
+                if c.obj.is_none() {
+                    forward(e, cid, w);
+                }
+            }
+            Phase::WaitOrder => {
+                if e.ctl()[cid].obj.as_ref().is_some_and(|o| o.local.is_none()) {
+                    let Some(local) = objects::object_order(e, cid, w) else { return };
+                    let c = &mut e.ctl()[cid];
+                    let o = c.obj.as_mut().expect("involved");
+                    o.local = Some(local);
+                    let escapes = !o.escapes.is_empty();
+                    if local {
+                        // Ordered against its object only: the global order passes on at once.
+                        c.class = Class::Unordered;
+                        c.early = Some(Class::Unordered);
+                    }
+                    if escapes {
+                        e.count(Count::ObjectEscape);
+                    }
+                    if local {
+                        e.count(Count::ObjectLocal);
+                    }
+                    forward(e, cid, w);
+                }
+                let policy = Policy::of(e.ctl()[cid].class);
+                if policy.dispatch_needs_r || policy.dispatch_needs_w {
+                    let Some(tok) = token(e, cid, w) else { return };
+                    if !wait_fut(e, tok.r, w) {
+                        return;
+                    }
+                    if policy.dispatch_needs_w && !wait_fut(e, tok.w, w) {
+                        return;
+                    }
+                }
+                dispatch(e, cid);
+                if e.ctl()[cid].phase == Phase::Running {
+                    return;
+                }
+            }
+            Phase::Completed => {
+                let Some(tok) = token(e, cid, w) else { return };
+                return release_after(e, cid, tok, w);
+            }
+            Phase::Running | Phase::Finished => return,
+        }
+    }
+}
+
+fn dispatch<E: Env>(e: &mut E, cid: CtrlId) {
+    if let Some(p) = e.ctl().failed_at {
+        if order::position_of(e, cid).is_some_and(|q| q > p) {
+            // After a failed call in program order: CPython never makes this call.
+            let err = e.internal_error("RuntimeError", "poppy_jit: not run, an earlier call raised");
+            return fail(e, cid, err);
+        }
+    }
+    let now = Instant::now();
+    let ctl = e.ctl();
+    let c = &mut ctl[cid];
+    c.dispatched_at = Some(now);
+    c.dispatched = true;
+    let queue_wait_ns = c.ready_at.map(|t| now.duration_since(t).as_nanos() as u64);
+    let class = c.class;
+    ctl.in_flight += 1;
+    let in_flight = ctl.in_flight;
+    e.count(Count::Dispatched { class, queue_wait_ns });
+    e.count(Count::InFlight(in_flight));
+    match e.dispatch(cid) {
+        Some(r) => {
+            e.ctl().in_flight -= 1;
+            complete(e, cid, r);
+        }
+        None => e.ctl()[cid].phase = Phase::Running,
+    }
+}
+
+/// The host reports that task `cid` finished (ignored unless its controller is running).
+pub fn finished<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
+    let ctl = e.ctl();
+    if cid < ctl.ctrls.len() && ctl[cid].phase == Phase::Running {
+        ctl.in_flight -= 1;
+        complete(e, cid, r);
+    }
+}
+
+fn complete<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
+    e.ctl()[cid].done = true;
+    objects::wake_done(e, cid);
+    if let Ok(v) = &r {
+        if e.ctl()[cid].func.is_some() {
+            if let Some(k) = e.fresh_key(cid, v) {
+                e.ctl().owned.insert(k, cid);
+            }
+        }
+    }
+    let ctl = e.ctl();
+    if ctl.tracing {
+        ctl[cid].done_at = Some(Instant::now());
+    } else {
+        ctl[cid].argv.clear();
+    }
+    match r {
+        Ok(v) => {
+            e.bind_result(cid, v);
+            let ctl = e.ctl();
+            ctl[cid].phase = Phase::Completed;
+            let w = ctl.work[cid];
+            e.wake(w);
+        }
+        Err(err) => fail(e, cid, err),
+    }
+}
+
+/// The call raised, or cannot run because an argument is an error: its result is the error
+/// and its output futures never resolve.
+pub fn fail<E: Env>(e: &mut E, cid: CtrlId, err: E::Error) {
+    objects::wake_done(e, cid);
+    e.ctl().failures.push((cid, err.clone()));
+    e.bind_error(cid, err);
+    finish(e, cid);
+    if let Some(p) = order::position_of(e, cid) {
+        if e.ctl().failed_at.is_none_or(|q| p < q) {
+            e.ctl().failed_at = Some(p);
+            cancel_after(e, p);
+        }
+    }
+}
+
+/// Cancel the running calls that come after position `p` in program order (speculative
+/// ones; their results can no longer matter). Their outcomes still arrive through `wait`.
+fn cancel_after<E: Env>(e: &mut E, p: u64) {
+    for cid in 0..e.ctl().ctrls.len() {
+        if e.ctl()[cid].phase == Phase::Running && order::position_of(e, cid).is_some_and(|q| q > p) {
+            e.count(Count::Cancelled);
+            e.cancel(cid);
+        }
+    }
+}
+
+/// The failure a run raises: the one earliest in program order, with its call's source line
+/// and the ordered calls after it that had already been dispatched (possible only when it is an
+/// unordered call, which passes the order on before it finishes). None if no call failed at a
+/// known position.
+pub fn raised<E: Env>(e: &E) -> Option<(E::Error, u32, Vec<E::Prim>)> {
+    let ctl = e.ctl_ref();
+    if ctl.failures.is_empty() {
+        return None;
+    }
+    let pos = order::positions(e);
+    let (p, failed, err) = ctl
+        .failures
+        .iter()
+        .filter_map(|(cid, err)| pos[*cid].map(|p| (p, *cid, err.clone())))
+        .min_by_key(|(p, _, _)| *p)?;
+    let later: Vec<E::Prim> = ctl
+        .ctrls
+        .iter()
+        .enumerate()
+        .filter(|(c, ctrl)| ctrl.dispatched && ctrl.class != Class::Unordered && pos[*c].is_some_and(|q| q > p))
+        .filter_map(|(_, ctrl)| ctrl.func.clone())
+        .collect();
+    Some((err, ctl[failed].line, later))
+}

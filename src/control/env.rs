@@ -1,0 +1,113 @@
+//! The contract between the controllers and the evaluator that runs them: `Env`, what a
+//! controller needs from the evaluator (its variables and work queue, instantiation) and from the
+//! host behind it (classification, dispatch, object keys). The evaluator implements it; the
+//! controller code is generic over it, so after monomorphisation every call is direct.
+use super::state::{Controllers, CtrlId, SlotId, WorkId};
+use super::{Class, Token};
+
+/// A variable's value as far as a controller needs it.
+pub enum Read<T> {
+    /// Known.
+    Ready(T),
+    /// Not known yet; the work item that asked is woken when it is.
+    Pending,
+    /// Known, but not what was asked for (an error value).
+    Not,
+}
+
+/// A variable's value without waiting: a primitive, pending, or something else.
+pub enum Peek<P> {
+    Prim(P),
+    Pending,
+    Other,
+}
+
+/// What a call's callee turned out to be (`Env::callee`).
+pub enum Callee<P, E> {
+    /// Not known yet (the work item is woken when it is).
+    Pending,
+    /// A primitive the host runs: the call is external.
+    External(P),
+    /// An internal function, instantiated with [S, args...]: the slot of its (S', result) tuple,
+    /// retained for the controller.
+    Inlined(SlotId),
+    /// An error value, not callable, or instantiation failed.
+    Failed(E),
+}
+
+/// Counted events (the evaluator adds them to its run statistics).
+pub enum Count {
+    /// A call was dispatched, with how long it waited for its order since its arguments were
+    /// known.
+    Dispatched { class: Class, queue_wait_ns: Option<u64> },
+    /// Calls running at once.
+    InFlight(u64),
+    /// A running call was cancelled (an earlier call in program order failed).
+    Cancelled,
+    /// A call on an owned object was ordered against that object only.
+    ObjectLocal,
+    /// A call gave an owned object to something else.
+    ObjectEscape,
+}
+
+/// What a controller needs from the evaluator that runs it and the host behind it. Calls whose
+/// host operation involves the callee (or its keyword names) take the controller's id: the
+/// evaluator reads them from `ctl()[cid]` without copying.
+pub trait Env {
+    type Prim: Clone;
+    type Error: Clone;
+
+    fn ctl(&mut self) -> &mut Controllers<Self::Prim, Self::Error>;
+    fn ctl_ref(&self) -> &Controllers<Self::Prim, Self::Error>;
+    fn count(&mut self, what: Count);
+
+    // Variables and work items.
+
+    /// Queue work item `w` to be stepped.
+    fn wake(&mut self, w: WorkId);
+    /// Whether variable `s` is known; if not, `w` is woken when it is.
+    fn need_slot(&mut self, s: SlotId, w: WorkId) -> bool;
+    /// The ordering token variable `s` holds.
+    fn need_token(&mut self, s: SlotId, w: WorkId) -> Read<Token>;
+    /// The ordering token variable `s` holds, if it is known (no waiting).
+    fn peek_token(&self, s: SlotId) -> Option<Token>;
+    /// An argument: a primitive, pending, or something else.
+    fn peek(&self, s: SlotId) -> Peek<Self::Prim>;
+    /// An external call's argument as a primitive (a tuple of primitives is built into a host
+    /// tuple once every component is known); None after registering `w` to wait.
+    fn need_prim(&mut self, s: SlotId, w: WorkId) -> Option<Result<Self::Prim, Self::Error>>;
+    /// The primitive values and pending variables an argument is made of (looking into tuples).
+    fn arg_leaves(&self, s: SlotId, known: &mut Vec<Self::Prim>, pending: &mut Vec<SlotId>);
+    /// For a pending variable: the controller producing it and the variable it aliases, if any.
+    /// None if it is not pending.
+    fn pending_source(&self, s: SlotId) -> Option<(Option<CtrlId>, Option<SlotId>)>;
+    fn release_slot(&mut self, s: SlotId);
+
+    // Call results.
+
+    /// Controller `cid`'s callee: wait for it; an internal one is instantiated.
+    fn callee(&mut self, cid: CtrlId, w: WorkId) -> Callee<Self::Prim, Self::Error>;
+    /// An inlined body's (S', result) tuple `ret`: make the call's result follow its result and
+    /// return its S' (retained); `Not` after making the call's result an error.
+    fn link_inlined(&mut self, cid: CtrlId, ret: SlotId, w: WorkId) -> Read<SlotId>;
+    /// The call finished with `v`: bind its result variable.
+    fn bind_result(&mut self, cid: CtrlId, v: Self::Prim);
+    /// The call failed: its result variable is the error.
+    fn bind_error(&mut self, cid: CtrlId, e: Self::Error);
+
+    // The host (see `lambda_o::Host` for each).
+
+    fn classify_callee(&mut self, f: &Self::Prim) -> Option<Class>;
+    fn classify(&mut self, cid: CtrlId, argv: &[Self::Prim]) -> Class;
+    fn classify_hinted(&mut self, cid: CtrlId, args: &[Option<Self::Prim>]) -> Option<Class>;
+    fn result_hint(&mut self, cid: CtrlId, args: &[Option<Self::Prim>]) -> Option<Self::Prim>;
+    /// Start the call with its `argv`: Some(outcome) if it ran to completion at once.
+    fn dispatch(&mut self, cid: CtrlId) -> Option<Result<Self::Prim, Self::Error>>;
+    fn cancel(&mut self, cid: CtrlId);
+    fn internal_error(&mut self, kind: &str, msg: &str) -> Self::Error;
+    fn fresh_key(&mut self, cid: CtrlId, result: &Self::Prim) -> Option<u64>;
+    fn object_keys(&mut self, cid: CtrlId, args: &[Self::Prim]) -> Vec<u64>;
+    fn arg_keys(&mut self, args: &[Self::Prim]) -> Vec<u64>;
+    #[allow(clippy::type_complexity)]
+    fn scope(&mut self, cid: CtrlId, args: &[Self::Prim]) -> Option<(u64, Option<bool>, Vec<Self::Prim>)>;
+}

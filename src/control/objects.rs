@@ -1,0 +1,192 @@
+//! Per-object ordering (a refinement of PopPy §6.2): calls on lists, dicts and sets the run
+//! itself created are ordered against the other calls on that object, not against the global
+//! order, until the object escapes.
+//!
+//! Uses the program-order walk of `order` and the controller table; what a call's arguments
+//! are comes from the evaluator through `Env`.
+use super::env::Env;
+use super::state::{CtrlId, ObjInfo, Phase, SlotId, WorkId};
+use super::wait::{producer_along, resolve_fut, wait_fut};
+use super::order::{predecessor, Pred};
+
+/// Wake the work items waiting for call `cid` to finish (per-object ordering).
+pub(super) fn wake_done<E: Env>(e: &mut E, cid: CtrlId) {
+    if let Some(f) = e.ctl_ref()[cid].obj.as_ref().map(|o| o.done) {
+        resolve_fut(e, f);
+    }
+}
+
+/// What a call about to be ordered does to owned objects (None: nothing).
+pub(super) fn involvement<E: Env>(e: &mut E, cid: CtrlId, argv: &[E::Prim]) -> Option<Box<ObjInfo>> {
+    if e.ctl_ref().owned.is_empty() {
+        return None;
+    }
+    let mut keys = e.object_keys(cid, argv);
+    keys.retain(|k| e.ctl_ref().owned.contains_key(k));
+    if keys.is_empty() {
+        return None;
+    }
+    // A scoped operation: its receiver is touched; the other arguments' objects escape.
+    let touch = match e.scope(cid, argv).filter(|(k, _, _)| e.ctl_ref().owned.contains_key(k)) {
+        Some((k, write, rest)) => {
+            keys = e.arg_keys(&rest);
+            keys.retain(|o| e.ctl_ref().owned.contains_key(o));
+            match write {
+                // Touches no state of its receiver: its result stands for the object (a
+                // bound method), so calls that get that result while it is pending must be
+                // waited for (see `object_order`).
+                None if keys.is_empty() => {
+                    let done = e.ctl().futs.new_future();
+                    let info = ObjInfo { touch: None, escapes: Vec::new(), local: None, carries: Some(k), done };
+                    return Some(Box::new(info));
+                }
+                None => None,
+                // e.g. a list appended to itself: an escape
+                Some(_) if keys.contains(&k) => None,
+                Some(write) => Some((k, write)),
+            }
+        }
+        None => None,
+    };
+    keys.sort_unstable();
+    keys.dedup();
+    let done = e.ctl().futs.new_future();
+    Some(Box::new(ObjInfo { touch, escapes: keys, local: None, carries: None, done }))
+}
+
+/// Whether call `c`, still waiting for arguments, may involve one of `keys`: None if it
+/// cannot; Some(slot) to wait for (Some(None): its involvement will be known once it
+/// advances, which it is queued to do).
+fn may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], depth: u32) -> Option<Option<SlotId>> {
+    let mut known = Vec::new();
+    let mut pending = Vec::new();
+    for &a in &e.ctl_ref()[c].args {
+        e.arg_leaves(a, &mut known, &mut pending);
+    }
+    if e.object_keys(c, &known).iter().any(|k| keys.contains(k)) {
+        return Some(pending.first().copied());
+    }
+    for &p in &pending {
+        // The pending value is an external call's result (not an internal function's: that
+        // could return anything). Such a result is an owned object only if the object reached
+        // that call — as an argument (the call then lies on our walk, which deals with it) or
+        // through its callee (a bound method: a carrier).
+        let safe = match producer_along(e, p, true) {
+            Some(pc) if e.ctl_ref()[pc].func.is_some() => match e.ctl_ref()[pc].phase {
+                Phase::WaitArgs => depth < 16 && may_involve(e, pc, keys, depth + 1).is_none(),
+                Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => false,
+                _ => !e.ctl_ref()[pc].obj.as_ref().and_then(|o| o.carries).is_some_and(|k| keys.contains(&k)),
+            },
+            _ => false,
+        };
+        if !safe {
+            return Some(Some(p));
+        }
+    }
+    None
+}
+
+/// Per-object ordering of call `cid` (see `ObjInfo`): walk program order backwards from it
+/// to the creation of each owned object it involves, waiting for what must finish first.
+/// None: registered to wait; Some(true): it may skip the global order; Some(false): it
+/// follows the global order (its object escaped earlier, or it is itself an escape).
+pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<bool> {
+    let info = e.ctl_ref()[cid].obj.as_ref().expect("involved");
+    // (key, waits for every earlier operation on it (a write or an escape), is the receiver)
+    let mut active: Vec<(u64, bool, bool)> = info.escapes.iter().map(|&k| (k, true, false)).collect();
+    if let Some((k, write)) = info.touch {
+        active.push((k, write, true));
+    }
+    let mut escaped = false;
+    let mut cur = cid;
+    while !active.is_empty() {
+        let c = match predecessor(e, cur) {
+            Pred::Call(c) => c,
+            Pred::Start => break, // every earlier call was looked at
+            Pred::Unknown => {
+                // Its input order is not known yet: wait for it (an error value: no order).
+                let seq = e.ctl_ref()[cur].seq;
+                return e.need_slot(seq, w).then_some(false);
+            }
+        };
+        match e.ctl_ref()[c].phase {
+            Phase::WaitCallee => {
+                let callee = e.ctl_ref()[c].callee;
+                if e.need_slot(callee, w) {
+                    e.wake(w);
+                }
+                return None;
+            }
+            Phase::WaitArgs => {
+                // Its arguments decide whether it involves our objects. It cannot if none of
+                // the known ones is one and every pending one is the result of an external
+                // call that does not carry one: an external's result is an owned object
+                // only if the object escaped to it, and that escape lies on our walk.
+                let keys: Vec<u64> = active.iter().map(|a| a.0).collect();
+                if let Some(p) = may_involve(e, c, &keys, 0) {
+                    match p {
+                        Some(slot) => {
+                            e.need_slot(slot, w);
+                        }
+                        None => e.wake(w), // it is queued to advance first
+                    }
+                    return None;
+                }
+                cur = c;
+                continue;
+            }
+            Phase::Inlined { ret: next } | Phase::InlinedOrder { seq: next } => {
+                // An internal call whose body's order is not linked in yet.
+                if e.need_slot(next, w) {
+                    e.wake(w);
+                }
+                return None;
+            }
+            _ => {}
+        }
+        let ctrl = &e.ctl_ref()[c];
+        let finished = ctrl.done || ctrl.phase == Phase::Finished;
+        let (touch, local, escapes) = match ctrl.obj.as_ref() {
+            Some(o) => (o.touch, o.local, o.escapes.clone()),
+            None => (None, None, Vec::new()),
+        };
+        let mut i = 0;
+        while i < active.len() {
+            let (k, all, is_touch) = active[i];
+            if e.ctl_ref().owned.get(&k) == Some(&c) {
+                active.swap_remove(i); // its creation: nothing earlier can reach it
+                continue;
+            }
+            if let Some((_, cwrite)) = touch.filter(|(tk, _)| *tk == k) {
+                if local == Some(false) {
+                    // An earlier operation on it follows the global order: so does this one.
+                    escaped |= is_touch;
+                    active.swap_remove(i);
+                    continue;
+                }
+                if (cwrite || all) && !finished {
+                    let done = e.ctl_ref()[c].obj.as_ref().expect("involved").done;
+                    if !wait_fut(e, done, w) {
+                        return None;
+                    }
+                }
+                if cwrite || (!all && local == Some(true)) {
+                    // A write finished after everything before it; a decided read saw the
+                    // last write finished — either way nothing earlier matters for us.
+                    active.swap_remove(i);
+                    continue;
+                }
+            } else if escapes.contains(&k) {
+                // An escape: it waited for the operations before it, and it (like everything
+                // after it on this object) follows the global order.
+                escaped |= is_touch;
+                active.swap_remove(i);
+                continue;
+            }
+            i += 1;
+        }
+        cur = c;
+    }
+    let touch = e.ctl_ref()[cid].obj.as_ref().and_then(|o| o.touch);
+    Some(touch.is_some() && !escaped)
+}

@@ -1,0 +1,260 @@
+//! The state of a run's controllers, as data: the identifiers the controllers and the evaluator
+//! share, a controller's record (`Ctrl`) and life (`Phase`), per-object ordering's record
+//! (`ObjInfo`), and the table of a run's controllers (`Controllers`) with its futures.
+//! The bottom of the room: every other module of `control` uses it; it uses none of them.
+use super::{Class, FutId, Futures, Token};
+use std::collections::HashMap;
+use std::ops::{Index, IndexMut};
+use std::time::Instant;
+
+/// A variable of the evaluator (opaque here).
+pub type SlotId = usize;
+/// A work item of the evaluator (opaque here): what futures and variables wake.
+pub type WorkId = usize;
+
+/// A controller, by its index in the run's `Controllers` (also the call's host task id).
+pub type CtrlId = usize;
+
+/// No controller (`Controllers::fut_owner`).
+const NONE: u32 = u32::MAX;
+
+/// Where a controller is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for the callee itself (it may still turn out to be an internal function).
+    WaitCallee,
+    /// The callee was internal: its body runs; waiting for the body's result tuple.
+    Inlined { ret: SlotId },
+    /// The callee was internal: passing the body's final order on as this call's F_R'/F_W'.
+    InlinedOrder { seq: SlotId },
+    /// Waiting for the callee's arguments.
+    WaitArgs,
+    /// Class known; waiting for the order its class requires.
+    WaitOrder,
+    /// Dispatched, not finished.
+    Running,
+    /// Finished successfully; resolving F_R'/F_W'.
+    Completed,
+    /// Nothing left to do: outputs resolved, or the call failed / can never run.
+    Finished,
+}
+
+/// One queued call.
+pub struct Ctrl<P> {
+    pub seq: SlotId,
+    /// The callee's slot and, once known, its value.
+    pub callee: SlotId,
+    /// Source line of the call (0 when unknown).
+    pub line: u32,
+    pub func: Option<P>,
+    pub args: Vec<SlotId>,
+    pub kwnames: Vec<String>,
+    pub result: SlotId,
+    pub out: Token,
+    pub phase: Phase,
+    pub class: Class,
+    /// The class once known: from the callee alone before the arguments are, from type hints of
+    /// pending arguments, or classified.
+    pub early: Option<Class>,
+    /// `early` came from type hints: the real class must not be stricter.
+    pub hinted: bool,
+    /// A stand-in for this call's result, for hinting calls that consume it.
+    pub hint: Option<P>,
+    pub argv: Vec<P>,
+    /// The input order, once read (kept for program-order positions after `seq` is released).
+    pub in_tok: Option<Token>,
+    /// Slots this controller keeps alive until it finishes (its S, callee, arguments, result,
+    /// and an inlined body's result).
+    pub held: Vec<SlotId>,
+    pub dispatched: bool,
+    pub done: bool,
+    /// Per-object ordering: what this call does to objects the run created (None: nothing).
+    pub obj: Option<Box<ObjInfo>>,
+    /// Timings: queued and done only when tracing; ready and dispatched for queue-wait stats.
+    pub queued_at: Option<Instant>,
+    pub ready_at: Option<Instant>,
+    pub dispatched_at: Option<Instant>,
+    pub done_at: Option<Instant>,
+}
+
+impl<P> Ctrl<P> {
+    /// A call just reached by the evaluator: `out` is its successor's token, `held` the slots
+    /// the evaluator retained for it. With the callee known it waits for its arguments;
+    /// otherwise first for the callee.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn new(
+        seq: SlotId,
+        callee: SlotId,
+        func: Option<P>,
+        args: Vec<SlotId>,
+        kwnames: Vec<String>,
+        result: SlotId,
+        out: Token,
+        line: u32,
+        early: Option<Class>,
+        held: Vec<SlotId>,
+        queued_at: Option<Instant>,
+    ) -> Ctrl<P> {
+        let phase = if func.is_some() { Phase::WaitArgs } else { Phase::WaitCallee };
+        Ctrl {
+            seq,
+            callee,
+            line,
+            func,
+            args,
+            kwnames,
+            result,
+            out,
+            phase,
+            class: Class::Sequential,
+            early,
+            hinted: false,
+            hint: None,
+            argv: Vec::new(),
+            in_tok: None,
+            held,
+            dispatched: false,
+            done: false,
+            obj: None,
+            queued_at,
+            ready_at: None,
+            dispatched_at: None,
+            done_at: None,
+        }
+    }
+}
+
+/// The controllers of one run and the ordering state they share.
+pub struct Controllers<P, E> {
+    pub ctrls: Vec<Ctrl<P>>,
+    /// The evaluator's work item of each controller.
+    pub work: Vec<WorkId>,
+    pub futs: Futures,
+    /// Dispatched calls still running.
+    pub in_flight: u64,
+    /// External calls that raised (or could not run because an argument was an error), in the
+    /// order they failed.
+    pub failures: Vec<(CtrlId, E)>,
+    /// Keep call arguments and timings for the run's call records.
+    pub tracing: bool,
+    /// The controller that created each output future F_R', by future (to recover program order).
+    pub(super) fut_owner: Vec<u32>,
+    /// For a call that was inlined after waiting for its callee: its F_R' → the F_R of the
+    /// body's final order (program order continues through the body's calls).
+    pub(super) bridge: HashMap<FutId, FutId>,
+    /// Program-order position of the earliest failed call known so far: calls after it are
+    /// speculative (CPython never reaches them), so they are cancelled or not dispatched.
+    pub(super) failed_at: Option<u64>,
+    /// Memoised program-order positions by controller (u64::MAX: not known yet).
+    pub(super) pos_memo: Vec<u64>,
+    /// Owned objects (see `ObjInfo`) by key, with the controller that created each.
+    pub(super) owned: HashMap<u64, CtrlId>,
+}
+
+impl<P, E> Default for Controllers<P, E> {
+    fn default() -> Self {
+        Controllers {
+            ctrls: Vec::new(),
+            work: Vec::new(),
+            futs: Futures::default(),
+            in_flight: 0,
+            failures: Vec::new(),
+            tracing: false,
+            fut_owner: Vec::new(),
+            bridge: HashMap::new(),
+            failed_at: None,
+            pos_memo: Vec::new(),
+            owned: HashMap::new(),
+        }
+    }
+}
+
+impl<P, E> Index<CtrlId> for Controllers<P, E> {
+    type Output = Ctrl<P>;
+    #[inline]
+    fn index(&self, cid: CtrlId) -> &Ctrl<P> {
+        &self.ctrls[cid]
+    }
+}
+
+impl<P, E> IndexMut<CtrlId> for Controllers<P, E> {
+    #[inline]
+    fn index_mut(&mut self, cid: CtrlId) -> &mut Ctrl<P> {
+        &mut self.ctrls[cid]
+    }
+}
+
+impl<P, E> Controllers<P, E> {
+    /// Forget every controller and future, keeping the allocations (for the next run).
+    pub fn clear(&mut self) {
+        self.ctrls.clear();
+        self.work.clear();
+        self.futs.clear();
+        self.in_flight = 0;
+        self.failures.clear();
+        self.tracing = false;
+        self.fut_owner.clear();
+        self.bridge.clear();
+        self.failed_at = None;
+        self.pos_memo.clear();
+        self.owned.clear();
+    }
+
+    /// Bytes of the vectors `clear` keeps.
+    pub fn bytes(&self) -> usize {
+        self.ctrls.capacity() * std::mem::size_of::<Ctrl<P>>()
+            + self.fut_owner.capacity() * 4
+            + (self.work.capacity() + self.pos_memo.capacity()) * 8
+    }
+
+    /// A fresh ordering token (two unresolved futures).
+    #[inline]
+    pub fn new_token(&mut self) -> Token {
+        Token { r: self.futs.new_future(), w: self.futs.new_future() }
+    }
+
+    /// An ordering token that is already released (a run's initial order).
+    #[inline]
+    pub fn released_token(&mut self) -> Token {
+        Token { r: self.futs.new_resolved(), w: self.futs.new_resolved() }
+    }
+
+    /// Add a controller, stepped by the evaluator's work item `w`; returns its id.
+    #[inline]
+    pub fn add(&mut self, ctrl: Ctrl<P>, w: WorkId) -> CtrlId {
+        let cid = self.ctrls.len();
+        let r = ctrl.out.r;
+        self.ctrls.push(ctrl);
+        if self.fut_owner.len() <= r {
+            self.fut_owner.resize(r + 1, NONE);
+        }
+        self.fut_owner[r] = cid as u32;
+        self.work.push(w);
+        cid
+    }
+
+    /// The controller whose F_R' is future `f`, if any.
+    #[inline]
+    pub(super) fn owner(&self, f: FutId) -> Option<CtrlId> {
+        self.fut_owner.get(f).copied().filter(|&o| o != NONE).map(|o| o as CtrlId)
+    }
+}
+
+/// A call's involvement with *owned* objects — lists, dicts and sets the run itself created
+/// (`Host::fresh_key`). No call before an object's creation in program order can reach it, so
+/// operations that touch only their owned receiver (`Host::scope`) are ordered against the other
+/// operations on that object, not against the global order — until a call gets the object as an
+/// argument in any other way (an *escape*), after which it follows the global order again.
+pub struct ObjInfo {
+    /// The owned receiver and whether the operation writes it.
+    pub(super) touch: Option<(u64, bool)>,
+    /// Owned objects among the arguments (other than the receiver).
+    pub(super) escapes: Vec<u64>,
+    /// Decided: Some(true) when the operation skips the global order.
+    pub(super) local: Option<bool>,
+    /// The owned object its result holds without touching it (`getattr(lst, "append")`).
+    pub(super) carries: Option<u64>,
+    /// Resolved when this call finishes (later operations on the object wait for it).
+    pub(super) done: usize,
+}

@@ -1,0 +1,291 @@
+//! The policy table of the module doc, checked on controllers alone: a small `Env` with
+//! variables in a vector and calls that finish when the test says so (no evaluator, no host).
+use super::*;
+use std::collections::{HashMap, VecDeque};
+
+#[derive(Clone)]
+enum V {
+    Tok(Token),
+    Prim(i64),
+    Err(String),
+}
+
+#[derive(Default)]
+struct Mock {
+    ctl: Controllers<i64, String>,
+    vars: Vec<Option<V>>,
+    waiters: Vec<Vec<WorkId>>,
+    ready: VecDeque<WorkId>,
+    /// Class of each callee (a callee is a number).
+    classes: HashMap<i64, Class>,
+    dispatched: Vec<i64>,
+    cancelled: Vec<CtrlId>,
+    /// The order token the next call reads.
+    seq: SlotId,
+}
+
+impl Mock {
+    fn new(classes: &[(i64, Class)]) -> Mock {
+        let mut m = Mock { classes: classes.iter().copied().collect(), ..Mock::default() };
+        let start = m.ctl.released_token();
+        m.seq = m.var(Some(V::Tok(start)));
+        m
+    }
+
+    fn var(&mut self, v: Option<V>) -> SlotId {
+        self.vars.push(v);
+        self.waiters.push(Vec::new());
+        self.vars.len() - 1
+    }
+
+    fn set(&mut self, s: SlotId, v: V) {
+        assert!(self.vars[s].is_none());
+        self.vars[s] = Some(v);
+        for w in std::mem::take(&mut self.waiters[s]) {
+            self.ready.push_back(w);
+        }
+    }
+
+    /// Queue a call of `f` with one argument (pending when `arg` is None), in program order.
+    fn call(&mut self, f: i64, arg: Option<i64>) -> (CtrlId, SlotId) {
+        let callee = self.var(Some(V::Prim(f)));
+        let a = self.var(arg.map(V::Prim));
+        let result = self.var(None);
+        let out = self.ctl.new_token();
+        let cid = self.ctl.ctrls.len();
+        let ctrl = Ctrl::new(self.seq, callee, Some(f), vec![a], Vec::new(), result, out, 0, None, Vec::new(), None);
+        self.seq = self.var(Some(V::Tok(out)));
+        self.ctl.add(ctrl, cid);
+        self.ready.push_back(cid);
+        (cid, a)
+    }
+
+    fn run(&mut self) {
+        while let Some(w) = self.ready.pop_front() {
+            advance(self, w, w);
+        }
+    }
+
+    fn out(&self, cid: CtrlId) -> (bool, bool) {
+        let t = self.ctl[cid].out;
+        (self.ctl.futs.is_done(t.r), self.ctl.futs.is_done(t.w))
+    }
+}
+
+impl Env for Mock {
+    type Prim = i64;
+    type Error = String;
+    fn ctl(&mut self) -> &mut Controllers<i64, String> {
+        &mut self.ctl
+    }
+    fn ctl_ref(&self) -> &Controllers<i64, String> {
+        &self.ctl
+    }
+    fn count(&mut self, _: Count) {}
+    fn wake(&mut self, w: WorkId) {
+        self.ready.push_back(w);
+    }
+    fn need_slot(&mut self, s: SlotId, w: WorkId) -> bool {
+        self.vars[s].is_some() || {
+            self.waiters[s].push(w);
+            false
+        }
+    }
+    fn need_token(&mut self, s: SlotId, w: WorkId) -> Read<Token> {
+        match &self.vars[s] {
+            Some(V::Tok(t)) => Read::Ready(*t),
+            Some(_) => Read::Not,
+            None => {
+                self.waiters[s].push(w);
+                Read::Pending
+            }
+        }
+    }
+    fn peek_token(&self, s: SlotId) -> Option<Token> {
+        match &self.vars[s] {
+            Some(V::Tok(t)) => Some(*t),
+            _ => None,
+        }
+    }
+    fn peek(&self, s: SlotId) -> Peek<i64> {
+        match &self.vars[s] {
+            Some(V::Prim(p)) => Peek::Prim(*p),
+            Some(_) => Peek::Other,
+            None => Peek::Pending,
+        }
+    }
+    fn need_prim(&mut self, s: SlotId, w: WorkId) -> Option<Result<i64, String>> {
+        match &self.vars[s] {
+            Some(V::Prim(p)) => Some(Ok(*p)),
+            Some(V::Err(e)) => Some(Err(e.clone())),
+            Some(V::Tok(_)) => Some(Err("an order is no argument".into())),
+            None => {
+                self.waiters[s].push(w);
+                None
+            }
+        }
+    }
+    fn arg_leaves(&self, s: SlotId, known: &mut Vec<i64>, pending: &mut Vec<SlotId>) {
+        match &self.vars[s] {
+            Some(V::Prim(p)) => known.push(*p),
+            Some(_) => {}
+            None => pending.push(s),
+        }
+    }
+    fn pending_source(&self, s: SlotId) -> Option<(Option<CtrlId>, Option<SlotId>)> {
+        self.vars[s].is_none().then_some((None, None))
+    }
+    fn release_slot(&mut self, _: SlotId) {}
+    fn callee(&mut self, cid: CtrlId, _: WorkId) -> Callee<i64, String> {
+        Callee::External(self.ctl[cid].func.expect("callees are known"))
+    }
+    fn link_inlined(&mut self, _: CtrlId, _: SlotId, _: WorkId) -> Read<SlotId> {
+        unreachable!("no internal functions here")
+    }
+    fn bind_result(&mut self, cid: CtrlId, v: i64) {
+        self.set(self.ctl[cid].result, V::Prim(v));
+    }
+    fn bind_error(&mut self, cid: CtrlId, e: String) {
+        self.set(self.ctl[cid].result, V::Err(e));
+    }
+    fn classify_callee(&mut self, _: &i64) -> Option<Class> {
+        None
+    }
+    fn classify(&mut self, cid: CtrlId, _: &[i64]) -> Class {
+        self.classes[&self.ctl[cid].func.unwrap()]
+    }
+    fn classify_hinted(&mut self, _: CtrlId, _: &[Option<i64>]) -> Option<Class> {
+        None
+    }
+    fn result_hint(&mut self, _: CtrlId, _: &[Option<i64>]) -> Option<i64> {
+        None
+    }
+    fn dispatch(&mut self, cid: CtrlId) -> Option<Result<i64, String>> {
+        self.dispatched.push(self.ctl[cid].func.unwrap());
+        None
+    }
+    fn cancel(&mut self, cid: CtrlId) {
+        self.cancelled.push(cid);
+    }
+    fn internal_error(&mut self, kind: &str, msg: &str) -> String {
+        format!("{kind}: {msg}")
+    }
+    fn fresh_key(&mut self, _: CtrlId, _: &i64) -> Option<u64> {
+        None
+    }
+    fn object_keys(&mut self, _: CtrlId, _: &[i64]) -> Vec<u64> {
+        Vec::new()
+    }
+    fn arg_keys(&mut self, _: &[i64]) -> Vec<u64> {
+        Vec::new()
+    }
+    fn scope(&mut self, _: CtrlId, _: &[i64]) -> Option<(u64, Option<bool>, Vec<i64>)> {
+        None
+    }
+}
+
+const U: i64 = 1;
+const R: i64 = 2;
+const S: i64 = 3;
+const S2: i64 = 4;
+const CLASSES: [(i64, Class); 4] =
+    [(U, Class::Unordered), (R, Class::Readonly), (S, Class::Sequential), (S2, Class::Sequential)];
+
+#[test]
+fn an_unordered_call_forwards_f_r_and_f_w_before_it_finishes() {
+    let mut m = Mock::new(&CLASSES);
+    let (u, _) = m.call(U, Some(0));
+    m.call(S, Some(0));
+    m.run();
+    assert_eq!(m.out(u), (true, true));
+    // The sequential call after it runs while it is still running.
+    assert_eq!(m.dispatched, vec![U, S]);
+}
+
+#[test]
+fn a_readonly_call_forwards_f_r_and_releases_f_w_when_done() {
+    let mut m = Mock::new(&CLASSES);
+    let (r, _) = m.call(R, Some(0));
+    let (s, _) = m.call(S, Some(0));
+    m.call(R, Some(0));
+    m.run();
+    assert_eq!(m.out(r), (true, false));
+    assert_eq!(m.dispatched, vec![R]);
+    finished(&mut m, r, Ok(0));
+    m.run();
+    assert_eq!(m.out(r), (true, true));
+    // The second readonly call needs F_R, which the sequential call holds until it is done.
+    assert_eq!(m.dispatched, vec![R, S]);
+    finished(&mut m, s, Ok(0));
+    m.run();
+    assert_eq!(m.out(s), (true, true));
+    assert_eq!(m.dispatched, vec![R, S, R]);
+}
+
+#[test]
+fn a_call_forwards_nothing_until_its_class_is_known() {
+    let mut m = Mock::new(&CLASSES);
+    let (u, arg) = m.call(U, None);
+    m.call(S, Some(0));
+    m.run();
+    assert_eq!(m.out(u), (false, false));
+    assert!(m.dispatched.is_empty());
+    m.set(arg, V::Prim(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, S]);
+}
+
+#[test]
+fn after_a_failed_call_later_calls_are_held_cancelled_or_not_run() {
+    let mut m = Mock::new(&CLASSES);
+    let (s, _) = m.call(S, Some(0));
+    m.call(S2, Some(0));
+    let (u, _) = m.call(U, Some(0));
+    let (late, arg) = m.call(U, None);
+    m.run();
+    // Unordered calls wait for no order: the first one runs at once (speculatively).
+    assert_eq!(m.dispatched, vec![S, U]);
+    finished(&mut m, s, Err("boom".into()));
+    m.run();
+    assert_eq!(m.out(s), (false, false));
+    assert_eq!(m.cancelled, vec![u]);
+    // The second one's argument comes after the failure: it is not run at all.
+    m.set(arg, V::Prim(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![S, U]);
+    assert!(matches!(&m.vars[m.ctl[late].result], Some(V::Err(e)) if e.contains("earlier call raised")));
+    assert_eq!(raised(&m).map(|(e, _, later)| (e, later)), Some(("boom".to_string(), vec![])));
+}
+
+#[test]
+fn a_failed_unordered_call_is_raised_with_the_ordered_calls_that_ran_after_it() {
+    let mut m = Mock::new(&CLASSES);
+    let (u, _) = m.call(U, Some(0));
+    let (s, _) = m.call(S, Some(0));
+    m.run();
+    finished(&mut m, s, Ok(0));
+    finished(&mut m, u, Err("boom".into()));
+    m.run();
+    assert_eq!(raised(&m).map(|(e, _, later)| (e, later)), Some(("boom".to_string(), vec![S])));
+}
+
+#[test]
+fn a_running_call_whose_input_order_fails_still_reports_and_leaves_nothing_in_flight() {
+    // An unordered call dispatched before its input order is known; the order then turns out
+    // to be an error (an earlier statement raised). Its outcome must still be taken, or the
+    // evaluator waits forever for a call it no longer counts as running.
+    let mut m = Mock::new(&CLASSES);
+    m.seq = m.var(None);
+    let seq = m.seq;
+    let (u, _) = m.call(U, Some(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U]);
+    m.set(seq, V::Err("earlier failure".into()));
+    m.run();
+    assert_eq!(m.ctl.in_flight, 1);
+    finished(&mut m, u, Ok(7));
+    m.run();
+    assert_eq!(m.ctl.in_flight, 0);
+    assert!(matches!(m.vars[m.ctl[u].result], Some(V::Prim(7))));
+    assert_eq!(m.ctl[u].phase, Phase::Finished);
+}

@@ -1,0 +1,230 @@
+//! Making one external call: a global load or a decorated external on a Rust fast path (the
+//! undecorated function, called through vectorcall), `async def` externals as tasks,
+//! `blocking=True` externals and `time.sleep` on the executor, anything else inline. A
+//! KeyboardInterrupt or SystemExit from a synchronous call aborts the run.
+use super::callee::Callee;
+use super::{pool, PyErrRef, PyHost};
+use crate::lambda_o::{Dispatch, TaskId};
+use crate::pyobj::{GlobalLoader, Obj};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+
+/// Split λO call arguments into Python positional args and keyword args.
+fn call_args<'py>(
+    py: Python<'py>,
+    args: &[Obj],
+    kwnames: &[String],
+) -> PyResult<(Bound<'py, PyTuple>, Option<Bound<'py, PyDict>>)> {
+    let npos = args.len() - kwnames.len();
+    let pos = PyTuple::new_bound(py, args[..npos].iter().map(|a| a.bind(py)));
+    if kwnames.is_empty() {
+        return Ok((pos, None));
+    }
+    let kw = PyDict::new_bound(py);
+    for (k, v) in kwnames.iter().zip(&args[npos..]) {
+        kw.set_item(k, v.bind(py))?;
+    }
+    Ok((pos, Some(kw)))
+}
+
+/// `f(*positional, **keywords)` through the vectorcall protocol: no argument tuple or keyword
+/// dict is built (the last `kwnames.len()` of `args` are the keyword values).
+fn vcall<'py>(py: Python<'py>, f: &Bound<'py, PyAny>, args: &[Obj], kwnames: &[String]) -> PyResult<Bound<'py, PyAny>> {
+    let mut small = [std::ptr::null_mut::<pyo3::ffi::PyObject>(); 8];
+    let mut big = Vec::new();
+    let ptrs: &[*mut pyo3::ffi::PyObject] = if args.len() <= small.len() {
+        for (slot, a) in small.iter_mut().zip(args) {
+            *slot = a.as_ptr();
+        }
+        &small[..args.len()]
+    } else {
+        big.extend(args.iter().map(|a| a.as_ptr()));
+        &big
+    };
+    let kw = (!kwnames.is_empty()).then(|| PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k))));
+    let npos = args.len() - kwnames.len();
+    // SAFETY: the argument pointers are borrowed from `args`, alive for the whole call; the
+    // kwnames tuple (if any) is alive until the end of this function; the GIL is held (`py`).
+    unsafe {
+        let r = pyo3::ffi::PyObject_Vectorcall(
+            f.as_ptr(),
+            ptrs.as_ptr(),
+            npos,
+            kw.as_ref().map_or(std::ptr::null_mut(), |k| k.as_ptr()),
+        );
+        Bound::from_owned_ptr_or_err(py, r)
+    }
+}
+
+pub(super) fn dispatch<'py>(h: &mut PyHost<'py>, task: TaskId, f: &Obj, args: &[Obj], kwnames: &[String]) -> Dispatch<Obj, PyErrRef> {
+    if let Some(e) = &h.abort {
+        return Dispatch::Done(Err(e.clone()));
+    }
+    let d = match h.try_dispatch(task, f, args, kwnames) {
+        Ok(d) => d,
+        Err(e) => Dispatch::Done(Err(PyErrRef::new(e))),
+    };
+    if let Dispatch::Done(Err(e)) = &d {
+        let py = h.py;
+        let v = e.0.value_bound(py);
+        if v.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>() || v.is_instance_of::<pyo3::exceptions::PySystemExit>() {
+            h.abort = Some(e.clone());
+        }
+    }
+    d
+}
+
+impl<'py> PyHost<'py> {
+    fn try_dispatch(
+        &mut self,
+        task: TaskId,
+        f: &Obj,
+        args: &[Obj],
+        kwnames: &[String],
+    ) -> PyResult<Dispatch<Obj, PyErrRef>> {
+        let py = self.py;
+        let callee = self.callee(f);
+        if let Callee::Loader = &*callee {
+            return Ok(Dispatch::Done(self.eager_global(f, &args[0]).map_err(PyErrRef::new)));
+        }
+        if let Callee::External { inner, is_async, blocking, .. } = &*callee {
+            // Call the undecorated function directly (the decorator's wrapper would block).
+            let inner = inner.bind(py);
+            if *is_async {
+                let coro = match vcall(py, inner, args, kwnames) {
+                    Ok(c) => c,
+                    Err(e) => return Ok(Dispatch::Done(Err(PyErrRef::new(e)))),
+                };
+                let ex = self.executor()?;
+                let t = ex.create_task.call1((coro,))?;
+                ex.watch(py, task, t)?;
+                return Ok(Dispatch::Pending);
+            }
+            if *blocking {
+                // On a runtime-owned worker thread (pool.rs); inline once the pool is closed.
+                let (pos, kw) = call_args(py, args, kwnames)?;
+                let ex = self.executor()?;
+                let call = Bound::new(py, pool::BlockingCall::new())?;
+                if pool::submit(py, inner, pos.clone(), kw.clone(), &ex.loop_, &call)? {
+                    ex.watch(py, task, call.into_any())?;
+                    return Ok(Dispatch::Pending);
+                }
+            }
+            let r = vcall(py, inner, args, kwnames).map(|v| v.unbind());
+            return Ok(Dispatch::Done(self.guard_after(f, r).map_err(PyErrRef::new)));
+        }
+        if let Some(dur) = pool::timer_duration(py, f, args, kwnames) {
+            // `time.sleep(x)`: a timer task (pool.rs) instead of stalling this thread; inline once
+            // the executor is closed.
+            let ex = self.executor()?;
+            let call = Bound::new(py, pool::BlockingCall::new())?;
+            if pool::start_timer(py, dur, &ex.loop_, &call)? {
+                ex.watch(py, task, call.into_any())?;
+                return Ok(Dispatch::Pending);
+            }
+        }
+        let r = vcall(py, f.bind(py), args, kwnames).map(|v| v.unbind());
+        Ok(Dispatch::Done(self.guard_after(f, r).map_err(PyErrRef::new)))
+    }
+
+    /// An eager global read (the loader), recorded for the guard.
+    pub(super) fn eager_global(&mut self, f: &Obj, name: &Obj) -> PyResult<Obj> {
+        let py = self.py;
+        let loader = f.bind(py).downcast::<GlobalLoader>()?;
+        let v = loader.get().lookup(py, name.bind(py))?;
+        self.guard.record(py, loader, name, &v)?;
+        Ok(v)
+    }
+
+    /// The result of a synchronous call `f`, or the guard's error if it rebound a global the run
+    /// had read eagerly (the run is then aborted with it).
+    fn guard_after(&mut self, f: &Obj, r: PyResult<Obj>) -> PyResult<Obj> {
+        let py = self.py;
+        if let Err(e) = self.guard.check(py, &|| call_name(py, f)) {
+            self.abort = Some(PyErrRef::new(e.clone_ref(py)));
+            return Err(e);
+        }
+        r
+    }
+}
+
+/// The guard on globals read eagerly (the module scan, `pipeline::globals`, cannot see every
+/// rebinding: `setattr(sys.modules[...], ...)` from another module). For each globals dict the
+/// run's loaders read: its version tag when last checked and each name read with the object it
+/// gave. After every synchronous call (one integer compare when the dict did not change) and at
+/// each eager read, a name now bound to another object fails the run with a RuntimeError naming
+/// the global and the call, and is marked rebindable, so the next translation reads it in
+/// program order.
+#[derive(Default)]
+pub(super) struct GlobalsGuard {
+    dicts: Vec<GuardedDict>,
+}
+
+struct GuardedDict {
+    loader: Py<GlobalLoader>,
+    version: u64,
+    read: std::collections::HashMap<usize, (Obj, Obj)>,
+}
+
+impl GlobalsGuard {
+    /// Record an eager read of `name` through `loader` that gave `value`; Err if the same name
+    /// gave another object earlier in the run.
+    pub(super) fn record(&mut self, py: Python<'_>, loader: &Bound<'_, GlobalLoader>, name: &Obj, value: &Obj) -> PyResult<()> {
+        let globals = loader.get().globals().bind(py).clone().into_any();
+        let i = match self.dicts.iter().position(|d| d.loader.bind(py).get().globals().bind(py).is(&globals)) {
+            Some(i) => i,
+            None => {
+                let version = crate::pipeline::globals::dict_version(&globals);
+                self.dicts.push(GuardedDict { loader: loader.clone().unbind(), version, read: Default::default() });
+                self.dicts.len() - 1
+            }
+        };
+        let d = &mut self.dicts[i];
+        match d.read.get(&(name.as_ptr() as usize)) {
+            Some((_, old)) if !old.is(value) => Err(rebound(py, &globals, name.bind(py), "a call that completed earlier")),
+            Some(_) => Ok(()),
+            None => {
+                d.read.insert(name.as_ptr() as usize, (name.clone_ref(py), value.clone_ref(py)));
+                Ok(())
+            }
+        }
+    }
+
+    /// After `call` completed: Err if a name read eagerly is now bound to another object.
+    pub(super) fn check(&mut self, py: Python<'_>, call: &dyn Fn() -> String) -> PyResult<()> {
+        for d in &mut self.dicts {
+            let loader = d.loader.bind(py).get();
+            let globals = loader.globals().bind(py).clone().into_any();
+            let version = crate::pipeline::globals::dict_version(&globals);
+            if version == d.version {
+                continue;
+            }
+            d.version = version;
+            for (name, old) in d.read.values() {
+                let now = loader.lookup(py, name.bind(py)).ok();
+                if !now.is_some_and(|n| n.is(old)) {
+                    return Err(rebound(py, &globals, name.bind(py), &call()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn rebound(py: Python<'_>, globals: &Bound<'_, PyAny>, name: &Bound<'_, PyAny>, by: &str) -> PyErr {
+    crate::pipeline::globals::mark_rebindable(py, globals, name);
+    pyo3::exceptions::PyRuntimeError::new_err(format!(
+        "poppy_jit: global '{name}' was rebound by {by} while the @poppy run had already read it \
+         (not in program order); the run cannot go on with the stale value. Later calls read \
+         '{name}' in program order"
+    ))
+}
+
+fn call_name(py: Python<'_>, f: &Obj) -> String {
+    let b = f.bind(py);
+    let q = b.getattr("__qualname__").and_then(|q| q.extract::<String>()).unwrap_or_else(|_| "<callable>".into());
+    match b.getattr("__module__").and_then(|m| m.extract::<String>()) {
+        Ok(m) if m != "builtins" => format!("{m}.{q}()"),
+        _ => format!("{q}()"),
+    }
+}

@@ -1,0 +1,86 @@
+//! A failed run's exception as CPython would show it: traceback entries for the @poppy frames the
+//! run replaced (`poppy_jit._traceback`), notes (PEP 678) for what they cannot show, and Python
+//! exceptions for the evaluator's own errors.
+use super::{PyErrRef, PyHost};
+use crate::pyobj::Obj;
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+
+pub(super) fn note_failure<'py>(h: &mut PyHost<'py>, e: PyErrRef, line: u32, later: Vec<Obj>) -> PyErrRef {
+    // The @poppy function's frame is not on the stack while λO runs: put the entries CPython
+    // would have had into the traceback (poppy_jit._traceback), with a note (PEP 678) for
+    // what they cannot show.
+    let py = h.py;
+    let err = e.to_pyerr(py);
+    let value = err.value_bound(py).clone();
+    // A fetched error keeps its traceback beside the value until it is raised again.
+    if let Some(tb) = err.traceback_bound(py) {
+        let _ = value.setattr("__traceback__", tb);
+    }
+    let mut notes = Vec::new();
+    if line > 0 {
+        let placed = match &h.frame {
+            Some((func, args)) => py.import_bound("poppy_jit._traceback").and_then(|m| {
+                let args = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
+                let inlined = pyo3::types::PyList::new_bound(py, h.inlined.iter().map(|(f, _, _)| f.bind(py)));
+                m.call_method1("place", (&value, func.bind(py), args, inlined, line, h.frame_on_stack))
+            }),
+            None => Ok(PyString::new_bound(
+                py,
+                &format!("poppy_jit: raised by the external call at line {line} of {}", h.run_name),
+            )
+            .into_any()),
+        };
+        let placed = placed.and_then(|r| {
+            if r.is_instance_of::<PyTuple>() {
+                let (note, site): (Bound<'_, PyAny>, Option<(u32, i32)>) = r.extract()?;
+                h.top_site = site;
+                Ok(note)
+            } else {
+                Ok(r)
+            }
+        });
+        match placed {
+            Ok(note) if note.is_none() => {}
+            Ok(note) => notes.push(note.to_string()),
+            Err(tb_err) => {
+                tb_err.print(py);
+                notes.push(format!("poppy_jit: raised by the external call at line {line} of {}", h.run_name));
+            }
+        }
+    }
+    if !later.is_empty() {
+        let names: Vec<String> = later
+            .iter()
+            .map(|f| {
+                let f = f.bind(py);
+                f.getattr("__qualname__")
+                    .or_else(|_| f.getattr("__name__"))
+                    .and_then(|n| n.extract::<String>())
+                    .unwrap_or_else(|_| f.get_type().name().map(|n| n.to_string()).unwrap_or_default())
+            })
+            .collect();
+        notes.push(format!(
+            "poppy_jit: this call is @unordered and ran concurrently with {} later ordered \
+             call(s) that had already run when it failed: {}",
+            names.len(),
+            names.join(", ")
+        ));
+    }
+    for note in notes {
+        let _ = value.call_method1("add_note", (note,));
+    }
+    // A fresh PyErr, so that restoring it raises the traceback set on the value.
+    PyErrRef::new(PyErr::from_value_bound(value.into_any()))
+}
+
+pub(super) fn internal_error<'py>(h: &mut PyHost<'py>, kind: &str, msg: &str) -> PyErrRef {
+    let py = h.py;
+    let err = py
+        .import_bound("builtins")
+        .and_then(|b| b.getattr(kind))
+        .and_then(|cls| cls.call1((msg,)))
+        .map(PyErr::from_value_bound)
+        .unwrap_or_else(|e| e);
+    PyErrRef::new(err)
+}

@@ -1,0 +1,116 @@
+//! Per-object ordering, host side: keys (identities) of the lists, dicts and sets a call can
+//! reach, which results are fresh containers the run owns, and which calls touch nothing but
+//! one owned receiver (`poppy_jit._objects` decides; see `ObjInfo` in the evaluator).
+use super::PyHost;
+use crate::pyobj::Obj;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+
+pub(super) struct ObjectsApi<'py> {
+    makers: std::collections::HashSet<usize>,
+    fresh_args: Bound<'py, PyAny>,
+    scope: Bound<'py, PyAny>,
+    owned_ok: Bound<'py, PyAny>,
+    maker: Bound<'py, PyAny>,
+}
+
+/// The key of an exact list, dict or set (its address), if `o` is one.
+fn container_key(o: &Bound<'_, PyAny>) -> Option<u64> {
+    use pyo3::types::{PyList, PySet};
+    (o.is_exact_instance_of::<PyList>() || o.is_exact_instance_of::<PyDict>() || o.is_exact_instance_of::<PySet>())
+        .then(|| o.as_ptr() as u64)
+}
+
+/// The key of the list/dict/set a builtin method object is bound to.
+fn method_receiver_key(f: &Bound<'_, PyAny>) -> Option<u64> {
+    // SAFETY: PyCFunction_Check only reads the type of a live object (GIL held).
+    if unsafe { pyo3::ffi::PyCFunction_Check(f.as_ptr()) } == 0 {
+        return None;
+    }
+    container_key(&f.getattr(pyo3::intern!(f.py(), "__self__")).ok()?)
+}
+
+/// Keys of the containers among `o` and, inside tuples, their items.
+fn collect_keys(o: &Bound<'_, PyAny>, out: &mut Vec<u64>, depth: u32) {
+    if let Some(k) = container_key(o) {
+        out.push(k);
+    } else if let Some(k) = method_receiver_key(o) {
+        out.push(k); // `lst.append` given away gives the list away
+    } else if depth < 8 {
+        if let Ok(t) = o.downcast_exact::<PyTuple>() {
+            for x in t.iter() {
+                collect_keys(&x, out, depth + 1);
+            }
+        }
+    }
+}
+
+impl<'py> PyHost<'py> {
+    fn objects_api(&mut self) -> Option<&ObjectsApi<'py>> {
+        if self.objects.is_none() {
+            let m = self.py.import_bound("poppy_jit._objects").ok()?;
+            let makers: std::collections::HashSet<usize> = m.getattr("MAKERS").ok()?.extract().ok()?;
+            self.objects = Some(ObjectsApi {
+                makers,
+                fresh_args: m.getattr("FRESH_ARGS").ok()?,
+                scope: m.getattr("scope").ok()?,
+                owned_ok: m.getattr("owned_ok").ok()?,
+                maker: m.getattr("maker").ok()?,
+            });
+        }
+        self.objects.as_ref()
+    }
+}
+
+pub(super) fn fresh_key<'py>(h: &mut PyHost<'py>, f: &Obj, result: &Obj) -> Option<u64> {
+    let py = h.py;
+    let r = result.bind(py);
+    let key = container_key(r)?;
+    let api = h.objects_api()?;
+    let f = f.bind(py);
+    let maker = if f.get_type().is(&api.fresh_args) {
+        f.getattr("fn").ok().map(|x| x.as_ptr() as usize)
+    } else {
+        Some(f.as_ptr() as usize)
+    };
+    // A Python predicate that raises counts as false: the object is then not owned.
+    let holds = |pred: &Bound<'py, PyAny>, x: &Bound<'py, PyAny>| pred.call1((x,)).is_ok_and(|b| b.is_truthy().unwrap_or(false));
+    if !maker.is_some_and(|m| api.makers.contains(&m)) && !holds(&api.maker, &f) {
+        return None;
+    }
+    if !r.is_exact_instance_of::<pyo3::types::PyList>() && !holds(&api.owned_ok, r) {
+        return None;
+    }
+    h.owned.push(result.clone_ref(py));
+    Some(key)
+}
+
+pub(super) fn object_keys<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj]) -> Vec<u64> {
+    let py = h.py;
+    let mut out = arg_keys(h, args);
+    out.extend(method_receiver_key(f.bind(py)));
+    out
+}
+
+pub(super) fn arg_keys<'py>(h: &mut PyHost<'py>, args: &[Obj]) -> Vec<u64> {
+    let py = h.py;
+    let mut out = Vec::new();
+    for a in args {
+        collect_keys(a.bind(py), &mut out, 0);
+    }
+    out
+}
+
+pub(super) fn scope<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj], kwnames: &[String]) -> Option<(u64, Option<bool>, Vec<Obj>)> {
+    let py = h.py;
+    let api = h.objects_api()?;
+    let args_t = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
+    let kw = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
+    let r = api.scope.call1((f.bind(py), args_t, kw)).ok()?;
+    if r.is_none() {
+        return None;
+    }
+    let (recv, write, rest): (Bound<'_, PyAny>, Option<bool>, Bound<'_, PyTuple>) = r.extract().ok()?;
+    let key = container_key(&recv)?;
+    Some((key, write, rest.iter().map(|x| x.unbind()).collect()))
+}

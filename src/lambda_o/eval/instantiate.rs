@@ -1,0 +1,110 @@
+//! Instantiating a function template: fresh slots for its variables, input-free statements
+//! reduced at once, the others queued as work items.
+use super::*;
+
+impl<'a, H: Host> Eval<'a, H> {
+    /// Instantiate a function template; returns its result variable, retained for the caller.
+    pub(super) fn instantiate(
+        &mut self,
+        prog: &ProgramRef<H::Prim>,
+        fid: FuncId,
+        captures: &[SlotId],
+        params: &[SlotId],
+    ) -> Result<SlotId, H::Error> {
+        self.instantiate_into(prog, fid, captures, params, None)
+    }
+
+    /// Instantiate a function template. With `dst` (a pending slot), a result variable bound in
+    /// the body *is* `dst` (destination passing: no alias edge, so a tail-recursive loop keeps
+    /// one result variable however many iterations it runs); returns the result variable.
+    pub(super) fn instantiate_into(
+        &mut self,
+        prog: &ProgramRef<H::Prim>,
+        fid: FuncId,
+        captures: &[SlotId],
+        params: &[SlotId],
+        dst: Option<SlotId>,
+    ) -> Result<SlotId, H::Error> {
+        let func = &prog.funcs[fid as usize];
+        if captures.len() != func.ncaptures as usize || params.len() != func.nparams as usize {
+            let msg = format!(
+                "{}() takes {} arguments but {} were given",
+                func.name,
+                func.nparams,
+                params.len()
+            );
+            return Err(self.host.internal_error("TypeError", &msg));
+        }
+        let mut env = Vec::with_capacity(func.nvars as usize);
+        env.extend_from_slice(captures);
+        env.extend_from_slice(params);
+        let ret_index = func.ret as usize;
+        while env.len() < func.nvars as usize {
+            match dst {
+                Some(d) if env.len() == ret_index => env.push(d),
+                _ => env.push(self.pending_slot()),
+            }
+        }
+        let ret = env[func.ret as usize];
+        if dst.is_none() {
+            // The caller's reference to the result (taken before the frame may release it).
+            self.refs[ret] += 1;
+        }
+        let n = func.body.len();
+        if n == 0 {
+            return Ok(ret);
+        }
+        // Statements that need no input (primitives, tuples, closures) are reduced right here:
+        // queueing them would only delay them, and no work item is spent on them.
+        let deferred = func.body.iter().filter(|s| !immediate(&s.op)).count();
+        for &s in &env {
+            self.refs[s] += 1;
+        }
+        for stmt in func.body.iter().filter(|s| immediate(&s.op)) {
+            let dst = env[stmt.dst as usize];
+            let v = match &stmt.op {
+                Op::Prim(p) => Value::Prim(p.clone()),
+                Op::Tuple(vs) => Value::Tuple(vs.iter().map(|v| env[*v as usize]).collect()),
+                Op::Fun { func, captures } => Value::Closure(Rc::new(Closure {
+                    prog: prog.clone(),
+                    func: *func,
+                    env: captures.iter().map(|v| env[*v as usize]).collect(),
+                })),
+                _ => unreachable!("only input-free statements are immediate"),
+            };
+            self.stats.reductions += 1;
+            self.resolve(dst, v);
+        }
+        if deferred == 0 {
+            for &s in &env {
+                self.release(s);
+            }
+            return Ok(ret);
+        }
+        let frame = Rc::new(Frame { prog: prog.clone(), func: fid, env, live: std::cell::Cell::new(deferred as u32) });
+        for (index, _) in func.body.iter().enumerate().filter(|(_, s)| !immediate(&s.op)) {
+            let item = Work::Stmt { frame: frame.clone(), index };
+            let w = match self.free_work.pop() {
+                Some(w) => {
+                    self.work[w] = item;
+                    w
+                }
+                None => {
+                    self.work.push(item);
+                    self.work.len() - 1
+                }
+            };
+            self.ready.push_back(w);
+        }
+        Ok(ret)
+    }
+
+    /// Instantiate and make `dst` follow the result (errors become the value of `dst`).
+    pub(super) fn call_into(&mut self, prog: &ProgramRef<H::Prim>, fid: FuncId, captures: &[SlotId], params: &[SlotId], dst: SlotId) {
+        match self.instantiate_into(prog, fid, captures, params, Some(dst)) {
+            Ok(ret) if ret == dst => {}
+            Ok(ret) => self.follow(ret, dst),
+            Err(e) => self.resolve(dst, Value::Error(e)),
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The driver loop and the reduction of one statement.
+use super::*;
+
+impl<'a, H: Host> Eval<'a, H> {
+    pub(super) fn drive(&mut self) -> Result<(), H::Error> {
+        loop {
+            while let Some(w) = self.next_ready() {
+                if self.steps_left == 0 {
+                    return Err(self.host.internal_error("RuntimeError", "step budget exhausted"));
+                }
+                self.steps_left -= 1;
+                self.step(w);
+            }
+            if self.ctl.in_flight == 0 {
+                return Ok(());
+            }
+            for (task, result) in self.host.wait()? {
+                control::finished(self, task as usize, result);
+            }
+        }
+    }
+
+    pub(super) fn next_ready(&mut self) -> Option<WorkId> {
+        match &mut self.shuffle {
+            None => self.ready.pop_front(),
+            Some(x) => {
+                if self.ready.is_empty() {
+                    return None;
+                }
+                *x ^= *x << 13;
+                *x ^= *x >> 7;
+                *x ^= *x << 17;
+                let i = (*x % self.ready.len() as u64) as usize;
+                self.ready.swap_remove_back(i)
+            }
+        }
+    }
+
+    pub(super) fn step(&mut self, w: WorkId) {
+        match &self.work[w] {
+            Work::Done => {}
+            Work::Ctrl(cid) => {
+                let cid = *cid;
+                control::advance(self, cid, w);
+            }
+            Work::Stmt { frame, index } => {
+                let (frame, index) = (frame.clone(), *index);
+                if self.step_stmt(w, &frame, index) {
+                    self.work[w] = Work::Done;
+                    self.free_work.push(w);
+                    self.stats.reductions += 1;
+                    let live = frame.live.get() - 1;
+                    frame.live.set(live);
+                    if live == 0 {
+                        // Every statement of this instance is reduced: its variables are no
+                        // longer needed by it (values, edges and controllers keep their own).
+                        for &s in &frame.env {
+                            self.release(s);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Step one statement; false if it is waiting for an input.
+    pub(super) fn step_stmt(&mut self, w: WorkId, frame: &Frame<H::Prim>, index: usize) -> bool {
+        let func = &frame.prog.funcs[frame.func as usize];
+        let stmt = &func.body[index];
+        let env = &frame.env;
+        let dst = env[stmt.dst as usize];
+        macro_rules! need {
+            ($v:expr) => {
+                match self.need(env[$v as usize], w) {
+                    Some(v) => v,
+                    None => return false,
+                }
+            };
+        }
+        match &stmt.op {
+            Op::Alias(y) => self.follow(env[*y as usize], dst),
+            Op::Prim(_) | Op::Tuple(_) | Op::Fun { .. } => unreachable!("reduced at instantiation"),
+            Op::Proj { index, tuple } => match need!(*tuple) {
+                Value::Tuple(t) if (*index as usize) < t.len() => self.follow(t[*index as usize], dst),
+                Value::Error(e) => self.resolve(dst, Value::Error(e)),
+                _ => {
+                    let e = self.error("TypeError", "poppy_jit: projection out of something that is not a tuple");
+                    self.resolve(dst, e);
+                }
+            },
+            Op::Call { func: f, args } => {
+                let params: Vec<SlotId> = args.iter().map(|a| env[*a as usize]).collect();
+                match need!(*f) {
+                    Value::Closure(c) => self.call_into(&c.prog, c.func, &c.env, &params, dst),
+                    Value::Error(e) => self.resolve(dst, Value::Error(e)),
+                    _ => {
+                        let e = self.error("TypeError", "poppy_jit: internal call of a value that is not a λO function");
+                        self.resolve(dst, e);
+                    }
+                }
+            }
+            Op::Ite { cond, then_f, else_f, args } => {
+                let c = need!(*cond);
+                let which = match self.prim_of(c, "ite condition").and_then(|p| self.host.truthy(&p).map_err(Value::Error)) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.resolve(dst, e);
+                        return true;
+                    }
+                };
+                let chosen = need!(if which { *then_f } else { *else_f });
+                let params: Vec<SlotId> = args.iter().map(|a| env[*a as usize]).collect();
+                match chosen {
+                    Value::Closure(c) => self.call_into(&c.prog, c.func, &c.env, &params, dst),
+                    _ => {
+                        let e = self.error("TypeError", "poppy_jit: ite branch is not a λO function");
+                        self.resolve(dst, e);
+                    }
+                }
+            }
+            Op::Fold { seq, body, acc } => {
+                let s = need!(*seq);
+                let items = match self.prim_of(s, "fold sequence").and_then(|p| self.host.elements(&p).map_err(Value::Error)) {
+                    Ok(items) => items,
+                    Err(e) => {
+                        self.resolve(dst, e);
+                        return true;
+                    }
+                };
+                let Value::Closure(c) = need!(*body) else {
+                    let e = self.error("TypeError", "poppy_jit: fold body is not a λO function");
+                    self.resolve(dst, e);
+                    return true;
+                };
+                // All iterations at once: iteration i+1's accumulator is iteration i's result slot.
+                // Each iteration's result is returned retained; it is released once the next
+                // iteration (or `dst`) holds it.
+                let mut acc_slot = env[*acc as usize];
+                let mut owned = false;
+                for item in items {
+                    let e = self.new_slot(Value::Prim(item));
+                    let next = self.instantiate(&c.prog, c.func, &c.env, &[e, acc_slot]);
+                    if owned {
+                        self.release(acc_slot);
+                    }
+                    match next {
+                        Ok(r) => (acc_slot, owned) = (r, true),
+                        Err(err) => {
+                            self.resolve(dst, Value::Error(err));
+                            return true;
+                        }
+                    }
+                }
+                self.follow(acc_slot, dst);
+                if owned {
+                    self.release(acc_slot);
+                }
+            }
+            Op::MemEmpty => self.resolve(dst, Value::Mem(Rc::new(BTreeMap::new()))),
+            Op::MemLoad { mem, name } => match need!(*mem) {
+                Value::Mem(m) => match m.get(name) {
+                    Some(s) => self.follow(*s, dst),
+                    None => {
+                        let msg = format!("cannot access local variable '{name}' where it is not associated with a value");
+                        let e = self.error("UnboundLocalError", &msg);
+                        self.resolve(dst, e);
+                    }
+                },
+                Value::Error(e) => self.resolve(dst, Value::Error(e)),
+                _ => {
+                    let e = self.error("TypeError", "poppy_jit: load from something that is not a memory");
+                    self.resolve(dst, e);
+                }
+            },
+            Op::MemStore { mem, name, value } => match need!(*mem) {
+                Value::Mem(m) => {
+                    let mut m2 = (*m).clone();
+                    m2.insert(name.clone(), env[*value as usize]);
+                    self.resolve(dst, Value::Mem(Rc::new(m2)));
+                }
+                Value::Error(e) => self.resolve(dst, Value::Error(e)),
+                _ => {
+                    let e = self.error("TypeError", "poppy_jit: store into something that is not a memory");
+                    self.resolve(dst, e);
+                }
+            },
+            Op::XCall { seq, func: f, args, kwnames } => {
+                let seq = env[*seq as usize];
+                let arg_slots: Vec<SlotId> = args.iter().map(|a| env[*a as usize]).collect();
+                let callee = env[*f as usize];
+                let Some(fv) = self.value(callee).cloned() else {
+                    // The callee is not known yet (e.g. a method looked up on a pending result):
+                    // queue the call now so that the order passes on as soon as possible.
+                    self.queue_call(seq, callee, None, arg_slots, kwnames.clone(), dst, stmt.line);
+                    return true;
+                };
+                let mut params = vec![seq];
+                params.extend_from_slice(&arg_slots);
+                match fv {
+                    Value::Error(e) => self.resolve(dst, Value::Error(e)),
+                    Value::Closure(c) => {
+                        self.stats.inlined_calls += 1;
+                        self.call_into(&c.prog, c.func, &c.env, &params, dst);
+                    }
+                    Value::Prim(p) if kwnames.is_empty() && self.host.is_eager(&p) => {
+                        let argv: Option<Vec<H::Prim>> = arg_slots
+                            .iter()
+                            .map(|&a| match self.value(a) {
+                                Some(Value::Prim(v)) => Some(v.clone()),
+                                _ => None,
+                            })
+                            .collect();
+                        let Some(argv) = argv else {
+                            // A pending, error or non-primitive argument: a controller handles
+                            // it (and hands the order on at once).
+                            self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst, stmt.line);
+                            return true;
+                        };
+                        match self.host.eager_call(&p, &argv) {
+                            Ok(v) => {
+                                let r = self.new_slot(Value::Prim(v));
+                                self.resolve(dst, Value::Tuple(Rc::from([seq, r])));
+                            }
+                            Err(e) => {
+                                // Failures keep their place in program order: a controller
+                                // that failed at once (it still forwards the order).
+                                self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst, stmt.line);
+                                let cid = self.ctl.ctrls.len() - 1;
+                                control::fail(self, cid, e);
+                            }
+                        }
+                    }
+                    Value::Prim(p) => match self.host.inline_target(&p, arg_slots.len(), kwnames) {
+                        Some(prog) => {
+                            self.stats.inlined_calls += 1;
+                            self.call_into(&prog, prog.entry, &[], &params, dst);
+                        }
+                        None => self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst, stmt.line),
+                    },
+                    _ => {
+                        let e = self.error("TypeError", "poppy_jit: call of a value that is not callable");
+                        self.resolve(dst, e);
+                    }
+                }
+            }
+        }
+        true
+    }
+}
