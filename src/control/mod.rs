@@ -14,8 +14,9 @@
 //! | sequential | arguments, F_R and F_W | F_R and done (ok)      | F_W and done (ok)      |
 //!
 //! That is `Policy::of(class)`. Forwarding needs the class, which for most callees is known
-//! only with the arguments; a decorated external's class is known from the callee alone
-//! (`classify_callee`), and a call whose pending arguments have declared types may be classified
+//! only with the arguments; a `@readonly`/`@sequential` external's class is known from the
+//! callee alone (`classify_callee`; an `@unordered` one's needs the arguments, since a mutable
+//! argument makes it a read), and a call whose pending arguments have declared types may be classified
 //! from stand-ins (`classify_hinted`; a stricter real class is then an error), so such a call
 //! forwards the order before its arguments are ready.
 //!
