@@ -122,6 +122,25 @@ def test_canonical_form_is_invariant_under_permitted_reorderings():
 
 
 # ------------------------------------------------------------------ generator
+def test_hypothesis_is_needed_only_to_generate():
+    import subprocess
+    import sys
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["hypothesis"] = None          # as if not installed
+        import poppy_jit, poppy_jit.fuzz
+        import poppy_jit.fuzz.runner, poppy_jit.fuzz.minimise, poppy_jit.fuzz.prelude
+        try:
+            poppy_jit.fuzz.gen.generate(1, 0)
+        except ImportError as exc:
+            print("ImportError", "pip install hypothesis" in str(exc))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.strip() == "ImportError True", out.stderr
+
+
+
 def test_generated_cases_compile_and_use_only_their_switches():
     from poppy_jit.fuzz import gen
     cases = gen.generate(40, seed=1, constructs=("core", "externals", "loops"))

@@ -34,6 +34,21 @@ def parse_constructs(text: str | None, exclude_known: bool) -> tuple:
     return tuple(chosen)
 
 
+def minimise_files(paths: list, timeout: float) -> int:
+    from .driver import classify
+    from .minimise import Checker, minimise, reproducer_text
+    status = 0
+    for path in paths:
+        best, verdict = minimise(open(path).read(), Checker(timeout))
+        if verdict is None or verdict.status != "mismatch":
+            print(f"--- {path}: no mismatch when run alone"
+                  + (f" ({verdict.status}: {verdict.note[:200]})" if verdict else ""))
+            continue
+        status = 1
+        print(f"--- {path}\n" + reproducer_text(best, verdict, classify(best, verdict)))
+    return status
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m poppy_jit.fuzz", description=__doc__)
     p.add_argument("-n", type=int, default=1000, help="number of programs (default 1000)")
@@ -51,6 +66,8 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per program file run")
     p.add_argument("--no-sleep", action="store_true", help="externals do not sleep")
     p.add_argument("--list", action="store_true", help="list the construct switches and exit")
+    p.add_argument("--minimise", nargs="+", metavar="FILE",
+                   help="minimise these standalone programs (e.g. OUT/cases/*.py) and exit")
     p.add_argument("-q", "--quiet", action="store_true")
     args = p.parse_args(argv)
     if args.list:
@@ -59,6 +76,8 @@ def main(argv=None) -> int:
                 "default" if name in DEFAULT_CONSTRUCTS else "off by default")
             print(f"{name:16s} [{mark}] {text}")
         return 0
+    if args.minimise:
+        return minimise_files(args.minimise, args.timeout)
     constructs = parse_constructs(args.constructs, args.exclude_known_gaps)
     from .driver import fuzz
     log = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))

@@ -10,6 +10,7 @@ unclassified. `Report.text()` is what `python -m poppy_jit.fuzz` prints.
 """
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 import time
@@ -151,7 +152,11 @@ def fuzz(n: int, seed: int = 0, constructs=gen.DEFAULT_CONSTRUCTS, jobs: int = 2
 
     def shrink(f: Found):
         checker = minimise.Checker(timeout)
-        best, v = minimise.minimise(f.source, checker, minimise_trials)
+        try:
+            best, v = minimise.minimise(f.source, checker, minimise_trials)
+        except Exception as exc:  # noqa: BLE001 - one failed minimisation must not end a session
+            f.klass = f"minimiser failed ({type(exc).__name__}: {exc})"
+            return f
         f.alone = v is not None and v.status == "mismatch"
         if f.alone:
             f.reproducer, f.repro_verdict = best, v
@@ -164,7 +169,9 @@ def fuzz(n: int, seed: int = 0, constructs=gen.DEFAULT_CONSTRUCTS, jobs: int = 2
         list(pool.map(shrink, picked))
     classes = [f for f in picked if f.klass]
     for f in found:
-        if f.klass is None and f.alone is not False:
+        if f.klass is not None and f.reproducer is None:
+            pass  # the minimiser failed
+        elif f.klass is None and f.alone is not False:
             feats = set(minimise.features(f.source))
             prim = minimise.primary(f.verdict.kinds)
             match = [c for c in classes if set(minimise.features(c.reproducer)) <= feats
@@ -175,9 +182,19 @@ def fuzz(n: int, seed: int = 0, constructs=gen.DEFAULT_CONSTRUCTS, jobs: int = 2
             f.klass = "does not reproduce alone (interaction with other cases, or flaky)"
         report.classes[f.klass] += 1
     if out_dir:
-        for k, f in enumerate(x for x in found if x.reproducer):
-            text = minimise.reproducer_text(f.reproducer, f.repro_verdict, f.klass)
-            f.path = str(minimise.write_reproducer(out_dir, f"repro_{seed}_{f.number}", text))
+        for f in found:
+            if f.reproducer:
+                text = minimise.reproducer_text(f.reproducer, f.repro_verdict, f.klass)
+                f.path = str(minimise.write_reproducer(out_dir, f"repro_{seed}_{f.number}",
+                                                       text))
+            # every mismatching case as generated, to minimise later (--minimise FILE)
+            minimise.write_reproducer(Path(out_dir) / "cases", f"case_{seed}_{f.number}",
+                                      minimise.reproducer_text(f.source, f.verdict, f.klass))
+        summary = {"counts": report.counts(), "seed": seed, "constructs": constructs,
+                   "mismatches": [{"case": f.number, "class": f.klass,
+                                   "kinds": list(f.verdict.kinds), "reproducer": f.path}
+                                  for f in found]}
+        (Path(out_dir) / f"summary_{seed}.json").write_text(json.dumps(summary, indent=1))
     report.found = found
     report.seconds = time.monotonic() - start
     return report

@@ -1,20 +1,23 @@
 """Random @poppy functions ("cases") built from the constructs the compiler accepts.
 
-`cases_strategy(constructs)` is a Hypothesis strategy of `Case`s; `generate(n, seed, constructs)`
-draws n of them reproducibly (Hypothesis' generate phase under `@seed`, no database). Each case
-is one @poppy function `fQQ(n, s, xs)` plus the module-level code it needs (globals, helpers,
-generators, @poppy callees, a factory when it is a closure) and the driver lines that call it
-through `prelude.run_case`; `QQ` stands for the case's number until `Case.render(i)`.
+`cases_strategy(constructs)` is a Hypothesis strategy of `Case`s and `generate(n, seed,
+constructs)` draws n distinct ones reproducibly (Hypothesis' generate phase under `@seed`, no
+database). A case is a deterministic function of one byte string Hypothesis draws
+(`build_case`): the generator reads its choices from it. Each case is one @poppy function
+`fQQ(n, s, xs)` plus the module-level code it needs (globals, helpers, generators, @poppy
+callees, a factory when it is a closure) and the driver lines that call it through
+`prelude.run_case`; `QQ` stands for the case's number until `Case.render(i)`.
 
 Every construct family is behind a switch (`CONSTRUCTS`); generated code is type-directed
 (ints, strs, lists of ints, dicts str->int) and bounded (loops of at most a few iterations,
-while loops whose counter moves first, a worklist that stops growing), so a plain run
-terminates quickly and mostly without exceptions; exceptions it does raise are outcomes like any
-other. Depends on Hypothesis (imported by the caller, `require_hypothesis`) and on nothing else
-in poppy_jit.
+while loops whose counter moves first, containers a loop iterates are not mutated in its body
+except by a worklist helper that stops growing), so a plain run terminates quickly and mostly
+without exceptions; the exceptions it does raise are outcomes like any other. Hypothesis is
+imported (through `hyp`) only when cases are drawn; nothing else in poppy_jit is used.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 CONSTRUCTS = {
@@ -54,6 +57,8 @@ CONSTRUCTS = {
 }
 DEFAULT_CONSTRUCTS = tuple(c for c in CONSTRUCTS if c != "exceptions")
 
+_CALLS_ASYNC = re.compile(r"\b(u_num|u_str|u_len|u_fail|ra_get|sa_put|sa_fail|n_via|pQQ_\w+|"
+                          r"hQQ_\w+|bumpQQ|genQQ|g\d+)\(")
 WORDS = ["ash", "bay", "cove", "dune", "elm", "fern", "gale", "hill"]
 TYPES = ("int", "str", "list", "dict")
 VARS = {"int": ["i0", "i1", "i2"], "str": ["t0", "t1"], "list": ["l0", "l1"], "dict": ["d0"]}
@@ -127,7 +132,7 @@ class Scope:
     in_loop: bool = False
     frozen: frozenset = frozenset()  # containers a loop iterates: not mutated in its body
     depth: int = 0
-    funcs: list = field(default_factory=list)   # callable inner functions: (name, kind)
+    funcs: list = field(default_factory=list)   # inner functions: (name, kind, source)
     dead: bool = False               # the block ended with return/break/continue
 
     def child(self, **kw) -> "Scope":
@@ -267,7 +272,7 @@ class _Gen:
         if kind == "poppy":
             return self.poppy_call(sc, d)
         if kind == "inner":
-            name, _ = r.pick(sc.funcs)
+            name = r.pick(sc.funcs)[0]
             return f"{name}({sub()})"
         if kind == "raise":
             return self.raising_int(sc, d)
@@ -400,11 +405,15 @@ class _Gen:
             v = self.fresh("q")
             it, sc2 = self.iterable_int(sc, v)
             fn = r.pick(["list", "sorted", "s_consume"])
-            return f"{fn}({self.int_expr(sc2, d - 1)} for {v} in {it})"
+            elem = self.int_expr(sc2, d - 1)
+            if fn == "s_consume" and not self.may_run_in_cpython(elem + it):
+                fn = "list"
+            return f"{fn}({elem} for {v} in {it})"
         if kind == "escape":
             lst = r.pick(sc.of("list"))
-            if sc.funcs and r.chance(50):
-                name, _ = r.pick(sc.funcs)
+            escapable = [f for f in sc.funcs if self.may_run_in_cpython(f[2])]
+            if escapable and r.chance(50):
+                name = r.pick(escapable)[0]
                 return f"list(map({name}, {lst}))"
             x = self.fresh("a")
             return f"sorted({lst}, key=lambda {x}: ({x} * {r.int(2, 7)}) % {r.int(3, 9)})"
@@ -1022,6 +1031,12 @@ class _Gen:
             extra.append("fv")
         return "(" + ", ".join(names + extra) + ",)" if names or extra else "None"
 
+    def may_run_in_cpython(self, code: str) -> bool:
+        """Whether `code` may be run by CPython inside a call the run makes (an escaping inner
+        function, a generator expression an external consumes): not if it calls an async
+        external or @poppy code, unless `nested_externals` (a known gap) is on."""
+        return self.on("nested_externals") or not _CALLS_ASYNC.search(code)
+
     @staticmethod
     def inner_scope(sc: Scope) -> Scope:
         """An inner function's scope: it reads the enclosing variables (late binding) and does
@@ -1039,12 +1054,13 @@ class _Gen:
                 isc = self.inner_scope(sc)
                 body = self.block(isc, r.int(0, 2)) if r.chance(50) else []
                 ret = f"return {self.int_expr(isc, 2)}" if not isc.dead else None
-                lines += [f"def {name}(a):", *_ind([*body, *([ret] if ret else [])] or ["pass"])]
-                sc.funcs.append((name, "def"))
+                text = [f"def {name}(a):", *_ind([*body, *([ret] if ret else [])] or ["pass"])]
+                lines += text
+                sc.funcs.append((name, "def", "\n".join(text)))
             elif k == 1:  # lambda
                 isc = self.inner_scope(sc)
                 lines.append(f"{name} = lambda a: {self.int_expr(isc, 1)}")
-                sc.funcs.append((name, "lambda"))
+                sc.funcs.append((name, "lambda", lines[-1]))
             else:         # nonlocal counter
                 cnt = r.pick([v for v in VARS["int"]])
                 if cnt not in sc.vars:
@@ -1054,9 +1070,10 @@ class _Gen:
                 extra = []
                 if r.chance(50) and self.on("externals"):
                     extra = [f"s_log('{name}', {cnt})"]
-                lines += [f"def {name}(a):", f"    nonlocal {cnt}", *_ind(extra),
-                          f"    {cnt} += a", f"    return {cnt}"]
-                sc.funcs.append((name, "nonlocal"))
+                text = [f"def {name}(a):", f"    nonlocal {cnt}", *_ind(extra),
+                        f"    {cnt} += a", f"    return {cnt}"]
+                lines += text
+                sc.funcs.append((name, "nonlocal", "\n".join(text)))
         return lines
 
     def function(self) -> tuple:

@@ -21,6 +21,7 @@ import copy
 import os
 import re
 import tempfile
+import threading
 from pathlib import Path
 
 from .runner import check_program
@@ -28,6 +29,10 @@ from .runner import check_program
 PRIORITY = ("crash", "timeout", "sequential", "readonly", "unordered", "controller", "output",
             "result", "missing", "exit")
 _EXC = re.compile(r"^!! (\w+):")
+# CPython 3.11's parser/AST validation keeps its recursion depth in interpreter-wide state:
+# parsing in two threads at once can fail with "SystemError: AST constructor recursion depth
+# mismatch". Minimisations run in threads (driver), so every parse/unparse/compile holds this.
+AST_LOCK = threading.RLock()
 
 
 def primary(kinds) -> str | None:
@@ -93,15 +98,17 @@ class _Shrinker:
         return not (_exc_types(v.plain_results) - self.allowed)
 
     def tree(self):
-        return ast.parse(self.best)
+        with AST_LOCK:
+            return ast.parse(self.best)
 
     def accept(self, tree) -> bool:
         if tree is None or self.budget <= 0 or not _protect(tree):
             return False
         try:
             ast.fix_missing_locations(tree)
-            src = ast.unparse(tree) + "\n"
-            compile(src, "<candidate>", "exec")
+            with AST_LOCK:
+                src = ast.unparse(tree) + "\n"
+                compile(src, "<candidate>", "exec")
         except (SyntaxError, ValueError, TypeError, RecursionError):
             return False
         if src == self.best:
@@ -199,7 +206,8 @@ class _Shrinker:
 
 def _normalise(src: str) -> str:
     try:
-        return ast.unparse(ast.parse(src)) + "\n"
+        with AST_LOCK:
+            return ast.unparse(ast.parse(src)) + "\n"
     except SyntaxError:
         return src
 
@@ -289,7 +297,8 @@ def _expr_options(node) -> list:
 # ------------------------------------------------------------------ classification
 def features(source: str) -> list:
     """The constructs a (minimal) reproducer uses, by name, sorted."""
-    tree = ast.parse(source)
+    with AST_LOCK:
+        tree = ast.parse(source)
     found = set()
     top_funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef,
                                                                    ast.AsyncFunctionDef))}
