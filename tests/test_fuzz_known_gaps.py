@@ -466,6 +466,21 @@ def test_sequential_external_raising_before_a_loop_and_an_async_call():
     """, case_timeout=3)
 
 
+@gap("raising", HANG + " (UnboundLocalError of a del in a while loop)")
+def test_exception_inside_a_while_loop_before_an_async_call_does_not_hang():
+    assert_same("""
+        @poppy
+        def f0(n):
+            w = 0
+            while w < 3:
+                w += 1
+                del n            # UnboundLocalError at the second iteration
+            u_str(6)
+
+        run_case(0, f0, 1)
+    """, case_timeout=3)
+
+
 @gap("raising", AFTER_FAILURE)
 def test_no_sequential_call_after_a_failing_unordered_call():
     assert_same("""

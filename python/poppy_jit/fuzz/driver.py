@@ -98,6 +98,7 @@ class Report:
 
 def _reason_kind(reason: str) -> str:
     kind = re.sub(r"\s*\bat line \d+|\bline \d+", "", reason or "")
+    kind = re.sub(r"\s*\((?:[a-z_]\w*(?:, )?)+\)", "", kind)   # variable lists
     return re.sub(r"`[^`]*`", "`_`", kind).strip() or "?"
 
 

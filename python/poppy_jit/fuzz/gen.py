@@ -591,9 +591,11 @@ class _Gen:
         r, on = self.r, self.on
         deep = sc.depth < 3
         opts = [(6, "assign"), (3, "mutate"), (2, "print"), (1, "unpack")]
-        if sc.kind == "main" and not sc.funcs and [v for v in sc.of("int")
-                                                   if v not in sc.frozen]:
-            opts.append((1, "del"))   # (of a variable no inner function captures)
+        if sc.kind == "main" and sc.depth == 0 and not sc.funcs and [
+                v for v in sc.of("int") if v not in sc.frozen]:
+            # of a variable no inner function captures, and not in a loop or a branch (where
+            # it would be deleted twice, or read after the branch: an exception, not `core`)
+            opts.append((1, "del"))
         if on("externals"):
             opts.append((4, "ext"))
         if on("branches") and deep:
