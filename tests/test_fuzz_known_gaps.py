@@ -1,0 +1,506 @@
+"""The mismatch classes poppy_jit.fuzz finds today, one minimal reproducer each (as the fuzzer's
+minimiser printed them, names tidied). Every test is a strict xfail: once its class is fixed it
+XPASSes, which fails the suite — then drop the marker and, when a whole construct switch is clean,
+remove it from poppy_jit.fuzz.KNOWN_GAPS so that the bounded run in tests/test_fuzz.py covers it.
+
+Each program runs plain and with PYTHONPOPPY=1 and must agree under the fuzzer's rules
+(poppy_jit.fuzz.compare): output, result (value or exception with its chain) and the trace of
+external calls modulo the annotations.
+"""
+import textwrap
+
+import pytest
+
+from poppy_jit.fuzz import KNOWN_GAPS
+
+pytest.importorskip("poppy_jit._core")
+
+HEADER = "import itertools\nfrom poppy_jit.fuzz.prelude import *\n"
+
+
+def assert_same(body: str, case_timeout: float | None = None) -> None:
+    from poppy_jit.fuzz import runner
+    from poppy_jit.fuzz.minimise import Checker
+    src = HEADER + textwrap.dedent(body)
+    saved = runner.CASE_TIMEOUT
+    runner.CASE_TIMEOUT = case_timeout or saved
+    try:
+        verdict = Checker(timeout=60).verdict(src)
+    finally:
+        runner.CASE_TIMEOUT = saved
+    if verdict is None or verdict.status == "invalid":
+        # not a mismatch but a broken reproducer: RuntimeError is not the xfail's AssertionError
+        raise RuntimeError(f"the plain run failed: {verdict and verdict.note}")
+    assert verdict.status == "ok", "\n".join(str(m) for m in verdict.mismatches)
+
+
+def gap(switch: str, reason: str):
+    assert switch in KNOWN_GAPS, f"{switch} must be listed in poppy_jit.fuzz.KNOWN_GAPS"
+    return pytest.mark.xfail(strict=True, raises=AssertionError,
+                             reason=f"issue 14: {reason} [{switch}]")
+
+
+GLOBALS = "a global rebound by a called function is read with its old value"
+FREE = "a free variable rebound via nonlocal by a called helper is read with its old value"
+EAGER = "for over an iterator consumes it eagerly before the body runs"
+MUTATED = "for over a container a called helper mutates runs over a stale snapshot"
+CONTEXT = ("an async def external called from plain code raises with "
+           "__context__ = RuntimeError('no running event loop')")
+HANG = ("an exception raised inline (an operator, a synchronous external) before a for loop and "
+        "an async external: the run never ends")
+AFTER_FAILURE = ("a sequential external after (in program order) an unordered one that raises "
+                 "is still called")
+UNBOUND = ("a comprehension or generator expression reading an unbound enclosing local raises "
+           "UnboundLocalError, CPython NameError (a free variable)")
+NESTED = ("an async external called by CPython code that a run calls (a helper, a generator) while "
+          "another async external is in flight fails: 'Event loop stopped before Future "
+          "completed'")
+
+
+# ------------------------------------------------------------------ issue 14, class 1
+@gap("global_rebind", GLOBALS)
+def test_global_rebound_by_a_sequential_external():
+    assert_same("""
+        X = 0
+
+        @sequential
+        def bump():
+            global X
+            X += 1
+
+        @poppy
+        def f0():
+            out = []
+            for _ in range(3):
+                bump()
+                out.append(X)
+            return out
+
+        run_case(0, f0)
+    """)
+
+
+@gap("global_rebind", GLOBALS)
+def test_global_rebound_by_an_async_sequential_external():
+    assert_same("""
+        g0_a = 11
+
+        @sequential
+        async def h0_ag(k):
+            global g0_a
+            g0_a -= k
+
+        @poppy
+        def f0(n):
+            h0_ag(n)
+            return g0_a
+
+        run_case(0, f0, 1)
+    """)
+
+
+@gap("global_rebind", GLOBALS)
+def test_global_rebound_by_an_unannotated_helper():
+    assert_same("""
+        g0_a = 4
+
+        def h0_ng(k):
+            global g0_a
+            g0_a = g0_a * 2 + k
+
+        @poppy
+        def f0(n):
+            h0_ng(n)
+            return g0_a
+
+        run_case(0, f0, 1)
+    """)
+
+
+@gap("global_rebind", GLOBALS)
+def test_global_rebound_by_an_inlined_poppy_callee():
+    assert_same("""
+        g0_a = 4
+
+        @poppy
+        def h0_pg(k):
+            global g0_a
+            g0_a = 0
+
+        @poppy
+        def f0(n):
+            h0_pg(n)
+            return g0_a
+
+        run_case(0, f0, 5)
+    """)
+
+
+@gap("global_rebind", GLOBALS + " (one the callee creates: NameError)")
+def test_global_created_by_an_inlined_poppy_callee():
+    assert_same("""
+        @poppy
+        def h0_pg(k):
+            global g0_new
+            g0_new = k
+
+        @poppy
+        def f0(n):
+            h0_pg(n)
+            return g0_new
+
+        run_case(0, f0, 1)
+    """)
+
+
+@gap("nonlocal_rebind", FREE)
+def test_free_variable_rebound_by_a_sequential_helper():
+    assert_same("""
+        def make0():
+            fv = 0
+
+            @sequential
+            def bump0(k):
+                nonlocal fv
+                fv += k
+
+            @poppy
+            def f0(n):
+                bump0(n)
+                return fv
+            return f0
+
+        run_case(0, make0(), 1)
+    """)
+
+
+@gap("nonlocal_rebind", FREE)
+def test_free_variable_rebound_by_an_unannotated_helper():
+    assert_same("""
+        def make0():
+            fv = 12
+
+            def bump0(k):
+                nonlocal fv
+                fv = 3
+
+            @poppy
+            def f0(n):
+                bump0(n)
+                return fv
+            return f0
+
+        run_case(0, make0(), 0)
+    """)
+
+
+@gap("nonlocal_rebind", FREE)
+def test_free_variable_rebound_by_a_poppy_closure_helper():
+    assert_same("""
+        def make0():
+            fv = 2
+
+            @poppy
+            def bump0(k):
+                nonlocal fv
+                fv += k
+
+            @poppy
+            def f0(n):
+                bump0(n)
+                return fv
+            return f0
+
+        run_case(0, make0(), 4)
+    """)
+
+
+@gap("nonlocal_rebind", FREE + " (the stale value goes to the next call)")
+def test_free_variable_passed_on_after_a_helper_rebound_it():
+    assert_same("""
+        def make0():
+            fv = 11
+
+            @sequential
+            def bump0(k):
+                nonlocal fv
+                note('bump0', k)
+                fv += k
+
+            @poppy
+            def f0():
+                bump0(fv)
+                bump0(fv)
+            return f0
+
+        run_case(0, make0())
+    """)
+
+
+# ------------------------------------------------------------------ issue 14, class 2
+@gap("generators", EAGER + " (the generator's side effects come before the body's)")
+def test_generator_side_effects_interleave_with_the_body():
+    assert_same("""
+        def gen0(k):
+            for j in range(k):
+                n_put('k0', j)
+                yield j
+
+        @poppy
+        def f0():
+            for x in gen0(2):
+                print(x)
+
+        run_case(0, f0)
+    """)
+
+
+@gap("generators", EAGER + " (a break after the first item still pulls every item)")
+def test_break_stops_pulling_items():
+    assert_same("""
+        def gen0(k):
+            for j in range(k):
+                n_put('k0', j)
+                yield j
+
+        @poppy
+        def f0():
+            for x in gen0(5):
+                break
+
+        run_case(0, f0)
+    """)
+
+
+@gap("generators", EAGER + " (the items after a break are lost for later code)")
+def test_generator_resumed_after_break():
+    assert_same("""
+        def gen0(k):
+            for j in range(k):
+                yield j
+
+        @poppy
+        def f0():
+            it = gen0(3)
+            for x in it:
+                break
+            return list(it)
+
+        run_case(0, f0)
+    """)
+
+
+@gap("generators", EAGER + " (next() after the loop)")
+def test_iterator_shared_with_next_after_break():
+    assert_same("""
+        @poppy
+        def f0(xs):
+            it = iter(xs)
+            for x in it:
+                break
+            return next(it, -1)
+
+        run_case(0, f0, [2, 4])
+    """)
+
+
+@gap("generators", EAGER + " (map() of an external: its calls come before the body's)")
+def test_lazy_map_of_an_external():
+    assert_same("""
+        @poppy
+        def f0(xs):
+            for x in map(n_num, xs):
+                print(x)
+
+        run_case(0, f0, [1, 2])
+    """)
+
+
+@gap("count", EAGER + " (itertools.count() with an early exit grows memory until "
+                      "MemoryError)")
+def test_itertools_count_with_early_return():
+    assert_same("""
+        @poppy
+        def f0(n):
+            for x in itertools.count(n):
+                if x >= n + 2:
+                    return x
+
+        run_case(0, f0, 1)
+    """)
+
+
+@gap("iter_mutated", MUTATED + " (a worklist a @sequential helper appends to)")
+def test_worklist_appended_by_a_sequential_helper():
+    assert_same("""
+        g0_work = [5]
+
+        @sequential
+        def h0_more(x):
+            note('h0_more', x)
+            if len(g0_work) < 6:
+                g0_work.append(x)
+
+        @poppy
+        def f0():
+            for x in g0_work:
+                h0_more(x)
+
+        run_case(0, f0)
+    """)
+
+
+@gap("iter_mutated", MUTATED + " (a worklist an inlined @poppy callee appends to)")
+def test_worklist_appended_by_a_poppy_callee():
+    assert_same("""
+        g0_work = [1]
+
+        @poppy
+        def p0_more(x):
+            if len(g0_work) < 6:
+                g0_work.append(x)
+
+        @poppy
+        def f0():
+            for x in g0_work:
+                p0_more(x)
+                s_tick()
+
+        run_case(0, f0)
+    """)
+
+
+@gap("iter_mutated", MUTATED + " (a dict grown by a helper: no 'dictionary changed size "
+                               "during iteration')")
+def test_dict_grown_by_a_helper_during_iteration():
+    assert_same("""
+        g0_reg = {'a': 1, 'b': 2}
+
+        def h0_reg(key):
+            g0_reg[key] = 0
+
+        @poppy
+        def f0():
+            for k in g0_reg:
+                h0_reg(k + 'x')
+                n_num(0)
+
+        run_case(0, f0)
+    """)
+
+
+# ------------------------------------------------------------------ issue 14, class 3
+@gap("raising_async", CONTEXT)
+def test_async_external_exception_has_no_event_loop_context():
+    assert_same("""
+        @poppy
+        def f0(n):
+            return u_fail(n)
+
+        run_case(0, f0, 4)       # u_fail(4) raises ValueError
+    """)
+
+
+# ------------------------------------------------------------------ not in issue 14
+@gap("nested_externals", NESTED)
+def test_helper_calling_an_async_external_while_another_is_in_flight():
+    assert_same("""
+        def helper(x):
+            return u_num(x)
+
+        @poppy
+        def f0(n):
+            t = u_str(n)
+            return helper(1), t
+
+        run_case(0, f0, 2)
+    """)
+
+
+@gap("generators", NESTED + " (a generator calling one, consumed by a comprehension)")
+def test_generator_calling_an_async_external_while_another_is_in_flight():
+    assert_same("""
+        def gen0(k):
+            for j in range(k):
+                u_num(j)
+                yield j
+
+        @poppy
+        def f0(n):
+            t = u_str(n)
+            return [q for q in gen0(3)], t
+
+        run_case(0, f0, 2)
+    """)
+
+
+@gap("raising", HANG)
+def test_exception_before_a_loop_and_an_async_call_does_not_hang():
+    assert_same("""
+        @poppy
+        def f0(n):
+            x = 1 // n           # ZeroDivisionError
+            for q in range(2):
+                pass
+            u_num(n)
+
+        run_case(0, f0, 0)
+    """, case_timeout=3)
+
+
+@gap("raising", HANG + " (a raising @sequential external)")
+def test_sequential_external_raising_before_a_loop_and_an_async_call():
+    assert_same("""
+        @sequential
+        def bad(x):
+            raise ValueError(x)
+
+        @poppy
+        def f0(n):
+            x = bad(n)
+            for q in range(2):
+                pass
+            u_num(n)
+
+        run_case(0, f0, 0)
+    """, case_timeout=3)
+
+
+@gap("raising", HANG + " (UnboundLocalError of a del in a while loop)")
+def test_exception_inside_a_while_loop_before_an_async_call_does_not_hang():
+    assert_same("""
+        @poppy
+        def f0(n):
+            w = 0
+            while w < 3:
+                w += 1
+                del n            # UnboundLocalError at the second iteration
+            u_str(6)
+
+        run_case(0, f0, 1)
+    """, case_timeout=3)
+
+
+@gap("raising", AFTER_FAILURE)
+def test_no_sequential_call_after_a_failing_unordered_call():
+    assert_same("""
+        @poppy
+        def f0(n):
+            a = ub_fail(5)       # raises ValueError
+            s_put('k', n)
+            return a
+
+        run_case(0, f0, 1)
+    """)
+
+
+@gap("unbound_reads", UNBOUND)
+def test_comprehension_reading_an_unbound_enclosing_local():
+    assert_same("""
+        @poppy
+        def f0(n):
+            x = sum(x for q in range(n))
+            return x
+
+        run_case(0, f0, 2)
+    """)
