@@ -1,4 +1,4 @@
-"""The mismatch classes poppy_jit.fuzz finds today, one minimal reproducer each (as the fuzzer's
+"""The mismatch classes poppy_jit.fuzz found, one minimal reproducer each (as the fuzzer's
 minimiser printed them, names tidied). Every test is a strict xfail: once its class is fixed it
 XPASSes, which fails the suite — then drop the marker and, when a whole construct switch is clean,
 remove it from poppy_jit.fuzz.KNOWN_GAPS so that the bounded run in tests/test_fuzz.py covers it.
@@ -6,6 +6,8 @@ remove it from poppy_jit.fuzz.KNOWN_GAPS so that the bounded run in tests/test_f
 Each program runs plain and with PYTHONPOPPY=1 and must agree under the fuzzer's rules
 (poppy_jit.fuzz.compare): output, result (value or exception with its chain) and the trace of
 external calls modulo the annotations.
+
+Reproducers without a marker are classes that were fixed: they stay as regression tests.
 """
 import textwrap
 
@@ -58,7 +60,6 @@ NESTED = ("an async external called by CPython code that a run calls (a helper, 
 
 
 # ------------------------------------------------------------------ issue 14, class 1
-@gap("global_rebind", GLOBALS)
 def test_global_rebound_by_a_sequential_external():
     assert_same("""
         X = 0
@@ -80,7 +81,6 @@ def test_global_rebound_by_a_sequential_external():
     """)
 
 
-@gap("global_rebind", GLOBALS)
 def test_global_rebound_by_an_async_sequential_external():
     assert_same("""
         g0_a = 11
@@ -99,7 +99,6 @@ def test_global_rebound_by_an_async_sequential_external():
     """)
 
 
-@gap("global_rebind", GLOBALS)
 def test_global_rebound_by_an_unannotated_helper():
     assert_same("""
         g0_a = 4
@@ -117,7 +116,6 @@ def test_global_rebound_by_an_unannotated_helper():
     """)
 
 
-@gap("global_rebind", GLOBALS)
 def test_global_rebound_by_an_inlined_poppy_callee():
     assert_same("""
         g0_a = 4
@@ -136,7 +134,6 @@ def test_global_rebound_by_an_inlined_poppy_callee():
     """)
 
 
-@gap("global_rebind", GLOBALS + " (one the callee creates: NameError)")
 def test_global_created_by_an_inlined_poppy_callee():
     assert_same("""
         @poppy
@@ -153,7 +150,6 @@ def test_global_created_by_an_inlined_poppy_callee():
     """)
 
 
-@gap("nonlocal_rebind", FREE)
 def test_free_variable_rebound_by_a_sequential_helper():
     assert_same("""
         def make0():
@@ -174,7 +170,6 @@ def test_free_variable_rebound_by_a_sequential_helper():
     """)
 
 
-@gap("nonlocal_rebind", FREE)
 def test_free_variable_rebound_by_an_unannotated_helper():
     assert_same("""
         def make0():
@@ -194,7 +189,6 @@ def test_free_variable_rebound_by_an_unannotated_helper():
     """)
 
 
-@gap("nonlocal_rebind", FREE)
 def test_free_variable_rebound_by_a_poppy_closure_helper():
     assert_same("""
         def make0():
@@ -215,7 +209,6 @@ def test_free_variable_rebound_by_a_poppy_closure_helper():
     """)
 
 
-@gap("nonlocal_rebind", FREE + " (the stale value goes to the next call)")
 def test_free_variable_passed_on_after_a_helper_rebound_it():
     assert_same("""
         def make0():
@@ -238,7 +231,6 @@ def test_free_variable_passed_on_after_a_helper_rebound_it():
 
 
 # ------------------------------------------------------------------ issue 14, class 2
-@gap("generators", EAGER + " (the generator's side effects come before the body's)")
 def test_generator_side_effects_interleave_with_the_body():
     assert_same("""
         def gen0(k):
@@ -255,7 +247,6 @@ def test_generator_side_effects_interleave_with_the_body():
     """)
 
 
-@gap("generators", EAGER + " (a break after the first item still pulls every item)")
 def test_break_stops_pulling_items():
     assert_same("""
         def gen0(k):
@@ -272,7 +263,6 @@ def test_break_stops_pulling_items():
     """)
 
 
-@gap("generators", EAGER + " (the items after a break are lost for later code)")
 def test_generator_resumed_after_break():
     assert_same("""
         def gen0(k):
@@ -290,7 +280,6 @@ def test_generator_resumed_after_break():
     """)
 
 
-@gap("generators", EAGER + " (next() after the loop)")
 def test_iterator_shared_with_next_after_break():
     assert_same("""
         @poppy
@@ -304,7 +293,6 @@ def test_iterator_shared_with_next_after_break():
     """)
 
 
-@gap("generators", EAGER + " (map() of an external: its calls come before the body's)")
 def test_lazy_map_of_an_external():
     assert_same("""
         @poppy
@@ -316,8 +304,6 @@ def test_lazy_map_of_an_external():
     """)
 
 
-@gap("count", EAGER + " (itertools.count() with an early exit grows memory until "
-                      "MemoryError)")
 def test_itertools_count_with_early_return():
     assert_same("""
         @poppy
@@ -390,7 +376,6 @@ def test_dict_grown_by_a_helper_during_iteration():
 
 
 # ------------------------------------------------------------------ issue 14, class 3
-@gap("raising_async", CONTEXT)
 def test_async_external_exception_has_no_event_loop_context():
     assert_same("""
         @poppy
@@ -402,7 +387,6 @@ def test_async_external_exception_has_no_event_loop_context():
 
 
 # ------------------------------------------------------------------ not in issue 14
-@gap("nested_externals", NESTED)
 def test_helper_calling_an_async_external_while_another_is_in_flight():
     assert_same("""
         def helper(x):
@@ -417,7 +401,6 @@ def test_helper_calling_an_async_external_while_another_is_in_flight():
     """)
 
 
-@gap("generators", NESTED + " (a generator calling one, consumed by a comprehension)")
 def test_generator_calling_an_async_external_while_another_is_in_flight():
     assert_same("""
         def gen0(k):
@@ -434,7 +417,6 @@ def test_generator_calling_an_async_external_while_another_is_in_flight():
     """)
 
 
-@gap("raising", HANG)
 def test_exception_before_a_loop_and_an_async_call_does_not_hang():
     assert_same("""
         @poppy
@@ -448,7 +430,6 @@ def test_exception_before_a_loop_and_an_async_call_does_not_hang():
     """, case_timeout=3)
 
 
-@gap("raising", HANG + " (a raising @sequential external)")
 def test_sequential_external_raising_before_a_loop_and_an_async_call():
     assert_same("""
         @sequential
@@ -466,7 +447,6 @@ def test_sequential_external_raising_before_a_loop_and_an_async_call():
     """, case_timeout=3)
 
 
-@gap("raising", HANG + " (UnboundLocalError of a del in a while loop)")
 def test_exception_inside_a_while_loop_before_an_async_call_does_not_hang():
     assert_same("""
         @poppy

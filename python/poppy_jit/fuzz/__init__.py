@@ -27,16 +27,10 @@ from .gen import CONSTRUCTS, DEFAULT_CONSTRUCTS
 # tests/test_fuzz.py leaves exactly these out; tests/test_fuzz_known_gaps.py holds one strict
 # xfail reproducer per class. Remove a switch here once its class is fixed.
 KNOWN_GAPS = (
-    "global_rebind",     # issue 14 class 1: a global rebound by a called function reads stale
-    "nonlocal_rebind",   # issue 14 class 1: the same for a free variable rebound via nonlocal
-    "generators",        # issue 14 class 2: for over a generator/iterator consumes it eagerly
-    "count",             # issue 14 class 2: itertools.count() with an early exit: MemoryError
     "iter_mutated",      # issue 14 class 2: a container a helper mutates: stale snapshot
-    "raising_async",     # issue 14 class 3: plain-mode async externals chain a RuntimeError
-    "raising",           # found by the fuzzer: a hang after an inline exception before a for
-                         # loop and an async call; a sequential call after a failing unordered
-    "nested_externals",  # found by the fuzzer: an async external called from a helper while
-                         # another is in flight fails ("Event loop stopped...")
+    "raising",           # found by the fuzzer: a sequential call after (in program order) a
+    "raising_async",     # failing unordered call still runs (PopPy §6.2 forwards the order);
+                         # both switches make unordered externals that raise
     "unbound_reads",     # found by the fuzzer: an unbound local read by a comprehension gives
                          # UnboundLocalError where CPython raises NameError
 )
