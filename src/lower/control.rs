@@ -1,7 +1,7 @@
 //! Lowering control flow: `if` as `ite` over two branch closures (S, M and the exit status
 //! bypass a branch that leaves them unchanged), `while` loops as self-capturing recursive
-//! closures, `for` loops as a `fold` or a lazy loop chosen at run time, and which functions need
-//! the exit status threaded at all (break, continue, early return).
+//! closures, `for` loops as a `fold` or a lazy loop chosen at run time. Which functions need the exit
+//! status threaded at all is `bezoar::passes::exits`.
 //!
 //! `for`: the lifter cannot know whether an iterable is safe to read at once (a list) or must be
 //! iterated one `next` at a time (a generator: its side effects interleave with the body's, a
@@ -12,6 +12,7 @@
 //! The alternative, a `loop` with `next_or_stop` for every `for`, would serialise the hot loops
 //! (each `next` is a call in program order) and lose the fold's all-iterations-at-once overlap.
 use super::*;
+use crate::bezoar::passes::{contains_jump, leaves_loop};
 
 impl<'a, F: PrimFactory> Lowerer<'a, F> {
     /// `res := ite(cond, then_f, else_f; args)` and rebind the carried state from `res`.
@@ -297,58 +298,4 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         }
     }
 
-}
-
-/// Whether a function needs exit-status threading: any loop jump, `while`, or a return that is not
-/// the function's last statement.
-pub(super) fn needs_exits(body: &[bz::Stmt]) -> bool {
-    fn any(b: &[bz::Stmt], top: bool) -> bool {
-        b.iter().enumerate().any(|(i, s)| match &s.kind {
-            StmtKind::Break | StmtKind::Continue | StmtKind::Loop { .. } => true,
-            StmtKind::Return(_) => !(top && i + 1 == b.len()),
-            StmtKind::If { then_body, else_body, .. } => any(then_body, false) || any(else_body, false),
-            StmtKind::For { body, .. } => any(body, false),
-            _ => false,
-        })
-    }
-    any(body, true)
-}
-
-/// A jump (break/continue) belonging to this loop level, or a return at any depth; with
-/// `continue_only`, only `continue`s of this level.
-pub(super) fn contains_jump(b: &[bz::Stmt], continue_only: bool) -> bool {
-    b.iter().any(|s| match &s.kind {
-        StmtKind::Continue => true,
-        StmtKind::Break => !continue_only,
-        StmtKind::If { then_body, else_body, .. } => {
-            contains_jump(then_body, continue_only) || contains_jump(else_body, continue_only)
-        }
-        _ => false,
-    })
-}
-
-fn contains_return(b: &[bz::Stmt]) -> bool {
-    b.iter().any(|s| match &s.kind {
-        StmtKind::Return(_) => true,
-        StmtKind::If { then_body, else_body, .. } => contains_return(then_body) || contains_return(else_body),
-        StmtKind::For { body, .. } | StmtKind::Loop { body } => contains_return(body),
-        _ => false,
-    })
-}
-
-/// Whether a loop body can end an iteration early or stop the loop.
-pub(super) fn leaves_loop(body: &[bz::Stmt]) -> bool {
-    contains_jump(body, false) || contains_return(body)
-}
-
-/// Whether the status may be non-zero after `s` (so what follows it must be guarded).
-pub(super) fn may_exit(s: &bz::Stmt) -> bool {
-    match &s.kind {
-        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => true,
-        StmtKind::If { then_body, else_body, .. } => {
-            then_body.iter().any(may_exit) || else_body.iter().any(may_exit)
-        }
-        StmtKind::For { body, .. } | StmtKind::Loop { body } => contains_return(body),
-        _ => false,
-    }
 }

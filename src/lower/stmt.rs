@@ -2,7 +2,7 @@
 //! values or the memory M), the carried state of blocks, and one Bezoar statement or expression
 //! at a time. Branches and loops are in `control`.
 use super::*;
-use super::control::{may_exit, needs_exits};
+use crate::bezoar::passes::{may_exit, needs_exits};
 
 impl<'a, F: PrimFactory> Lowerer<'a, F> {
     // ---- functions and blocks ---------------------------------------------------------------

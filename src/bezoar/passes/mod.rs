@@ -8,6 +8,7 @@
 use super::ir::*;
 
 mod dead_lets;
+mod exits;
 mod defined;
 mod fresh;
 mod loop_iterable;
@@ -16,6 +17,7 @@ mod split_getitem;
 mod variables;
 
 pub use dead_lets::remove_dead_pure_lets;
+pub use exits::{contains_jump, leaves_loop, may_exit, needs_exits};
 pub use defined::DefinedSet;
 pub use fresh::fresh_operands;
 pub use loop_iterable::loop_iterable_changed;

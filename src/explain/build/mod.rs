@@ -16,7 +16,7 @@
 //! waits), so the exits of all but the last iteration are not taken.
 use super::graph::*;
 use super::oracle::*;
-use crate::bezoar::passes::{assigned, deleted, DefinedSet};
+use crate::bezoar::passes::{assigned, contains_jump, deleted, leaves_loop, may_exit, needs_exits, DefinedSet};
 use crate::bezoar::{self as bz, Expr, Intrinsic, Reg, StmtKind};
 use crate::control::Policy;
 use crate::control::Class;

@@ -1,0 +1,58 @@
+//! Which statements leave a block early (break, continue, return), and whether a function
+//! needs its exit status threaded at all: the shape lowering decides on (`crate::lower`) and the
+//! overlap analysis models the same way (`crate::explain`).
+use crate::bezoar::ir::{Stmt, StmtKind};
+
+/// Whether a function needs exit-status threading: any loop jump, `while`, or a return that is not
+/// the function's last statement.
+pub fn needs_exits(body: &[Stmt]) -> bool {
+    fn any(b: &[Stmt], top: bool) -> bool {
+        b.iter().enumerate().any(|(i, s)| match &s.kind {
+            StmtKind::Break | StmtKind::Continue | StmtKind::Loop { .. } => true,
+            StmtKind::Return(_) => !(top && i + 1 == b.len()),
+            StmtKind::If { then_body, else_body, .. } => any(then_body, false) || any(else_body, false),
+            StmtKind::For { body, .. } => any(body, false),
+            _ => false,
+        })
+    }
+    any(body, true)
+}
+
+/// A jump (break/continue) belonging to this loop level, or a return at any depth; with
+/// `continue_only`, only `continue`s of this level.
+pub fn contains_jump(b: &[Stmt], continue_only: bool) -> bool {
+    b.iter().any(|s| match &s.kind {
+        StmtKind::Continue => true,
+        StmtKind::Break => !continue_only,
+        StmtKind::If { then_body, else_body, .. } => {
+            contains_jump(then_body, continue_only) || contains_jump(else_body, continue_only)
+        }
+        _ => false,
+    })
+}
+
+fn contains_return(b: &[Stmt]) -> bool {
+    b.iter().any(|s| match &s.kind {
+        StmtKind::Return(_) => true,
+        StmtKind::If { then_body, else_body, .. } => contains_return(then_body) || contains_return(else_body),
+        StmtKind::For { body, .. } | StmtKind::Loop { body } => contains_return(body),
+        _ => false,
+    })
+}
+
+/// Whether a loop body can end an iteration early or stop the loop.
+pub fn leaves_loop(body: &[Stmt]) -> bool {
+    contains_jump(body, false) || contains_return(body)
+}
+
+/// Whether the status may be non-zero after `s` (so what follows it must be guarded).
+pub fn may_exit(s: &Stmt) -> bool {
+    match &s.kind {
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => true,
+        StmtKind::If { then_body, else_body, .. } => {
+            then_body.iter().any(may_exit) || else_body.iter().any(may_exit)
+        }
+        StmtKind::For { body, .. } | StmtKind::Loop { body } => contains_return(body),
+        _ => false,
+    }
+}
