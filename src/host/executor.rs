@@ -47,18 +47,33 @@ pub(super) struct Executor<'py> {
     queue: DoneQueue,
     running: Running,
     pub(super) loop_: Bound<'py, PyAny>,
+    /// `_loop.release_runtime_loop`, called when the executor is dropped (the run is over).
+    release: Bound<'py, PyAny>,
+}
+
+impl Drop for Executor<'_> {
+    fn drop(&mut self) {
+        // However the run ended (finished, or an error before `finish`), the loop is free again.
+        if let Err(e) = self.release.call0() {
+            e.print(self.release.py());
+        }
+    }
 }
 
 impl<'py> Executor<'py> {
     fn new(py: Python<'py>) -> PyResult<Self> {
-        let loop_ = py.import_bound("poppy_jit._loop")?.call_method0("get_loop")?;
+        let loops = py.import_bound("poppy_jit._loop")?;
+        let loop_ = loops.call_method0("get_loop")?;
         if loop_.call_method0("is_running")?.is_truthy()? {
             return Err(PyRuntimeError::new_err("poppy_jit: event loop already running"));
         }
-        // Marked in use until `finish`: a plain call of an async external made meanwhile (by a
-        // helper the run calls) must not run this loop, whose done-callbacks stop it.
-        py.import_bound("poppy_jit._loop")?.call_method0("runtime_loop")?;
+        let release = loops.getattr("release_runtime_loop")?;
+        // Marked in use while the executor lives (released by `Drop`): a plain call of an async
+        // external made meanwhile (by a helper the run calls) must not run this loop, whose
+        // done-callbacks stop it.
+        loops.call_method0("runtime_loop")?;
         Ok(Executor {
+            release,
             create_task: loop_.getattr("create_task")?,
             run_forever: loop_.getattr("run_forever")?,
             stop: loop_.getattr("stop")?.unbind(),
@@ -179,7 +194,6 @@ pub(super) fn finish(h: &mut PyHost<'_>) -> PyResult<()> {
             h.rt.call_method1("cancel_all", (ex.loop_.clone(), pending))?;
         }
         ex.queue.borrow_mut().clear();
-        h.py.import_bound("poppy_jit._loop")?.call_method0("release_runtime_loop")?;
     }
     Ok(())
 }
