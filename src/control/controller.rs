@@ -256,6 +256,14 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
             }
             Phase::Completed => {
                 let Some(tok) = token(e, cid, w) else { return };
+                // The input order is read: the slots kept for the call are no longer needed,
+                // though its outputs may still wait for earlier calls (an unordered call's F_W'
+                // waits for every earlier call to succeed; long chains of finished calls must
+                // not keep their arguments alive).
+                let held = std::mem::take(&mut e.ctl()[cid].held);
+                for s in held {
+                    e.release_slot(s);
+                }
                 return release_after(e, cid, tok, w);
             }
             Phase::Running | Phase::Finished => return,
@@ -355,9 +363,11 @@ fn cancel_after<E: Env>(e: &mut E, p: u64) {
 }
 
 /// The failure a run raises: the one earliest in program order, with its call's source line
-/// and the ordered calls after it that had already been dispatched (possible only when it is an
-/// unordered call, which passes the order on before it finishes). None if no call failed at a
-/// known position.
+/// and the sequential calls after it that had already been dispatched — none, since a
+/// sequential call waits for every earlier call to succeed (F_W); the list is a safety net that
+/// makes a broken ordering visible (a note on the exception) rather than silent. Readonly calls
+/// after it may have run speculatively (they have no effects) and are not listed. None if no
+/// call failed at a known position.
 pub fn raised<E: Env>(e: &E) -> Option<(E::Error, u32, Vec<E::Prim>)> {
     let ctl = e.ctl_ref();
     if ctl.failures.is_empty() {
@@ -373,7 +383,7 @@ pub fn raised<E: Env>(e: &E) -> Option<(E::Error, u32, Vec<E::Prim>)> {
         .ctrls
         .iter()
         .enumerate()
-        .filter(|(c, ctrl)| ctrl.dispatched && ctrl.class != Class::Unordered && pos[*c].is_some_and(|q| q > p))
+        .filter(|(c, ctrl)| ctrl.dispatched && ctrl.class == Class::Sequential && pos[*c].is_some_and(|q| q > p))
         .filter_map(|(_, ctrl)| ctrl.func.clone())
         .collect();
     Some((err, ctl[failed].line, later))

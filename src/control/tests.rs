@@ -192,14 +192,26 @@ const CLASSES: [(i64, Class); 4] =
     [(U, Class::Unordered), (R, Class::Readonly), (S, Class::Sequential), (S2, Class::Sequential)];
 
 #[test]
-fn an_unordered_call_forwards_f_r_and_f_w_before_it_finishes() {
+fn an_unordered_call_forwards_f_r_at_once_and_f_w_when_done() {
     let mut m = Mock::new(&CLASSES);
     let (u, _) = m.call(U, Some(0));
-    m.call(S, Some(0));
+    m.call(R, Some(0));
+    let (s, _) = m.call(S, Some(0));
+    m.run();
+    assert_eq!(m.out(u), (true, false));
+    // The readonly call runs while it is still running (speculatively: it has no effects); the
+    // sequential call waits, since CPython does not reach it if the unordered call raises.
+    assert_eq!(m.dispatched, vec![U, R]);
+    finished(&mut m, 1, Ok(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, R]);
+    finished(&mut m, u, Ok(0));
     m.run();
     assert_eq!(m.out(u), (true, true));
-    // The sequential call after it runs while it is still running.
-    assert_eq!(m.dispatched, vec![U, S]);
+    assert_eq!(m.dispatched, vec![U, R, S]);
+    finished(&mut m, s, Ok(0));
+    m.run();
+    assert_eq!(m.out(s), (true, true));
 }
 
 #[test]
@@ -232,6 +244,9 @@ fn a_call_forwards_nothing_until_its_class_is_known() {
     assert!(m.dispatched.is_empty());
     m.set(arg, V::Prim(0));
     m.run();
+    assert_eq!(m.dispatched, vec![U]);
+    finished(&mut m, u, Ok(0));
+    m.run();
     assert_eq!(m.dispatched, vec![U, S]);
 }
 
@@ -258,15 +273,41 @@ fn after_a_failed_call_later_calls_are_held_cancelled_or_not_run() {
 }
 
 #[test]
-fn a_failed_unordered_call_is_raised_with_the_ordered_calls_that_ran_after_it() {
+fn no_sequential_call_runs_after_a_failed_unordered_call() {
+    // CPython stops at the failing call: the sequential call after it (here behind a readonly
+    // one, which may run speculatively) is never made, and nothing is noted as having run.
     let mut m = Mock::new(&CLASSES);
     let (u, _) = m.call(U, Some(0));
+    let (r, _) = m.call(R, Some(0));
     let (s, _) = m.call(S, Some(0));
+    m.call(U, Some(1));
     m.run();
-    finished(&mut m, s, Ok(0));
+    assert_eq!(m.dispatched, vec![U, R, U]);
+    finished(&mut m, r, Ok(0));
     finished(&mut m, u, Err("boom".into()));
     m.run();
-    assert_eq!(raised(&m).map(|(e, _, later)| (e, later)), Some(("boom".to_string(), vec![S])));
+    assert_eq!(m.dispatched, vec![U, R, U]);
+    assert_eq!(m.cancelled, vec![3]);
+    assert_eq!(m.ctl[s].phase, Phase::WaitOrder);
+    assert_eq!(raised(&m).map(|(e, _, later)| (e, later)), Some(("boom".to_string(), vec![])));
+}
+
+#[test]
+fn a_sequential_call_waits_for_every_earlier_call_that_may_still_raise() {
+    // Two unordered calls in flight: the sequential call after them starts only once both have
+    // finished without error, whichever finishes first.
+    let mut m = Mock::new(&CLASSES);
+    let (u1, _) = m.call(U, Some(0));
+    let (u2, _) = m.call(U, Some(1));
+    m.call(S, Some(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, U]);
+    finished(&mut m, u2, Ok(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, U]);
+    finished(&mut m, u1, Ok(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, U, S]);
 }
 
 #[test]
