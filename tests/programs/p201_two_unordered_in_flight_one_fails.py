@@ -15,4 +15,5 @@ def two_in_flight(topic):
     return a, b
 
 
+print("two unordered calls in flight")
 print(two_in_flight("z"))
