@@ -21,6 +21,7 @@ PYTHONPOPPY_TRACE_ARGS=1, because prompts and API keys must not end up in a trac
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -42,12 +43,18 @@ _next_call_id = 0
 _ARG_REPR_LIMIT = 200
 
 
+_exit_writer_registered = False
+
+
 def start(path: str | None, include_args: bool = False) -> None:
     """Begin recording; `path` (if any) is written at exit."""
-    global enabled, _path, _include_args
+    global enabled, _path, _include_args, _exit_writer_registered
     enabled = True
     _path = path or None
     _include_args = include_args
+    if _path and not _exit_writer_registered:
+        atexit.register(_write_at_exit)
+        _exit_writer_registered = True
 
 
 def stop() -> None:

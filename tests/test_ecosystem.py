@@ -1,0 +1,316 @@
+"""What users meet around the runtime: poppy_jit's warnings and logger, config validation, the
+off/unknown values of PYTHONPOPPY, start_trace at exit, cancelling `poppy_jit.run`, and annotated
+async defs called from coroutines in plain mode."""
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+import poppy_jit
+from poppy_jit import _config, _warnings
+
+HAVE_CORE = True
+try:
+    import poppy_jit._core  # noqa: F401
+except ImportError:
+    HAVE_CORE = False
+needs_core = pytest.mark.skipif(not HAVE_CORE, reason="the compiled runtime is not installed")
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONPOPPY")}
+    pkg_parent = str(Path(poppy_jit.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([pkg_parent, env.get("PYTHONPATH", "")])
+    env.update(extra)
+    return env
+
+
+def run_py(tmp_path, source, *flags, **env):
+    """Run `source` as a script in a fresh interpreter (flags before the script)."""
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(source))
+    return subprocess.run([sys.executable, *flags, str(script)], env=_env(**env),
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+USER_SESSION = '''
+    import asyncio
+    from poppy_jit import poppy, unordered
+
+    def fetch(x):                 # not annotated: a sequential external
+        return x * 2
+
+    @unordered
+    def fast(x):
+        return x
+
+    @poppy
+    def seq(xs):
+        out = []
+        for x in xs:
+            out.append(fetch(x))
+        return out
+
+    @poppy
+    def guarded(x):
+        try:
+            return fast(x)
+        except ValueError:
+            return 0
+
+    @poppy
+    def par(xs):
+        return [fast(x) for x in xs]
+
+    print(seq([1, 2, 3]), seq([4, 5]), guarded(1), guarded(2))
+
+    async def main():
+        print(par([1, 2]), par([3]))
+
+    asyncio.run(main())
+'''
+
+
+# ---------------------------------------------------------------------------------------------
+# Warnings instead of silence
+
+@needs_core
+def test_each_reason_is_warned_once_per_function(tmp_path):
+    p = run_py(tmp_path, USER_SESSION, PYTHONPOPPY="1")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["[2, 4, 6] [8, 10] 1 2", "[1, 2] [3]"]
+    err = p.stderr
+    assert err.count("PoppySequentialWarning") == 1
+    assert "seq made its external calls one at a time (peak in flight 1): fetch is not " \
+           "annotated" in err
+    assert err.count("PoppyFallbackWarning") == 1
+    assert "guarded runs as plain CPython" in err and "python -m poppy_jit explain" in err
+    assert err.count("PoppyEventLoopWarning") == 1
+    assert "await poppy_jit.run(par, ...)" in err
+    # The warning points at the user's function, not at poppy_jit.
+    assert f"{tmp_path / 'prog.py'}:" in err
+
+
+def test_plain_mode_is_silent(tmp_path):
+    p = run_py(tmp_path, USER_SESSION)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+
+
+@needs_core
+def test_dash_w_error_makes_a_warning_fail_the_call(tmp_path):
+    p = run_py(tmp_path, USER_SESSION, "-W", "error", PYTHONPOPPY="1")
+    assert p.returncode == 1
+    assert "poppy_jit._warnings.PoppySequentialWarning: poppy_jit: seq made" in p.stderr
+    assert p.stdout == ""
+
+
+@needs_core
+def test_warnings_are_filterable_by_category(tmp_path):
+    source = ("import warnings, poppy_jit\n"
+              "warnings.simplefilter('ignore', poppy_jit.PoppySequentialWarning)\n"
+              "warnings.filterwarnings('error', category=poppy_jit.PoppyFallbackWarning)\n"
+              + textwrap.dedent(USER_SESSION))
+    p = run_py(tmp_path, source, PYTHONPOPPY="1")
+    assert "PoppySequentialWarning" not in p.stderr
+    assert p.returncode == 1 and "PoppyFallbackWarning: poppy_jit: guarded" in p.stderr
+
+
+def test_warning_classes_and_once_per_key():
+    assert issubclass(poppy_jit.PoppyFallbackWarning, poppy_jit.PoppyWarning)
+    assert issubclass(poppy_jit.PoppyWarning, UserWarning)
+    assert "PoppyWarning" in dir(poppy_jit) and "PoppyWarning" in poppy_jit.__all__
+
+    def f():
+        pass
+
+    _warnings.reset()
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        _warnings.fallback(f, "reason A at line 1")
+        _warnings.fallback(f, "reason A at line 1")
+        _warnings.fallback(f, "reason B at line 2")
+    assert [w.category for w in got] == [poppy_jit.PoppyFallbackWarning] * 2
+    assert got[0].filename == f.__code__.co_filename and got[0].lineno == f.__code__.co_firstlineno
+    _warnings.reset()
+
+
+def test_fallbacks_are_logged_on_the_poppy_jit_logger(caplog):
+    def g():
+        pass
+
+    _warnings.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with caplog.at_level("INFO", logger="poppy_jit"):
+            _warnings.fallback(g, "generator at line 3")
+    assert [r.name for r in caplog.records] == ["poppy_jit"]
+    assert "runs as plain CPython: generator at line 3" in caplog.records[0].getMessage()
+    _warnings.reset()
+
+
+# ---------------------------------------------------------------------------------------------
+# PYTHONPOPPY values
+
+@pytest.mark.parametrize("value", ["2", "yes", " 1"])
+def test_unknown_pythonpoppy_value_warns_and_runs_plain(tmp_path, value):
+    p = run_py(tmp_path, "import poppy_jit; print(poppy_jit.is_enabled())", PYTHONPOPPY=value)
+    assert p.returncode == 0 and p.stdout == "False\n"
+    assert (f"PoppyConfigWarning: poppy_jit: PYTHONPOPPY must be 0 or 1 (got {value!r}); "
+            "using the default, 0 (off)") in p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Config validation
+
+def _load(tmp_path, text):
+    cfg = tmp_path / "poppy.toml"
+    cfg.write_text(textwrap.dedent(text))
+    return _config.load(str(cfg))
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[popy]\nfunctions = ["m:f"]\n', "unknown section [popy] (did you mean 'poppy'?)"),
+    ('[poppy]\nfunction = ["m:f"]\n', "[poppy]: unknown key 'function' (did you mean "
+                                      "'functions'?)"),
+    ('[externals]\n"m:f" = "unorderd"\n', "kind must be one of ['unordered', 'readonly', "
+                                          "'sequential'] (got 'unorderd') (did you mean "
+                                          "'unordered'?)"),
+    ('[externals]\n"m:f" = { kind = "readonly", blocing = true }\n',
+     "external 'm:f': unknown key 'blocing' (did you mean 'blocking'?)"),
+    ('[externals]\n"m:f" = { kind = "readonly", blocking = "yes" }\n',
+     "blocking must be true or false (got 'yes')"),
+    ('[externals]\n"m:f" = 3\n', "must be a class name or { kind = ..., blocking = ... }"),
+    ('[poppy]\nfunctions = ["nocolon"]\n', "'nocolon' is not 'module:qualname'"),
+])
+def test_config_errors_name_the_mistake(tmp_path, text, message):
+    with pytest.raises(_config.ConfigError) as err:
+        _load(tmp_path, text)
+    assert message in str(err.value)
+    assert "{{" not in str(err.value)
+
+
+def test_config_table_is_one_line_per_key():
+    assert set(_config.SECTIONS) == {"poppy", "externals"}
+    assert set(_config.EXTERNAL_KEYS) == {"kind", "blocking"}
+
+
+def test_config_missing_targets(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[externals]\n"json:lodas" = "unordered"\n')
+    p = run_py(tmp_path, "import json, poppy_jit", PYTHONPOPPY_CONFIG=str(cfg))
+    assert p.returncode == 1 and "module json has no lodas (did you mean 'loads'?)" in p.stderr
+    cfg.write_text('[externals]\n"os.nothere:f" = "unordered"\n')
+    p = run_py(tmp_path, "import os, poppy_jit", PYTHONPOPPY_CONFIG=str(cfg))
+    assert p.returncode == 1 and "no module named 'os.nothere'" in p.stderr
+    cfg.write_text('[externals]\n"jsn:dumps" = "unordered"\n')
+    p = run_py(tmp_path, "import json, poppy_jit", PYTHONPOPPY_CONFIG=str(cfg))
+    assert p.returncode == 0
+    assert ("PoppyConfigWarning: poppy_jit: PYTHONPOPPY_CONFIG names module 'jsn', which this "
+            "program never imported (did you mean 'json'?)") in p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Bugs
+
+def test_start_trace_writes_its_file_at_exit(tmp_path):
+    out = tmp_path / "x.json"
+    p = run_py(tmp_path, f"import poppy_jit\npoppy_jit.start_trace({str(out)!r})\n")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(out.read_text())["otherData"]["producer"] == "poppy_jit"
+
+
+CANCEL = '''
+    import asyncio, gc
+    import poppy_jit
+    from poppy_jit import poppy, unordered
+
+    @unordered
+    async def slow(x):
+        await asyncio.sleep(5)
+        return x
+
+    @poppy
+    def f(xs):
+        return [slow(x) for x in xs]
+
+    async def main():
+        t = asyncio.create_task(poppy_jit.run(f, [1, 2]))
+        await asyncio.sleep(0.3)
+        t.cancel()
+        try:
+            await t
+        except asyncio.CancelledError:
+            print("cancelled")
+        gc.collect()
+
+    asyncio.run(main())
+    gc.collect()
+    print("end")
+'''
+
+
+@pytest.mark.parametrize("mode", ["", "1"])
+def test_cancelling_run_leaves_no_unretrieved_future(tmp_path, mode):
+    p = run_py(tmp_path, CANCEL, PYTHONPOPPY=mode)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["cancelled", "end"]
+    assert "never retrieved" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+AWAITABLE = '''
+    import asyncio
+    from poppy_jit import unordered
+
+    @unordered
+    async def complete(prompt):
+        await asyncio.sleep(0.01)
+        return prompt.upper()
+
+    async def main():
+        one = await complete("a")
+        many = await asyncio.gather(*[complete(p) for p in "bc"])
+        also = await asyncio.gather(*(complete(p) for p in "de"))
+        return one, many, also
+
+    def helper():          # ordinary code still gets the value
+        return complete("f")
+
+    print(asyncio.run(main()), helper())
+'''
+
+
+@pytest.mark.parametrize("mode", ["", "1"])
+def test_annotated_async_def_called_from_a_coroutine_returns_an_awaitable(tmp_path, mode):
+    p = run_py(tmp_path, AWAITABLE, PYTHONPOPPY=mode)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "('A', ['B', 'C'], ['D', 'E']) F\n"
+
+
+def test_annotated_async_def_inside_a_sync_poppy_function_in_a_running_loop(tmp_path):
+    source = '''
+        import asyncio, warnings
+        from poppy_jit import poppy, unordered
+
+        @unordered
+        async def complete(prompt):
+            return prompt.upper()
+
+        @poppy
+        def summary(xs):
+            return [complete(x) for x in xs]
+
+        async def cell():              # a notebook cell: sync call inside a running loop
+            return summary(["a", "b"])
+
+        warnings.simplefilter("ignore")
+        print(asyncio.run(cell()))
+    '''
+    for mode in ("", "1"):
+        p = run_py(tmp_path, source, PYTHONPOPPY=mode)
+        assert p.returncode == 0 and p.stdout == "['A', 'B']\n", (mode, p.stderr)
