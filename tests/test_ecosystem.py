@@ -314,3 +314,187 @@ def test_annotated_async_def_inside_a_sync_poppy_function_in_a_running_loop(tmp_
     for mode in ("", "1"):
         p = run_py(tmp_path, source, PYTHONPOPPY=mode)
         assert p.returncode == 0 and p.stdout == "['A', 'B']\n", (mode, p.stderr)
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenTelemetry, timeline labels, typing, the simulator's export line
+
+OTEL_PROGRAM = '''
+    import asyncio
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+
+    from poppy_jit import poppy, unordered
+
+    @unordered
+    async def ask(prompt):
+        await asyncio.sleep(0.05)
+        return prompt
+
+    @poppy
+    def main(xs):
+        return [ask(x) for x in xs]
+
+    with trace.get_tracer("app").start_as_current_span("request") as request:
+        print(main(["secret-a", "secret-bb"]))
+    spans = {s.context.span_id: s for s in exporter.get_finished_spans()}
+    for s in sorted(spans.values(), key=lambda s: s.start_time):
+        parent = spans[s.parent.span_id].name if s.parent else None
+        print(s.name, "<", parent, sorted(dict(s.attributes).items()),
+              round((s.end_time - s.start_time) / 1e6))
+'''
+
+
+@needs_core
+def test_opentelemetry_spans_per_external_call(tmp_path):
+    pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk ([otel] extra) is not "
+                                                    "installed")
+    p = run_py(tmp_path, OTEL_PROGRAM, PYTHONPOPPY="1", PYTHONPOPPY_OTEL="1")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "['secret-a', 'secret-bb']"
+    assert lines[1].startswith("request < None")
+    assert lines[2].startswith("poppy_jit.run main < request")
+    calls = [ln for ln in lines[3:] if ln.startswith("ask < poppy_jit.run main")]
+    assert len(calls) == 2
+    for ln in calls:
+        assert "('poppy_jit.class', 'unordered')" in ln and "('code.function', 'ask')" in ln
+        assert "('poppy_jit.call_site', 'main #" in ln and "poppy_jit.queue_wait_ms" in ln
+        assert 40 <= int(ln.split()[-1]) < 1000  # the call's own duration, in ms
+    assert "('poppy_jit.args', 'str[8]')" in calls[0] and "secret" not in "".join(calls)
+
+
+@needs_core
+def test_no_spans_without_the_switch(tmp_path):
+    pytest.importorskip("opentelemetry.sdk")
+    p = run_py(tmp_path, OTEL_PROGRAM, PYTHONPOPPY="1")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[1:] == [p.stdout.splitlines()[1]]  # only the app's span
+    assert p.stdout.splitlines()[1].startswith("request < None")
+
+
+def ask(x):  # a stand-in callee of the synthetic trace
+    return x
+
+
+def _synthetic_trace(tmp_path):
+    from poppy_jit import _trace
+
+    _trace.clear()
+    _trace.start(None, include_args=False)
+    try:
+        t = 100.0
+        _trace.record_run("main", t, t + 0.3, [
+            (1, ask, ("sk-SECRET prompt",), "unordered", t, t, t, t + 0.1, True),
+            (2, print, ("one",), "sequential", t + 0.1, t + 0.1, t + 0.1, t + 0.11, True),
+            (3, print, ("two",), "sequential", t + 0.11, t + 0.11, t + 0.11, t + 0.12, True),
+            (4, print, ("three",), "sequential", t + 0.12, t + 0.12, t + 0.12, t + 0.13, True),
+            (5, ask, (["a", "b"],), "unordered", t + 0.13, t + 0.13, t + 0.13, t + 0.2, True),
+        ])
+        _trace.record_run("other", t + 0.3, t + 0.4, [
+            (1, ask, ("x",), "unordered", t + 0.3, t + 0.3, t + 0.3, t + 0.4, True)])
+        return _trace.write_trace(str(tmp_path / "t.json"))
+    finally:
+        _trace.stop()
+        _trace.clear()
+
+
+def test_timeline_rows_labelled_by_call_site_folded_and_filtered(tmp_path):
+    from poppy_jit.timeline import load_rows
+
+    path = _synthetic_trace(tmp_path)
+    assert "SECRET" not in Path(path).read_text()
+    rows = load_rows(path)
+    assert [r.label.split() for r in rows][0] == ["main", "#1", "ask(str[16])"]
+    folded = load_rows(path, fold=True)
+    assert [r.label.split() for r in folded] == [
+        ["main", "#1", "ask(str[16])"], ["main", "#2", "print", "×3"],
+        ["main", "#5", "ask(list[2])"], ["other", "#1", "ask(str[1])"]]
+    assert folded[1].end_ms == pytest.approx(130, abs=0.01)
+    assert [r.function for r in load_rows(path, function="other")] == ["other"]
+    assert [r.position for r in load_rows(path, function="print")] == [2, 3, 4]
+
+
+def test_timeline_cli_filters_by_function(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib ([plot] extra) is not installed")
+    path = _synthetic_trace(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "poppy_jit", "timeline", path, "-o",
+                        str(tmp_path / "t.png"), "--function", "main"], env=_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "(5 external calls)" in p.stdout
+
+
+def test_decorators_keep_signatures_for_type_checkers(tmp_path):
+    pytest.importorskip("mypy", reason="mypy is not installed")
+    (tmp_path / "typed.py").write_text(textwrap.dedent('''
+        from poppy_jit import poppy, readonly, unordered
+
+        @unordered
+        async def ask(prompt: str, *, n: int = 1) -> str:
+            return prompt
+
+        @readonly(blocking=True)
+        def lookup(key: str) -> int:
+            return 1
+
+        @poppy
+        def report(topics: list[str]) -> list[int]:
+            return [lookup(t) for t in topics]
+
+        reveal_type(ask)
+        reveal_type(lookup)
+        reveal_type(report)
+        lookup(3)
+    '''))
+    p = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+                        str(tmp_path / "typed.py")], env=_env(), capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    out = p.stdout
+    assert 'def (prompt: builtins.str, *, n: builtins.int =) -> typing.Coroutine' in out \
+        or 'def (prompt: str, *, n: int =) -> typing.Coroutine' in out, out
+    assert "def (key: str) -> int" in out or "def (key: builtins.str) -> builtins.int" in out
+    assert "def (topics: list[str]) -> list[int]" in out or "builtins.list" in out
+    assert 'Argument 1 to "lookup" has incompatible type "int"' in out
+    assert out.count("error:") == 1
+
+
+def test_package_is_typed_and_documented():
+    pkg = Path(poppy_jit.__file__).parent
+    assert (pkg / "py.typed").exists()
+    doc = poppy_jit.__doc__
+    for name in ("poppy", "unordered", "readonly", "sequential", "run", "PoppyWarning",
+                 "PYTHONPOPPY_OTEL"):
+        assert name in doc
+    for name in poppy_jit.__all__:
+        assert getattr(poppy_jit, name).__doc__, name
+
+
+def test_sim_prints_the_export_line():
+    proc = subprocess.Popen([sys.executable, "-m", "poppy_jit.sim", "--app", "city_excursions"],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        second = proc.stdout.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    url = first.split("serving at ")[1].strip()
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+    assert second.strip() == f"in another shell:  export OPENAI_BASE_URL={url}"
+
+
+def test_sim_fault_option():
+    from poppy_jit.sim import parse_fault, Fault
+
+    assert parse_fault("429:first=2:retry_after=0.5:match=Oceania") == Fault(
+        429, match="Oceania", first=2, retry_after=0.5)
+    with pytest.raises(Exception, match="bad fault field"):
+        parse_fault("429:firs=2")

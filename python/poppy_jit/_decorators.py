@@ -211,6 +211,7 @@ def disable() -> None:
 
 
 def is_enabled() -> bool:
+    """Whether @poppy functions currently run on the runtime (PYTHONPOPPY=1 or `enable()`)."""
     return _core is not None and _core.is_enabled()
 
 
@@ -220,6 +221,7 @@ def stats() -> dict:
 
 
 def reset_stats() -> None:
+    """Zero the counters `stats()` reports."""
     _load_core().reset_stats()
 
 
@@ -294,8 +296,8 @@ def start_trace(path: str | None = None, include_args: bool = False) -> None:
 
 
 def configure_from_env() -> None:
-    """Apply PYTHONPOPPY / PYTHONPOPPY_STATS / PYTHONPOPPY_TRACE(_ARGS) (called once, when
-    poppy_jit is imported)."""
+    """Apply PYTHONPOPPY / PYTHONPOPPY_STATS / PYTHONPOPPY_TRACE(_ARGS) / PYTHONPOPPY_OTEL
+    (called once, when poppy_jit is imported)."""
     poppy_on = _flag("PYTHONPOPPY")
     if _flag("PYTHONPOPPY_STATS"):
         atexit.register(_print_stats_at_exit)
@@ -303,5 +305,11 @@ def configure_from_env() -> None:
     trace_path = os.environ.get("PYTHONPOPPY_TRACE", "")
     if trace_path:
         _trace.start(trace_path, include_args=trace_args)
+    elif trace_args:
+        _trace._include_args = True  # for the OpenTelemetry spans' argument previews
+    if _flag("PYTHONPOPPY_OTEL"):
+        from . import _otel
+
+        _otel.install()
     if poppy_on:
         enable()
