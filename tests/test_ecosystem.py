@@ -498,3 +498,27 @@ def test_sim_fault_option():
         429, match="Oceania", first=2, retry_after=0.5)
     with pytest.raises(Exception, match="bad fault field"):
         parse_fault("429:firs=2")
+
+
+def test_readme_quick_start_runs_as_written(tmp_path):
+    """The README's program, against the simulator it tells users to start: the same output
+    plain and with PYTHONPOPPY=1."""
+    import re
+
+    from poppy_jit.sim import LatencyModel, SimServer, city_excursions
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    program = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+    steps = re.search(r"### Quick start.*?```sh\n(.*?)```", readme, re.S).group(1)
+    assert "python -m poppy_jit.sim --app city_excursions --port 8000 &" in steps
+    assert "export OPENAI_BASE_URL=http://127.0.0.1:8000/v1" in steps
+    (tmp_path / "prog.py").write_text(program)
+    with SimServer(city_excursions, LatencyModel(ttft=0.02, per_token=0.0)) as sim:
+        outs = []
+        for mode in ("", "1"):
+            p = subprocess.run([sys.executable, "prog.py"], cwd=tmp_path, capture_output=True,
+                               text=True, timeout=120,
+                               env=_env(PYTHONPOPPY=mode, OPENAI_BASE_URL=sim.base_url))
+            assert p.returncode == 0 and p.stderr == "", p.stderr
+            outs.append(p.stdout)
+    assert outs[0] == outs[1] and outs[0].startswith("Sydney\n")

@@ -19,6 +19,8 @@ waits. Only the standard library is imported here.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import warnings
 
@@ -86,7 +88,10 @@ def fallback(fn, reason: str) -> None:
     """The runtime could not compile `fn`: it runs as plain CPython."""
     if not _first((getattr(fn, "__code__", fn), "fallback", reason)):
         return
-    target = f"{getattr(fn, '__module__', '?')}:{_name(fn)}"
+    module = getattr(fn, "__module__", None) or "?"
+    if module == "__main__" and hasattr(fn, "__code__"):  # a script: explain imports it by name
+        module = os.path.splitext(os.path.basename(fn.__code__.co_filename))[0]
+    target = f"{module}:{_name(fn)}"
     log.info("fallback: %s runs as plain CPython: %s", target, reason)
     _warn_at(fn, f"poppy_jit: {_name(fn)} runs as plain CPython, its external calls one at a "
                  f"time: {reason} (python -m poppy_jit explain {target})", PoppyFallbackWarning)
@@ -142,6 +147,14 @@ def one_at_a_time(fn, peak: int) -> None:
 
 
 def config(message: str) -> None:
-    """A configuration value that is not understood (the default is used instead)."""
-    log.warning("%s", message)
-    warnings.warn(message, PoppyConfigWarning, stacklevel=4)
+    """A configuration value that is not understood (the default is used instead). The warning
+    points at the first frame outside poppy_jit and the import machinery (the user's import)."""
+    log.debug("%s", message)
+    here = os.path.dirname(__file__)
+    frame, level = sys._getframe(0), 1
+    while frame is not None and (frame.f_code.co_filename.startswith(here)
+                                 or "importlib" in frame.f_code.co_filename):
+        if frame.f_code.co_filename.startswith(here):
+            level += 1  # (warn itself skips the import machinery's frames)
+        frame = frame.f_back
+    warnings.warn(message, PoppyConfigWarning, stacklevel=level)

@@ -152,9 +152,11 @@ class _Limited(httpx2.AsyncBaseTransport):
         try:
             response = await self.inner.handle_async_request(request)
         except httpx2.ConnectError as exc:
-            log.warning("cannot connect to %s (%s; attempt %d); is the server running? "
-                        "OPENAI_BASE_URL=%s", self.endpoint, exc, int(attempt) + 1,
-                        os.environ.get("OPENAI_BASE_URL", "(unset)"))
+            # Said once per request (the SDK then retries, logged at INFO).
+            log.log(logging.WARNING if attempt == "0" else logging.INFO,
+                    "cannot connect to %s (%s; attempt %d); is the server running? "
+                    "OPENAI_BASE_URL=%s", self.endpoint, exc, int(attempt) + 1,
+                    os.environ.get("OPENAI_BASE_URL", "(unset)"))
             raise
         if response.status_code in (408, 409, 429) or response.status_code >= 500:
             wait = response.headers.get("retry-after-ms")
