@@ -522,3 +522,19 @@ def test_readme_quick_start_runs_as_written(tmp_path):
             assert p.returncode == 0 and p.stderr == "", p.stderr
             outs.append(p.stdout)
     assert outs[0] == outs[1] and outs[0].startswith("Sydney\n")
+
+
+@needs_core
+def test_a_poppy_coroutine_that_is_not_intercepted_warns(tmp_path):
+    p = run_py(tmp_path, '''
+        import asyncio
+        from poppy_jit import poppy
+
+        @poppy
+        async def agent(x):
+            return x
+
+        print(asyncio.run(agent(3)))
+    ''', PYTHONPOPPY="1")
+    assert p.returncode == 0 and p.stdout == "3\n", p.stderr
+    assert p.stderr.count("PoppyFallbackWarning: poppy_jit: agent runs as plain CPython") == 1
