@@ -538,3 +538,23 @@ def test_a_poppy_coroutine_that_is_not_intercepted_warns(tmp_path):
     ''', PYTHONPOPPY="1")
     assert p.returncode == 0 and p.stdout == "3\n", p.stderr
     assert p.stderr.count("PoppyFallbackWarning: poppy_jit: agent runs as plain CPython") == 1
+
+
+def test_pyproject_dependencies_are_bounded_and_match_what_is_imported():
+    import importlib.metadata
+    import re
+    import tomllib
+
+    meta = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    project = meta["project"]
+    assert project["readme"] == "README.md" and project["license"]
+    deps = project["dependencies"] + [d for ds in project["optional-dependencies"].values()
+                                      for d in ds]
+    for dep in deps:
+        assert re.search(r">=[\d.]+,<\d", dep), f"unbounded: {dep}"
+    names = {re.split(r"[<>=\[]", d)[0] for d in project["dependencies"]}
+    assert names == {"openai", "httpx2", "aiolimiter"}
+    # The SDK really is built on httpx2 (so the declared HTTP client is the one in use).
+    requires = importlib.metadata.requires("openai") or []
+    assert any(r.startswith("httpx2") for r in requires)
+    assert set(project["optional-dependencies"]) >= {"plot", "otel", "ray"}
