@@ -558,3 +558,12 @@ def test_pyproject_dependencies_are_bounded_and_match_what_is_imported():
     requires = importlib.metadata.requires("openai") or []
     assert any(r.startswith("httpx2") for r in requires)
     assert set(project["optional-dependencies"]) >= {"plot", "otel", "ray"}
+
+
+@needs_core
+def test_warnings_for_code_run_with_dash_c():
+    code = ("from poppy_jit import poppy\n@poppy\ndef gen(n):\n    yield n\nprint(list(gen(2)))\n")
+    p = subprocess.run([sys.executable, "-c", code], env=_env(PYTHONPOPPY="1"),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout == "[2]\n", p.stderr
+    assert "<string>:2: PoppyFallbackWarning: poppy_jit: gen runs as plain CPython" in p.stderr

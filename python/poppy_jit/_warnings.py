@@ -75,9 +75,9 @@ def _warn_at(fn, message: str, category: type) -> None:
     if code is None:
         warnings.warn(message, category, stacklevel=3)
         return
+    # (No module_globals: for code run with `python -c` its loader's get_source raises.)
     warnings.warn_explicit(message, category, code.co_filename, code.co_firstlineno,
-                           module=getattr(fn, "__module__", None) or "<unknown>",
-                           module_globals=getattr(fn, "__globals__", None))
+                           module=getattr(fn, "__module__", None) or "<unknown>")
 
 
 def _name(fn) -> str:
