@@ -567,3 +567,16 @@ def test_warnings_for_code_run_with_dash_c():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stdout == "[2]\n", p.stderr
     assert "<string>:2: PoppyFallbackWarning: poppy_jit: gen runs as plain CPython" in p.stderr
+
+
+def test_otel_switch_without_opentelemetry_warns(tmp_path):
+    fake = tmp_path / "fake" / "opentelemetry"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('not installed')\n")
+    env = _env(PYTHONPOPPY_OTEL="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "fake"), env["PYTHONPATH"]])
+    p = subprocess.run([sys.executable, "-c", "import poppy_jit; print('ran')"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout == "ran\n", p.stderr
+    assert ("PoppyConfigWarning: poppy_jit: PYTHONPOPPY_OTEL=1 needs OpenTelemetry: pip install "
+            "'poppy_jit[otel]'; PYTHONPOPPY_OTEL=1 ignored") in p.stderr

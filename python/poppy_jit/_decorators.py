@@ -308,8 +308,11 @@ def configure_from_env() -> None:
     elif trace_args:
         _trace._include_args = True  # for the OpenTelemetry spans' argument previews
     if _flag("PYTHONPOPPY_OTEL"):
-        from . import _otel
+        from . import _otel, _warnings
 
-        _otel.install()
+        try:
+            _otel.install()
+        except ImportError as exc:  # the program runs; only the spans are missing
+            _warnings.config(f"poppy_jit: {exc}; PYTHONPOPPY_OTEL=1 ignored")
     if poppy_on:
         enable()
