@@ -17,7 +17,6 @@ the module was annotated keeps the original (documented limitation).
 from __future__ import annotations
 
 import atexit
-import difflib
 import importlib.abc
 import importlib.util
 import os
@@ -33,6 +32,8 @@ class ConfigError(ValueError):
 
 def _suggest(word: object, choices) -> str:
     """' (did you mean X?)' for a misspelt `word`, or ''."""
+    import difflib  # only when there is a mistake to explain
+
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
