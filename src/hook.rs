@@ -5,7 +5,9 @@
 //! the function's translation from the pipeline (compiled on first call, or its fallback) and run
 //! the λO program with the arguments CPython bound in the frame. Declining (fallback, nested run,
 //! tracing, running event loop) lets the original body run in that same frame, so the function is
-//! then one sequential external of whatever called it. No PEP 523 eval-frame function is
+//! then one sequential external of whatever called it; a fallback, a decline for a running event
+//! loop and a run whose calls all went one at a time are reported to `poppy_jit._warnings` (the
+//! user's warnings). No PEP 523 eval-frame function is
 //! installed: on CPython 3.11 any such function slows every Python-to-Python call (see
 //! docs/benchmarks.md). Also here: the frame primitives of the shim (stand-in frames for
 //! tracebacks).
