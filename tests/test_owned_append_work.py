@@ -73,7 +73,9 @@ def test_appends_to_an_owned_list_are_not_classified(tmp_path):
     n = 12_000
     got = _run(tmp_path, n)
     assert got["r"] == _run(tmp_path, n, poppy=False)["r"] == [sum(i * i for i in range(n)), 3]
-    assert got["local"]["list_receiver"] == 0, got
+    # Not per append: at most a few at the start of the loop (before the list is known to be
+    # owned), against 12,000 (each walking the list) before.
+    assert got["local"]["list_receiver"] <= 5, got
     assert got["object_local"] >= n
     # Once the list escaped, its appends are classified (and ordered) again.
     assert got["all"]["list_receiver"] >= 3, got
