@@ -1,5 +1,6 @@
 """Command-line tools.
 
+    python -m poppy_jit run [--config poppy.toml] [--why] script.py args…   (or -m module args…)
     python -m poppy_jit timeline trace.json -o timeline.png [--run N] [--title TEXT]
     python -m poppy_jit explain module:function [--no-ir]
 """
@@ -69,8 +70,16 @@ def explain_text(fn, show_ir: bool = True) -> str:
 
 
 def main(argv: list | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "run":
+        # Everything after `run` belongs to the launcher and the program (argparse would take
+        # the program's own options): _launch parses it.
+        from ._launch import run
+        return run(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m poppy_jit")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("run", help="run script.py (or -m module) as __main__ with the runtime enabled",
+                   add_help=False)
     tl = sub.add_parser("timeline", help="draw a PYTHONPOPPY_TRACE file (PopPy Fig. 6)")
     tl.add_argument("trace", help="Chrome trace-event JSON written with PYTHONPOPPY_TRACE")
     tl.add_argument("-o", "--output", default="timeline.png", help="PNG to write")
