@@ -59,14 +59,34 @@ def explain_text(fn, show_ir: bool = True) -> str:
     internal = []
     for site in analysis["sites"]:
         callee = fn.__globals__.get(site["callee"])
-        if site["class"] == "internal" and inspect.isfunction(callee):
-            sub = explain(callee)
-            status = ("compiled, inlined at the call" if sub["fallback"] is None
-                      else f"FALLS BACK ({sub['fallback']}): runs as one sequential external")
-            internal.append(f"  #{site['index']} {site['callee']}: {status}")
+        if not inspect.isfunction(callee) or not _compiled_code(callee):
+            continue
+        if site["class"] == "internal":
+            status = "compiled, inlined at the call"
+        else:
+            status = f"NOT inlined ({_why_not_inlined(callee)}): runs as one sequential external"
+        internal.append(f"  #{site['index']} {site['callee']}: {status}")
     if internal:
-        out += ["@poppy functions called:"] + internal
+        out += ["@poppy and internal functions called:"] + internal
     return "\n".join(out)
+
+
+def _compiled_code(fn) -> bool:
+    """A @poppy function or one of a module named internal: compiled code calls it inlined."""
+    from . import _config
+    return bool(getattr(fn, "__poppy__", False)) or _config.is_internal(fn)
+
+
+def _why_not_inlined(fn) -> str:
+    from ._decorators import explain
+    if fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return "it takes *args or **kwargs"
+    if fn.__code__.co_freevars:
+        return "it is a closure"
+    e = explain(fn)
+    if e["fallback"] is not None:
+        return f"it falls back: {e['fallback']}"
+    return "the call's arguments do not bind to its parameters (CPython raises a TypeError)"
 
 
 def main(argv: list | None = None) -> int:

@@ -111,7 +111,7 @@ fn is_partial(f: &Bound<'_, PyAny>) -> bool {
 }
 
 /// A bound method of a Python function (`types.MethodType`).
-fn is_method(f: &Bound<'_, PyAny>) -> bool {
+pub(super) fn is_method(f: &Bound<'_, PyAny>) -> bool {
     static T: GILOnceCell<Py<PyType>> = GILOnceCell::new();
     is_exactly(f, &T, "types", "MethodType")
 }

@@ -23,6 +23,15 @@ pub struct CallRecord<P> {
 
 pub type TaskId = u64;
 
+/// Where an inlined callee's parameter comes from (`Host::inline_binding`).
+#[derive(Clone, Debug)]
+pub enum Bind<P> {
+    /// The call's argument at this index (positional ones first, then the keyword values).
+    Arg(usize),
+    /// A value: a parameter's default, a bound method's receiver.
+    Value(P),
+}
+
 pub enum Dispatch<P, E> {
     /// The call ran to completion during `dispatch` (a cheap synchronous external).
     Done(Result<P, E>),
@@ -65,6 +74,20 @@ pub trait Host {
         nargs: usize,
         kwnames: &[String],
     ) -> Option<ProgramRef<Self::Prim>>;
+
+    /// Like `inline_target`, with how the callee's parameters are bound from the call: each of
+    /// the program's parameters (after the order) is the call's argument `Bind::Arg(i)` or a
+    /// value the host supplies (`Bind::Value`: a default, a bound method's receiver). The
+    /// default binds the `nargs` arguments in order (`inline_target`).
+    fn inline_binding(
+        &mut self,
+        f: &Self::Prim,
+        nargs: usize,
+        kwnames: &[String],
+    ) -> Option<(ProgramRef<Self::Prim>, Vec<Bind<Self::Prim>>)> {
+        let prog = self.inline_target(f, nargs, kwnames)?;
+        Some((prog, (0..nargs).map(Bind::Arg).collect()))
+    }
 
     /// The class of calling `f` if it does not depend on the arguments (a decorated external), so
     /// that a readonly call can pass the order on before its arguments are known.
