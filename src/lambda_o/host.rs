@@ -19,6 +19,10 @@ pub struct CallRecord<P> {
     pub dispatched: Option<Instant>,
     pub done: Option<Instant>,
     pub ok: bool,
+    /// Source line of the call (0 when unknown) and whether it was ordered against an object
+    /// the run created (per-object ordering), for the diagnosis of waits.
+    pub line: u32,
+    pub object_ordered: bool,
 }
 
 pub type TaskId = u64;
