@@ -35,7 +35,8 @@ options:
   --config FILE  a poppy.toml (zero-edit mode: [poppy] functions/internal, [externals]);
                  default: PYTHONPOPPY_CONFIG, else ./poppy.toml if it exists
   --plain        do not enable the runtime (annotations apply, the program runs as CPython)
-  --why          at exit, print why external calls did not overlap (top serialising causes)
+  --why          at exit, print why external calls did not overlap (top serialising causes;
+                 also PYTHONPOPPY_WHY=1; stats()["waits"] has them per call site)
   --stats        at exit, print the runtime's counters (as PYTHONPOPPY_STATS=1)
   --trace FILE   record a Chrome trace-event file (as PYTHONPOPPY_TRACE=FILE)
 """
@@ -318,7 +319,7 @@ def run(argv: list[str]) -> int:
     if o.stats and not _decorators._flag("PYTHONPOPPY_STATS"):
         import atexit
         atexit.register(_decorators._print_stats_at_exit)
-    if o.why:
+    if o.why or _decorators._flag("PYTHONPOPPY_WHY"):
         _why.report_at_exit()
 
     if o.module is not None:

@@ -119,15 +119,20 @@ def diagnose(calls: list, fallbacks: dict | None = None, cap: int | None = None)
         if name in fallbacks:
             c["cause"] = ("fallback", f"{name} fell back ({fallbacks[name]}): it runs as one "
                                       "sequential call")
-        args_wait = (c["t_ready"] or c["t_queued"]) - c["t_queued"]
-        order_wait = ((c["t_dispatch"] or c["t_ready"]) - c["t_ready"]) if c["t_ready"] else 0.0
-        if args_wait >= _MIN_WAIT and args_wait >= order_wait:
+        ready = c["t_ready"] if c["t_ready"] is not None else c["t_queued"]
+        start = c["t_dispatch"] if c["t_dispatch"] is not None else ready
+        args_wait = ready - c["t_queued"]
+        order_wait = start - ready
+        # A wait counts when it is long against the call itself (scheduling noise is not a cause).
+        own = (c["t_done"] - start) if c["t_done"] is not None else 0.0
+        floor = max(_MIN_WAIT, 0.25 * own)
+        if args_wait >= floor and args_wait >= order_wait:
             c["wait"] = args_wait
             src = finished_near(c["t_ready"], c["position"])
             what = f"the result of #{src['position']} {_name(src['callee'])} (line {src['line']})" \
                 if src else "an argument computed by earlier calls"
             c["cause"] = c["cause"] or ("argument", f"waited for an argument: {what}")
-        elif order_wait >= _MIN_WAIT:
+        elif order_wait >= floor:
             c["wait"] = order_wait
             if c["object"]:
                 c["cause"] = c["cause"] or (
