@@ -98,7 +98,7 @@ def test_why_names_a_sequential_annotation(tmp_path):
     assert "why calls did not overlap" in r.stderr
     assert "ask (line 8): 3 of 4 calls waited" in r.stderr
     assert 'return [ask(f"q{i}") for i in range(4)]' in r.stderr  # the source line
-    assert "sequential, waited for #" in r.stderr and "ask (sequential, line 8)" in r.stderr
+    assert "sequential, waited for ask (sequential, line 8) to finish" in r.stderr
 
 
 def test_why_when_calls_overlap(tmp_path):
@@ -117,6 +117,21 @@ def test_why_when_nothing_is_compiled(tmp_path):
     r = _launch(tmp_path, "[poppy]\n", "--why")
     assert r.returncode == 0, r.stderr
     assert "no compiled run made external calls" in r.stderr
+
+
+def test_why_names_fallbacks(tmp_path):
+    r = _launch(tmp_path, """\
+        [poppy]
+        functions = ["__main__:main", "__main__:ask"]
+    """, "--why")
+    (tmp_path / "prog.py").write_text(textwrap.dedent(SCRIPT).replace(
+        "    time.sleep(0.2)", "    try:\n        time.sleep(0.01)\n    finally:\n        pass"))
+    r = subprocess.run([sys.executable, "-m", "poppy_jit", "run", "--why", "prog.py"],
+                       cwd=tmp_path, capture_output=True, text=True, env=poppy_env(False),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "functions that fell back run as plain CPython" in r.stderr
+    assert "ask: exception handling" in r.stderr
 
 
 def test_stats_has_the_waits_per_call_site(tmp_path):

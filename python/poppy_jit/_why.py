@@ -24,6 +24,7 @@ This module owns the analysis and its report; the records come from `host::trace
 from __future__ import annotations
 
 import linecache
+import re
 import sys
 from collections import defaultdict
 
@@ -196,9 +197,12 @@ def summary() -> dict:
             if c["cause"] is not None and c["wait"] > 0:
                 s["waited"] += 1
                 s["wait_s"] += c["wait"]
+                if c["cause"][0] != "argument":
+                    s["serialising_s"] = s.get("serialising_s", 0.0) + c["wait"]
                 s["causes"][c["cause"][0]] += 1
-                s["why"].setdefault(c["cause"][1], 0)
-                s["why"][c["cause"][1]] += 1
+                text = re.sub(r"#\d+ ", "", c["cause"][1])  # grouped over the calls of the site
+                s["why"].setdefault(text, 0)
+                s["why"][text] += 1
         movable = [c for c in diagnosed if c["class"] in ("unordered", "readonly")]
         serialised = [c for c in movable if c["cause"] is not None and c["cause"][0] == "order"
                       and c["wait"] > 0]
@@ -208,7 +212,9 @@ def summary() -> dict:
                                                            "co_filename", None)})
     for s in sites.values():
         s["causes"] = dict(s["causes"])
-    return {"sites": sorted(sites.values(), key=lambda s: -s["wait_s"]), "runs": runs}
+        s.setdefault("serialising_s", 0.0)
+    ranked = sorted(sites.values(), key=lambda s: (-s["serialising_s"], -s["wait_s"]))
+    return {"sites": ranked, "runs": runs}
 
 
 def report(top: int = 8) -> str:
@@ -216,6 +222,11 @@ def report(top: int = 8) -> str:
     source lines, and runs whose calls could have overlapped but did not."""
     s = summary()
     lines = ["poppy_jit: why calls did not overlap", "-" * 36]
+    fell_back = _fallbacks()
+    if fell_back:
+        lines.append("functions that fell back run as plain CPython (their calls one after "
+                     "another, and each is one sequential call of its caller):")
+        lines += [f"    {name}: {reason}" for name, reason in fell_back.items()]
     if not s["runs"]:
         lines.append("no compiled run made external calls (nothing was compiled, or every "
                      "function fell back: see stats()['fallbacks'])")
@@ -228,14 +239,25 @@ def report(top: int = 8) -> str:
     waited = [x for x in s["sites"] if x["waited"]]
     if not waited:
         lines.append("no call waited to start (calls started as soon as they were reached)")
-    for x in waited[:top]:
+    serialising = [x for x in waited if x["serialising_s"] > 0]
+    data = [x for x in waited if x["serialising_s"] == 0]
+    if serialising:
+        lines.append("serialising causes (calls held back by the order of other calls, an "
+                     "object, the thread cap or a fallback), longest first:")
+    for x in serialising[:top]:
         lines.append(f"{x['callee']} (line {x['line']}): {x['waited']} of {x['calls']} calls "
-                     f"waited {x['wait_s'] * 1000:.0f} ms in all")
+                     f"waited {x['serialising_s'] * 1000:.0f} ms in all")
         src = _source(files, x["line"], x["callee"])
         if src:
             lines.append(f"    {src}")
-        for why, n in sorted(x["why"].items(), key=lambda kv: -kv[1])[:3]:
+        whys = [(w, n) for w, n in x["why"].items() if not w.startswith("waited for an argument")]
+        for why, n in sorted(whys, key=lambda kv: -kv[1])[:3]:
             lines.append(f"    {n}× {why}")
+    if data:
+        total = sum(x["wait_s"] for x in data)
+        worst = ", ".join(f"{x['callee']} (line {x['line']})" for x in data[:3])
+        lines.append(f"{sum(x['waited'] for x in data)} calls at {len(data)} sites waited only "
+                     f"for their arguments ({total * 1000:.0f} ms; data dependences, e.g. {worst})")
     return "\n".join(lines)
 
 
