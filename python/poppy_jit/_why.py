@@ -150,15 +150,16 @@ def diagnose(calls: list, fallbacks: dict | None = None, cap: int | None = None)
                     continue
             src = finished_near(c["t_dispatch"], c["position"])
             if src is not None:
-                if src["class"] == "unordered":
-                    rule = ("an unordered call does not hold the order by its class: it passed "
-                            "the order on late (its class or callee was known late, it is "
-                            "inside an inlined call, or it involves an object)")
-                else:
+                held = {"sequential": ("readonly", "sequential"), "readonly": ("sequential",)}
+                if src["class"] in held.get(c["class"], ()):
                     rule = {"sequential": "a sequential call waits for earlier readonly and "
                                           "sequential calls",
-                            "readonly": "a readonly call waits for earlier sequential calls"}.get(
-                        c["class"], "an unordered call waits only for what it reads")
+                            "readonly": "a readonly call waits for earlier sequential calls"}[
+                        c["class"]]
+                else:
+                    rule = (f"a {c['class']} call does not wait for a {src['class']} one by "
+                            "their classes: the order was passed on late (a class or callee "
+                            "known late, an inlined call, an object it involves)")
                 c["cause"] = c["cause"] or (
                     "order", f"{c['class']}, waited for #{src['position']} "
                              f"{_name(src['callee'])} ({src['class']}, line {src['line']}) to "
