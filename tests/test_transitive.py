@@ -82,8 +82,12 @@ def test_config_internal_package_through_the_launcher(tmp_path):
             def ask(self, topic, tone="calm"):
                 return model(build(f"{self.name}/{topic}", tone=tone))
 
+        def ask(name, topic, tone="calm"):
+            return model(build(f"{name}/{topic}", tone=tone))
+
         def run(names, topic):
-            return [Agent(n).ask(topic) for n in names]
+            answers = [ask(n, topic) for n in names]
+            return answers, Agent("z").ask(topic, tone="dry")
     """))
     (tmp_path / "main.py").write_text(textwrap.dedent("""\
         import sys
@@ -107,10 +111,10 @@ def test_config_internal_package_through_the_launcher(tmp_path):
     launched = _run(["-m", "poppy_jit", "run", "main.py"], tmp_path)
     assert launched.returncode == 0, launched.stderr
     assert launched.stdout == plain.stdout
-    # Agent.ask and prompts.build (keyword-only with a default) are inlined into run, so the
-    # four model calls overlap.
+    # core.ask and prompts.build (keyword-only with a default) are inlined into run, so the
+    # four model calls overlap; Agent.ask (a method) is inlined too.
     assert "peak 4 inlined True fallbacks []" in launched.stderr
-    # Without `internal`, Agent.ask is one sequential call: nothing overlaps.
+    # Without `internal`, ask is one sequential call: nothing overlaps.
     (tmp_path / "poppy.toml").write_text(
         (tmp_path / "poppy.toml").read_text().replace('internal = ["agents"]\n', ""))
     launched = _run(["-m", "poppy_jit", "run", "main.py"], tmp_path)

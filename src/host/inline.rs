@@ -32,15 +32,20 @@ pub(super) fn inline_binding<'py>(h: &mut PyHost<'py>, f: &Obj, nargs: usize, kw
     let internal = h.is_internal(&func);
     let code = func.getattr("__code__").ok()?;
     let flags: u32 = code.getattr("co_flags").ok()?.extract().ok()?;
+    // (A @poppy callee that is not inlined runs as a nested plain run, as it always has; the
+    // program's own functions compiled transitively record why they are not inlined.)
+    let marked = crate::pipeline::entry_rc(&code).is_some();
     if flags & (py311::CO_VARARGS | py311::CO_VARKEYWORDS) != 0 {
-        if internal || crate::pipeline::entry_rc(&code).is_some() {
+        if internal && !marked {
             not_inlined(&func, &code, "it takes *args or **kwargs");
         }
         return None;
     }
     let compiled = crate::pipeline::compiled_for_call(py, &func, internal)?;
     if compiled.nfree != 0 {
-        not_inlined(&func, &code, "it is a closure");
+        if internal && !marked {
+            not_inlined(&func, &code, "it is a closure");
+        }
         return None;
     }
     let binds = bind(&func, &code, receiver, nargs, kwnames)?;
