@@ -56,12 +56,13 @@ from ._decorators import (
 )
 from ._decorators import configure_from_env as _configure_from_env
 from ._run import run
+from ._config import set_internal
 from ._annotations import register, register_immutable, unregister
 
 __all__ = [
     "ExternalSpec", "poppy", "unordered", "readonly", "sequential",
     "enable", "disable", "is_enabled", "stats", "reset_stats", "explain", "run",
-    "write_trace", "start_trace", "register", "register_immutable", "unregister",
+    "write_trace", "start_trace", "register", "register_immutable", "unregister", "set_internal",
     "PoppyWarning", "PoppyFallbackWarning", "PoppySequentialWarning", "PoppyEventLoopWarning",
     "PoppyConfigWarning",
 ]

@@ -216,8 +216,13 @@ def is_enabled() -> bool:
 
 
 def stats() -> dict:
-    """Runtime counters (functions compiled, fallbacks, reductions, external calls, ...)."""
-    return _load_core().stats()
+    """Runtime counters (functions compiled, fallbacks, reductions, external calls, ...); with
+    the diagnosis of waits on (`run --why`), "waits": per call site, why calls waited."""
+    st = _load_core().stats()
+    from . import _why
+    if _why.active:
+        st["waits"] = _why.summary()["sites"]
+    return st
 
 
 def reset_stats() -> None:
@@ -263,7 +268,7 @@ def format_stats(st: dict) -> str:
             rows.append((key, str(value)))
 
     for key, value in st.items():
-        if key not in ("fallbacks", "compile_times"):  # compile_times: one entry per function
+        if key not in ("fallbacks", "compile_times", "waits"):  # one entry per function/site
             add(key, value)
     width = max((len(k) for k, _ in rows), default=0)
     lines = ["poppy_jit stats", "-" * 15]
