@@ -10,14 +10,32 @@ from __future__ import annotations
 
 import atexit
 import functools
-import importlib
-import inspect
 import os
 import sys
+import types
 from typing import Any, Callable
 
-from . import _loop, _prologue, _trace
 from ._contract import CLASS_NAMES as KINDS
+
+# The off switch stays cheap: the event loops (`_loop`: asyncio), the interception prologue
+# (`_prologue`), traces (`_trace`), `inspect` and the compiled runtime are imported only by
+# the paths that need them (tests/test_import_cost.py).
+
+_CO_COROUTINE = 0x80
+_CO_ASYNC_GENERATOR = 0x200
+
+
+def _code_flags(fn: Any) -> int:
+    """The code flags of a function as `inspect.iscoroutinefunction` reads them in 3.11
+    (methods and functools.partial unwrapped), 0 for anything else."""
+    while True:
+        if isinstance(fn, types.MethodType):
+            fn = fn.__func__
+        elif isinstance(fn, functools.partial):
+            fn = fn.func
+        else:
+            break
+    return fn.__code__.co_flags if isinstance(fn, types.FunctionType) else 0
 _OPTIONS = ("blocking",)
 
 
@@ -51,10 +69,11 @@ def _make_external(kind: str, fn: Callable, blocking: bool) -> Callable:
     inner = getattr(fn, "__poppy_external__", None)
     if isinstance(inner, ExternalSpec):
         fn = inner.fn
-    if inspect.isasyncgenfunction(fn):
+    flags = _code_flags(fn)
+    if flags & _CO_ASYNC_GENERATOR:
         raise TypeError(f"@{kind} cannot decorate an async generator ({fn.__qualname__}); "
                         "an external call must produce a single value")
-    is_async = inspect.iscoroutinefunction(fn)
+    is_async = bool(flags & _CO_COROUTINE)
     if is_async and blocking:
         raise TypeError(f"@{kind}(blocking=True) is for synchronous functions; "
                         f"{fn.__qualname__} is an async def and never blocks the interpreter")
@@ -64,6 +83,7 @@ def _make_external(kind: str, fn: Callable, blocking: bool) -> Callable:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             # Called from ordinary code (plain mode, or outside @poppy): run to completion.
+            from . import _loop
             return _loop.run_sync(fn(*args, **kwargs))
     else:
         @functools.wraps(fn)
@@ -108,6 +128,7 @@ def _load_core():
     global _core
     if _core is None:
         try:
+            import importlib
             core = importlib.import_module(__package__ + "._core")
         except ImportError as exc:
             raise ImportError(
@@ -125,11 +146,12 @@ def poppy(fn: Callable | None = None, /) -> Callable:
     """
     if fn is None:  # @poppy()
         return poppy
-    if not inspect.isfunction(fn):
+    if not isinstance(fn, types.FunctionType):
         raise TypeError(f"@poppy must decorate a Python function, got {type(fn).__name__}")
     fn.__poppy__ = True
     _registry.append(fn)
     if _core is not None and _core.is_enabled():
+        from . import _prologue
         _prologue.intercept(fn, _core)
     return fn
 
@@ -137,6 +159,8 @@ def poppy(fn: Callable | None = None, /) -> Callable:
 def enable() -> None:
     """Hand all @poppy functions to the runtime (imports `_core`): each gets a copy of its code
     with an interception prologue (`_prologue`)."""
+    import importlib
+    from . import _prologue
     core = _load_core()
     # The runtime's Python support (intrinsics, classification), loaded now rather than by the
     # first translation (whose compile time would otherwise include this one-time import).
@@ -149,6 +173,7 @@ def enable() -> None:
 def disable() -> None:
     """@poppy functions run as plain CPython again (their original code objects back)."""
     if _core is not None:
+        from . import _prologue
         _core.disable()
         for fn in _registry:
             _prologue.release(fn)
@@ -222,11 +247,13 @@ def write_trace(path: str | None = None) -> str:
     """Write the trace recorded so far (Chrome trace-event JSON, opens in Perfetto) to `path`,
     default PYTHONPOPPY_TRACE's. Recording is on only when PYTHONPOPPY_TRACE was set at import
     or `start_trace()` was called. Returns the path written."""
+    from . import _trace
     return _trace.write_trace(path)
 
 
 def start_trace(path: str | None = None, include_args: bool = False) -> None:
     """Start recording a trace (as PYTHONPOPPY_TRACE does); `path` is written at exit if given."""
+    from . import _trace
     _trace.start(path, include_args)
 
 
@@ -239,6 +266,7 @@ def configure_from_env() -> None:
     trace_args = _flag("PYTHONPOPPY_TRACE_ARGS")
     trace_path = os.environ.get("PYTHONPOPPY_TRACE", "")
     if trace_path:
+        from . import _trace
         _trace.start(trace_path, include_args=trace_args)
         atexit.register(_trace._write_at_exit)
     if poppy_on:
