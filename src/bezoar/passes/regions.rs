@@ -1,0 +1,765 @@
+//! Internal regions (HiPy's fine-grained fallback, at the granularity of a stretch of code): a
+//! stretch of a block that contains a loop and makes only operations that touch nothing but the
+//! values it is given and the objects it creates (arithmetic, strings, displays, subscripts,
+//! method calls and calls of values it was given) runs as one generated Python function, its
+//! live-in values passed in and its live-out values returned, instead of being reduced operation
+//! by operation.
+//!
+//! The rewrite, for a stretch S with live-ins i.. and live-outs o..:
+//!
+//! ```text
+//!   rR := op region.K(i..)        # the tuple (o..), or None when the region declined
+//!   rOk := op is_not(rR, None)
+//!   if rOk:  store o_j (rR[j]) ..
+//!   else:    S                    # unchanged: the operation-by-operation translation
+//! ```
+//!
+//! Soundness is decided at run time by the region object (`poppy_jit._regions`): it runs the
+//! function only when every live-in is *closed* (an immutable atom, a tuple or frozenset of
+//! closed values, or one of a fixed set of builtins), so that everything the code can reach is
+//! builtin data it was given or made, and any exception makes it decline: the `else` branch then
+//! runs S as before and raises exactly where CPython does. A region is therefore pure (always
+//! unordered) and re-running it is invisible.
+//!
+//! This module decides the stretches statically and writes their Python source; it depends on
+//! `bezoar::ir` only.
+use super::visit;
+use crate::bezoar::ir::*;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt::Write;
+
+/// One region: the Python source of its function and what explain shows of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegionCode {
+    pub index: u32,
+    /// Source line of the stretch's first statement.
+    pub line: u32,
+    /// The name of the function `source` defines.
+    pub name: String,
+    /// `def <name>(params): ...`.
+    pub source: String,
+    /// Globals of the function's namespace: `k{i}` is the function's constant `i`.
+    pub consts: Vec<u32>,
+    /// Live-ins, in parameter order (variable names, `global NAME`, registers `rN`).
+    pub inputs: Vec<String>,
+    /// Live-outs, in the order of the returned tuple.
+    pub outputs: Vec<VarName>,
+}
+
+/// Whether regions are formed (`PYTHONPOPPY_REGIONS=0` turns them off).
+pub fn regions_enabled() -> bool {
+    std::env::var("PYTHONPOPPY_REGIONS").map(|v| v != "0").unwrap_or(true)
+}
+
+/// Form the regions of `f` (rewriting its body) and return their code.
+pub fn form_regions(f: &mut Function) -> Vec<RegionCode> {
+    let mut body = std::mem::take(&mut f.body);
+    let mut uses: HashMap<Reg, u32> = HashMap::new();
+    let mut var_refs: HashMap<VarName, u32> = HashMap::new();
+    visit(&body, &mut |k| {
+        for r in stmt_uses(k) {
+            *uses.entry(r).or_insert(0) += 1;
+        }
+        if let Some(v) = stmt_var(k) {
+            *var_refs.entry(v.clone()).or_insert(0) += 1;
+        }
+    });
+    let mut former = Former {
+        nregs: f.nregs,
+        consts: std::mem::take(&mut f.consts),
+        uses,
+        var_refs,
+        params: f.params.iter().cloned().collect(),
+        regions: Vec::new(),
+    };
+    let mut defined: BTreeSet<VarName> = f.params.iter().cloned().collect();
+    former.block(&mut body, &mut defined);
+    f.body = body;
+    f.nregs = former.nregs;
+    f.consts = former.consts;
+    former.regions
+}
+
+/// Registers a statement uses as operands (not those of nested blocks).
+fn stmt_uses(k: &StmtKind) -> Vec<Reg> {
+    match k {
+        StmtKind::Let(_, Expr::Call { func, args, .. }) => std::iter::once(*func).chain(args.iter().copied()).collect(),
+        StmtKind::Let(_, Expr::Op(_, args)) => args.clone(),
+        StmtKind::Store(_, r) | StmtKind::Return(r) => vec![*r],
+        StmtKind::If { cond, .. } => vec![*cond],
+        StmtKind::For { iter, .. } => vec![*iter],
+        _ => vec![],
+    }
+}
+
+/// The variable a statement reads or writes (not those of nested blocks).
+fn stmt_var(k: &StmtKind) -> Option<&VarName> {
+    match k {
+        StmtKind::Let(_, Expr::Load(v)) | StmtKind::Store(v, _) | StmtKind::Delete(v) | StmtKind::Unbind(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// Definite assignment after `s` (conservative: a loop's body may not run; a branch that leaves
+/// counts like one that falls through).
+fn def_update(s: &StmtKind, d: &mut BTreeSet<VarName>) {
+    match s {
+        StmtKind::Store(v, _) => {
+            d.insert(v.clone());
+        }
+        StmtKind::Delete(v) | StmtKind::Unbind(v) => {
+            d.remove(v);
+        }
+        StmtKind::If { then_body, else_body, .. } => {
+            let mut a = d.clone();
+            then_body.iter().for_each(|s| def_update(&s.kind, &mut a));
+            let mut b = d.clone();
+            else_body.iter().for_each(|s| def_update(&s.kind, &mut b));
+            *d = a.intersection(&b).cloned().collect();
+        }
+        _ => {}
+    }
+}
+
+/// The operations a region may contain: those that, on builtin data, run only builtin code and
+/// touch nothing but their operands (and the objects those reach).
+fn op_ok(op: &Intrinsic) -> bool {
+    match op {
+        Intrinsic::Binary { .. }
+        | Intrinsic::Unary(_)
+        | Intrinsic::Compare(_)
+        | Intrinsic::Is { .. }
+        | Intrinsic::Contains { .. }
+        | Intrinsic::Truth
+        | Intrinsic::GetItem
+        | Intrinsic::BuildTuple
+        | Intrinsic::BuildList
+        | Intrinsic::BuildMap
+        | Intrinsic::BuildSet
+        | Intrinsic::BuildSlice
+        | Intrinsic::FormatValue { .. }
+        | Intrinsic::BuildString
+        | Intrinsic::IterSnapshot
+        | Intrinsic::SetItem
+        | Intrinsic::DelItem
+        | Intrinsic::ListExtend
+        | Intrinsic::SetUpdate
+        | Intrinsic::ListToTuple
+        | Intrinsic::UnpackSequence(_)
+        | Intrinsic::UnpackEx { .. } => true,
+        // No dunder or private names: `x.__class__.__subclasses__()` reaches every class.
+        Intrinsic::GetAttr(name) | Intrinsic::SplitGetItem(name) => !name.starts_with('_'),
+        _ => false,
+    }
+}
+
+/// Whether `s` may be part of a region; `loops`: how many loops of the region enclose it (a
+/// `break`/`continue` must stay inside the region).
+fn stmt_ok(s: &StmtKind, loops: u32) -> bool {
+    match s {
+        StmtKind::Let(_, e) => match e {
+            Expr::Const(_) | Expr::Load(_) | Expr::Global(_) | Expr::Call { .. } => true,
+            Expr::Op(op, _) => op_ok(op),
+        },
+        StmtKind::Store(..) => true,
+        StmtKind::Delete(_) | StmtKind::Unbind(_) | StmtKind::Return(_) => false,
+        StmtKind::Break | StmtKind::Continue => loops > 0,
+        StmtKind::If { then_body, else_body, .. } => {
+            then_body.iter().chain(else_body).all(|s| stmt_ok(&s.kind, loops))
+        }
+        StmtKind::For { body, .. } | StmtKind::Loop { body } => body.iter().all(|s| stmt_ok(&s.kind, loops + 1)),
+    }
+}
+
+fn has_loop(b: &[Stmt]) -> bool {
+    let mut found = false;
+    visit(b, &mut |k| found |= matches!(k, StmtKind::For { .. } | StmtKind::Loop { .. }));
+    found
+}
+
+struct Former {
+    nregs: u32,
+    consts: Vec<Const>,
+    uses: HashMap<Reg, u32>,
+    var_refs: HashMap<VarName, u32>,
+    params: HashSet<VarName>,
+    regions: Vec<RegionCode>,
+}
+
+impl Former {
+    fn block(&mut self, b: &mut Block, defined: &mut BTreeSet<VarName>) {
+        let mut i = 0;
+        while i < b.len() {
+            if !stmt_ok(&b[i].kind, 0) {
+                self.nested(&mut b[i], defined);
+                def_update(&b[i].kind, defined);
+                i += 1;
+                continue;
+            }
+            let mut j = i;
+            while j < b.len() && stmt_ok(&b[j].kind, 0) {
+                j += 1;
+            }
+            let end = trim(b, i, j);
+            if end == i {
+                // Its first statement's register is used after the stretch.
+                def_update(&b[i].kind, defined);
+                i += 1;
+                continue;
+            }
+            let rewrite = if has_loop(&b[i..end]) { self.make(&b[i..end], defined) } else { None };
+            match rewrite {
+                Some(stmts) => {
+                    for s in &b[i..end] {
+                        def_update(&s.kind, defined);
+                    }
+                    let n = stmts.len();
+                    b.splice(i..end, stmts);
+                    i += n;
+                }
+                None => {
+                    for k in i..end {
+                        self.nested(&mut b[k], defined);
+                        def_update(&b[k].kind, defined);
+                    }
+                    i = end;
+                }
+            }
+        }
+    }
+
+    /// Look for regions inside the blocks nested in `s`.
+    fn nested(&mut self, s: &mut Stmt, defined: &BTreeSet<VarName>) {
+        match &mut s.kind {
+            StmtKind::If { then_body, else_body, .. } => {
+                self.block(then_body, &mut defined.clone());
+                self.block(else_body, &mut defined.clone());
+            }
+            StmtKind::For { body, .. } | StmtKind::Loop { body } => self.block(body, &mut defined.clone()),
+            _ => {}
+        }
+    }
+
+    fn new_reg(&mut self) -> Reg {
+        self.nregs += 1;
+        self.nregs - 1
+    }
+
+    fn const_index(&mut self, c: Const) -> u32 {
+        match self.consts.iter().position(|k| *k == c && !matches!(k, Const::Float(_))) {
+            Some(i) => i as u32,
+            None => {
+                self.consts.push(c);
+                self.consts.len() as u32 - 1
+            }
+        }
+    }
+
+    /// The rewrite of the stretch `s` (None: it cannot be a region).
+    fn make(&mut self, s: &[Stmt], defined: &BTreeSet<VarName>) -> Option<Vec<Stmt>> {
+        // Variables: read before they are surely written in the stretch (live-ins), written,
+        // and how often the stretch names each.
+        let mut exposed: Vec<VarName> = Vec::new();
+        let mut stored: Vec<VarName> = Vec::new();
+        let mut inside: HashMap<VarName, u32> = HashMap::new();
+        let mut local_def: BTreeSet<VarName> = BTreeSet::new();
+        exposure(s, &mut local_def, &mut exposed, &mut stored, &mut inside);
+        if exposed.iter().any(|v| !defined.contains(v)) {
+            return None; // may be unbound at the start: keep CPython's UnboundLocalError in place
+        }
+        let outside = |v: &VarName| self.params.contains(v) || self.var_refs.get(v).copied().unwrap_or(0) > inside[v];
+        let outputs: Vec<VarName> =
+            stored.iter().filter(|v| outside(v) || exposed.contains(v)).cloned().collect();
+        // Registers used but defined before the stretch, and globals read.
+        let mut defined_regs: HashSet<Reg> = HashSet::new();
+        let mut used_regs: Vec<Reg> = Vec::new();
+        let mut globals: Vec<String> = Vec::new();
+        visit(s, &mut |k| {
+            for r in stmt_uses(k) {
+                if !used_regs.contains(&r) {
+                    used_regs.push(r);
+                }
+            }
+            match k {
+                StmtKind::Let(r, e) => {
+                    defined_regs.insert(*r);
+                    if let Expr::Global(n) = e {
+                        if !globals.contains(n) {
+                            globals.push(n.clone());
+                        }
+                    }
+                }
+                StmtKind::For { item, .. } => {
+                    defined_regs.insert(*item);
+                }
+                _ => {}
+            }
+        });
+        let outer_regs: Vec<Reg> = used_regs.into_iter().filter(|r| !defined_regs.contains(r)).collect();
+
+        let index = self.regions.len() as u32;
+        let line = s[0].line;
+        let name = format!("region_{index}");
+        let mut vars: Vec<VarName> = exposed.clone();
+        for v in stored.iter().chain(inside.keys()) {
+            if !vars.contains(v) {
+                vars.push(v.clone());
+            }
+        }
+        let mut params: Vec<String> = Vec::new();
+        let mut inputs: Vec<String> = Vec::new();
+        for v in &exposed {
+            params.push(format!("v{}", vars.iter().position(|x| x == v).unwrap()));
+            inputs.push(v.to_string());
+        }
+        for (gi, g) in globals.iter().enumerate() {
+            params.push(format!("g{gi}"));
+            inputs.push(format!("global {g}"));
+        }
+        for r in &outer_regs {
+            params.push(format!("r{r}"));
+            inputs.push(format!("r{r}"));
+        }
+        let mut gen = Gen {
+            out: String::new(),
+            pending: Vec::new(),
+            uses: &self.uses,
+            consts: &self.consts,
+            used_consts: BTreeSet::new(),
+            vars: &vars,
+            globals: &globals,
+        };
+        gen.block(s, 1);
+        let outs: Vec<String> = outputs.iter().map(|v| gen.var(v)).collect();
+        let ret = if outs.is_empty() { "()".to_string() } else { format!("({},)", outs.join(", ")) };
+        let mut source = format!("def {name}({}):\n", params.join(", "));
+        source.push_str(&gen.out);
+        let _ = writeln!(source, "    return {ret}");
+        let consts: Vec<u32> = gen.used_consts.iter().copied().collect();
+
+        // The rewrite.
+        let at = |kind| Stmt { kind, line };
+        let mut out = Vec::new();
+        let mut args = Vec::new();
+        for v in &exposed {
+            let r = self.new_reg();
+            out.push(at(StmtKind::Let(r, Expr::Load(v.clone()))));
+            args.push(r);
+        }
+        for g in &globals {
+            let r = self.new_reg();
+            out.push(at(StmtKind::Let(r, Expr::Global(g.clone()))));
+            args.push(r);
+        }
+        args.extend(&outer_regs);
+        let res = self.new_reg();
+        out.push(at(StmtKind::Let(res, Expr::Op(Intrinsic::Region(index), args))));
+        let none_k = self.const_index(Const::None);
+        let none = self.new_reg();
+        out.push(at(StmtKind::Let(none, Expr::Const(none_k))));
+        let ok = self.new_reg();
+        out.push(at(StmtKind::Let(ok, Expr::Op(Intrinsic::Is { negate: true }, vec![res, none]))));
+        let mut then_body = Vec::new();
+        for (j, v) in outputs.iter().enumerate() {
+            let k = self.const_index(Const::Int(j as i64));
+            let kr = self.new_reg();
+            then_body.push(at(StmtKind::Let(kr, Expr::Const(k))));
+            let x = self.new_reg();
+            then_body.push(at(StmtKind::Let(x, Expr::Op(Intrinsic::GetItem, vec![res, kr]))));
+            then_body.push(at(StmtKind::Store(v.clone(), x)));
+        }
+        out.push(at(StmtKind::If { cond: ok, then_body, else_body: s.to_vec() }));
+        self.regions.push(RegionCode { index, line, name, source, consts, inputs, outputs });
+        Some(out)
+    }
+}
+
+/// The end of the stretch `b[i..j]` once every top-level `let` whose register is used after it
+/// is left out (with what follows it).
+fn trim(b: &Block, i: usize, j: usize) -> usize {
+    let mut end = j;
+    loop {
+        let mut after: HashSet<Reg> = HashSet::new();
+        visit(&b[end..], &mut |k| after.extend(stmt_uses(k)));
+        let first = (i..end).find(|&p| matches!(&b[p].kind, StmtKind::Let(r, _) if after.contains(r)));
+        match first {
+            Some(p) => end = p,
+            None => return end,
+        }
+    }
+}
+
+/// Walk `b` in order: variables loaded while not surely assigned in the stretch (`exposed`),
+/// variables stored, and how often each variable is named.
+fn exposure(
+    b: &[Stmt],
+    local: &mut BTreeSet<VarName>,
+    exposed: &mut Vec<VarName>,
+    stored: &mut Vec<VarName>,
+    inside: &mut HashMap<VarName, u32>,
+) {
+    for s in b {
+        if let Some(v) = stmt_var(&s.kind) {
+            *inside.entry(v.clone()).or_insert(0) += 1;
+        }
+        match &s.kind {
+            StmtKind::Let(_, Expr::Load(v)) => {
+                if !local.contains(v) && !exposed.contains(v) {
+                    exposed.push(v.clone());
+                }
+            }
+            StmtKind::Store(v, _) => {
+                local.insert(v.clone());
+                if !stored.contains(v) {
+                    stored.push(v.clone());
+                }
+            }
+            StmtKind::If { then_body, else_body, .. } => {
+                let mut a = local.clone();
+                exposure(then_body, &mut a, exposed, stored, inside);
+                let mut c = local.clone();
+                exposure(else_body, &mut c, exposed, stored, inside);
+                *local = a.intersection(&c).cloned().collect();
+            }
+            StmtKind::For { body, .. } | StmtKind::Loop { body } => {
+                exposure(body, &mut local.clone(), exposed, stored, inside);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Python source of a stretch. Single-use registers of side-effect-free expressions are folded
+/// into the expression that uses them (`pending`); pure expressions may so move past each other
+/// but never past a statement that may mutate something (pending ones are written out first).
+/// Exceptions need not be kept in place: any exception makes the region decline.
+struct Gen<'a> {
+    out: String,
+    /// (register, its expression text, for `truth`: the text of its operand).
+    pending: Vec<(Reg, String, Option<String>)>,
+    uses: &'a HashMap<Reg, u32>,
+    consts: &'a [Const],
+    used_consts: BTreeSet<u32>,
+    vars: &'a [VarName],
+    globals: &'a [String],
+}
+
+impl Gen<'_> {
+    fn var(&self, v: &VarName) -> String {
+        format!("v{}", self.vars.iter().position(|x| x == v).expect("every variable of the stretch is named"))
+    }
+
+    fn line(&mut self, depth: usize, text: &str) {
+        for _ in 0..depth {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    /// The text of operand `r`: its pending expression (taken), or its name.
+    fn operand(&mut self, r: Reg) -> String {
+        match self.pending.iter().position(|(p, _, _)| *p == r) {
+            Some(i) => self.pending.remove(i).1,
+            None => format!("r{r}"),
+        }
+    }
+
+    /// For an `if`: the operand of a pending `truth`, else the operand.
+    fn condition(&mut self, r: Reg) -> String {
+        match self.pending.iter().position(|(p, _, _)| *p == r) {
+            Some(i) => {
+                let (_, text, bare) = self.pending.remove(i);
+                bare.unwrap_or(text)
+            }
+            None => format!("r{r}"),
+        }
+    }
+
+    /// Write out the pending expressions (in their order).
+    fn flush(&mut self, depth: usize) {
+        for (r, text, _) in std::mem::take(&mut self.pending) {
+            self.line(depth, &format!("r{r} = {text}"));
+        }
+    }
+
+    fn constant(&mut self, k: u32) -> String {
+        match &self.consts[k as usize] {
+            Const::None => "None".into(),
+            Const::Bool(b) => if *b { "True" } else { "False" }.into(),
+            Const::Int(i) if *i >= 0 => i.to_string(),
+            _ => {
+                self.used_consts.insert(k);
+                format!("k{k}")
+            }
+        }
+    }
+
+    fn block(&mut self, b: &[Stmt], depth: usize) {
+        let start = self.out.len();
+        for s in b {
+            self.stmt(s, depth);
+        }
+        self.flush(depth);
+        if self.out.len() == start {
+            self.line(depth, "pass");
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt, depth: usize) {
+        match &s.kind {
+            StmtKind::Let(r, e) => self.let_(*r, e, depth),
+            StmtKind::Store(v, r) => {
+                let x = self.operand(*r);
+                self.flush(depth);
+                let v = self.var(v);
+                self.line(depth, &format!("{v} = {x}"));
+            }
+            StmtKind::If { cond, then_body, else_body } => {
+                let c = self.condition(*cond);
+                self.flush(depth);
+                self.line(depth, &format!("if {c}:"));
+                self.block(then_body, depth + 1);
+                if !else_body.is_empty() {
+                    self.line(depth, "else:");
+                    self.block(else_body, depth + 1);
+                }
+            }
+            StmtKind::For { iter, item, body } => {
+                let it = self.operand(*iter);
+                self.flush(depth);
+                // `for r in xs: store v r` with r used once is `for v in xs:`.
+                let target = match body.first().map(|s| &s.kind) {
+                    Some(StmtKind::Store(v, r)) if r == item && self.uses.get(item) == Some(&1) => Some(self.var(v)),
+                    _ => None,
+                };
+                let skip = target.is_some();
+                let target = target.unwrap_or_else(|| format!("r{item}"));
+                self.line(depth, &format!("for {target} in {it}:"));
+                let body: &[Stmt] = if skip { &body[1..] } else { body };
+                self.block(body, depth + 1);
+            }
+            StmtKind::Loop { body } => {
+                self.flush(depth);
+                self.line(depth, "while True:");
+                self.block(body, depth + 1);
+            }
+            StmtKind::Break => {
+                self.flush(depth);
+                self.line(depth, "break");
+            }
+            StmtKind::Continue => {
+                self.flush(depth);
+                self.line(depth, "continue");
+            }
+            StmtKind::Return(_) | StmtKind::Delete(_) | StmtKind::Unbind(_) => unreachable!("not in a region"),
+        }
+    }
+
+    fn let_(&mut self, r: Reg, e: &Expr, depth: usize) {
+        let single = self.uses.get(&r).copied().unwrap_or(0) == 1;
+        let used = self.uses.get(&r).copied().unwrap_or(0) > 0;
+        // Side-effect-free expressions (given builtin data).
+        let pure = match e {
+            Expr::Const(k) => Some((self.constant(*k), None)),
+            Expr::Load(v) => Some((self.var(v), None)),
+            Expr::Global(n) => Some((format!("g{}", self.globals.iter().position(|g| g == n).unwrap()), None)),
+            Expr::Op(op, args) => self.pure_op(op, args),
+            Expr::Call { .. } => None,
+        };
+        if let Some((text, bare)) = pure {
+            if single {
+                self.pending.push((r, text, bare));
+            } else {
+                // Unused, it is still evaluated: it may raise, and then CPython does.
+                self.flush(depth);
+                self.line(depth, &if used { format!("r{r} = {text}") } else { text });
+            }
+            return;
+        }
+        let bind = |text: String| if used { format!("r{r} = {text}") } else { text };
+        match e {
+            Expr::Call { func, args, kwnames } => {
+                let f = self.operand(*func);
+                let mut a: Vec<String> = args.iter().map(|x| self.operand(*x)).collect();
+                let npos = a.len() - kwnames.len();
+                for (k, name) in kwnames.iter().enumerate() {
+                    a[npos + k] = format!("{name}={}", a[npos + k]);
+                }
+                self.flush(depth);
+                self.line(depth, &bind(format!("{f}({})", a.join(", "))));
+            }
+            Expr::Op(op, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.operand(*x)).collect();
+                self.flush(depth);
+                let none = |g: &mut Self, stmt: String| {
+                    g.line(depth, &stmt);
+                    if used {
+                        g.line(depth, &format!("r{r} = None"));
+                    }
+                };
+                match op {
+                    Intrinsic::Binary { op, inplace: true } => {
+                        self.line(depth, &format!("r{r} = {}", a[0]));
+                        self.line(depth, &format!("r{r} {}= {}", binop(*op), a[1]));
+                    }
+                    Intrinsic::SetItem => none(self, format!("{}[{}] = {}", a[0], a[1], a[2])),
+                    Intrinsic::DelItem => none(self, format!("del {}[{}]", a[0], a[1])),
+                    Intrinsic::ListExtend => match one_tuple(&a[1]) {
+                        Some(x) => none(self, format!("{}.append({x})", a[0])),
+                        None => none(self, format!("{}.extend({})", a[0], a[1])),
+                    },
+                    Intrinsic::SetUpdate => match one_tuple(&a[1]) {
+                        Some(x) => none(self, format!("{}.add({x})", a[0])),
+                        None => none(self, format!("{}.update({})", a[0], a[1])),
+                    },
+                    Intrinsic::UnpackSequence(n) => {
+                        let names: Vec<String> = (0..*n).map(|i| format!("r{r}_{i}")).collect();
+                        self.line(depth, &format!("({},) = {}", names.join(", "), a[0]));
+                        self.line(depth, &format!("r{r} = ({},)", names.join(", ")));
+                    }
+                    Intrinsic::UnpackEx { before, after } => {
+                        let mut names: Vec<String> = (0..*before).map(|i| format!("r{r}_{i}")).collect();
+                        names.push(format!("*r{r}_m"));
+                        names.extend((0..*after).map(|i| format!("r{r}_{}", before + 1 + i)));
+                        self.line(depth, &format!("({},) = {}", names.join(", "), a[0]));
+                        let vals: Vec<String> = names.iter().map(|n| n.trim_start_matches('*').to_string()).collect();
+                        self.line(depth, &format!("r{r} = ({},)", vals.join(", ")));
+                    }
+                    _ => unreachable!("pure_op covers every other operation of a region"),
+                }
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    /// The text of a side-effect-free operation (None: it is written as statements).
+    fn pure_op(&mut self, op: &Intrinsic, args: &[Reg]) -> Option<(String, Option<String>)> {
+        let pure = matches!(
+            op,
+            Intrinsic::Binary { inplace: false, .. }
+                | Intrinsic::Unary(_)
+                | Intrinsic::Compare(_)
+                | Intrinsic::Is { .. }
+                | Intrinsic::Contains { .. }
+                | Intrinsic::Truth
+                | Intrinsic::GetAttr(_)
+                | Intrinsic::SplitGetItem(_)
+                | Intrinsic::GetItem
+                | Intrinsic::BuildTuple
+                | Intrinsic::BuildList
+                | Intrinsic::BuildMap
+                | Intrinsic::BuildSet
+                | Intrinsic::BuildSlice
+                | Intrinsic::FormatValue { .. }
+                | Intrinsic::BuildString
+                | Intrinsic::IterSnapshot
+                | Intrinsic::ListToTuple
+        );
+        if !pure {
+            return None;
+        }
+        let a: Vec<String> = args.iter().map(|x| self.operand(*x)).collect();
+        let text = match op {
+            Intrinsic::Binary { op, .. } => format!("({} {} {})", a[0], binop(*op), a[1]),
+            Intrinsic::Unary(u) => match u {
+                UnaryOp::Neg => format!("(-{})", a[0]),
+                UnaryOp::Pos => format!("(+{})", a[0]),
+                UnaryOp::Invert => format!("(~{})", a[0]),
+                UnaryOp::Not => format!("(not {})", a[0]),
+            },
+            Intrinsic::Compare(c) => {
+                let o = match c {
+                    CmpOp::Lt => "<",
+                    CmpOp::Le => "<=",
+                    CmpOp::Eq => "==",
+                    CmpOp::Ne => "!=",
+                    CmpOp::Gt => ">",
+                    CmpOp::Ge => ">=",
+                };
+                format!("({} {o} {})", a[0], a[1])
+            }
+            Intrinsic::Is { negate } => format!("({} {} {})", a[0], if *negate { "is not" } else { "is" }, a[1]),
+            Intrinsic::Contains { negate } => format!("({} {} {})", a[0], if *negate { "not in" } else { "in" }, a[1]),
+            Intrinsic::Truth => return Some((format!("(True if {} else False)", a[0]), Some(a[0].clone()))),
+            Intrinsic::GetAttr(n) => format!("{}.{n}", a[0]),
+            Intrinsic::SplitGetItem(m) => {
+                let (idx, rest) = a[1..].split_last().expect("split_getitem has an index");
+                format!("{}.{m}({})[{idx}]", a[0], rest.join(", "))
+            }
+            Intrinsic::GetItem => format!("{}[{}]", a[0], a[1]),
+            Intrinsic::BuildTuple => format!("({})", a.iter().map(|x| format!("{x},")).collect::<String>()),
+            Intrinsic::BuildList => format!("[{}]", a.join(", ")),
+            Intrinsic::BuildMap => {
+                let kv: Vec<String> = a.chunks(2).map(|p| format!("{}: {}", p[0], p[1])).collect();
+                format!("{{{}}}", kv.join(", "))
+            }
+            Intrinsic::BuildSet if a.is_empty() => "set()".into(),
+            Intrinsic::BuildSet => format!("{{{}}}", a.join(", ")),
+            Intrinsic::BuildSlice => format!("slice({})", a.join(", ")),
+            Intrinsic::FormatValue { conv, has_spec } => {
+                let c = match conv {
+                    Conversion::None => "",
+                    Conversion::Str => "!s",
+                    Conversion::Repr => "!r",
+                    Conversion::Ascii => "!a",
+                };
+                if a.iter().any(|x| x.contains('"')) {
+                    // A nested f-string cannot reuse its quotes (3.11): the builtins instead.
+                    let x = match conv {
+                        Conversion::None => a[0].clone(),
+                        Conversion::Str => format!("str({})", a[0]),
+                        Conversion::Repr => format!("repr({})", a[0]),
+                        Conversion::Ascii => format!("ascii({})", a[0]),
+                    };
+                    format!("format({x}, {})", a.get(1).map(String::as_str).unwrap_or("''"))
+                } else {
+                    let spec = if *has_spec { format!(":{{{}}}", a[1]) } else { String::new() };
+                    format!("f\"{{{}{c}{spec}}}\"", a[0])
+                }
+            }
+            Intrinsic::BuildString => format!("\"\".join(({}))", a.iter().map(|x| format!("{x},")).collect::<String>()),
+            Intrinsic::IterSnapshot => a[0].clone(),
+            Intrinsic::ListToTuple => format!("tuple({})", a[0]),
+            _ => unreachable!(),
+        };
+        Some((text, None))
+    }
+}
+
+/// `(x,)` → `x` (a one-item tuple display built for `list.extend`/`set.update`).
+fn one_tuple(text: &str) -> Option<&str> {
+    let inner = text.strip_prefix('(')?.strip_suffix(",)")?;
+    // Only when the whole text is that one display (not `(a,)` inside something longer).
+    let mut depth = 0i32;
+    for ch in inner.chars() {
+        match ch {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => return None,
+            _ => {}
+        }
+        if depth < 0 {
+            return None;
+        }
+    }
+    (depth == 0).then_some(inner)
+}
+
+fn binop(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "+",
+        BinOp::And => "&",
+        BinOp::FloorDiv => "//",
+        BinOp::LShift => "<<",
+        BinOp::MatMul => "@",
+        BinOp::Mul => "*",
+        BinOp::Mod => "%",
+        BinOp::Or => "|",
+        BinOp::Pow => "**",
+        BinOp::RShift => ">>",
+        BinOp::Sub => "-",
+        BinOp::TrueDiv => "/",
+        BinOp::Xor => "^",
+    }
+}
