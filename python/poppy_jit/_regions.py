@@ -16,7 +16,8 @@ import builtins
 
 # Immutable atoms whose operations run only builtin code.
 _ATOMS = frozenset({int, float, complex, str, bytes, bool, type(None), range, type(...)})
-# Builtins a region may call (they call back only what they are given, which is closed too).
+# Builtins a region may call (they call back only what they are given, which is closed too); the
+# compiler lists the same names (REGION_BUILTINS in src/bezoar/passes/regions.rs).
 _BUILTINS = frozenset(id(f) for f in (
     abs, all, any, ascii, bin, bool, bytes, chr, complex, dict, divmod, enumerate, filter, float,
     format, frozenset, hash, hex, int, isinstance, iter, len, list, map, max, min, next, oct, ord,

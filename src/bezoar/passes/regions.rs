@@ -70,6 +70,7 @@ pub fn form_regions(f: &mut Function) -> Vec<RegionCode> {
         uses,
         var_refs,
         params: f.params.iter().cloned().collect(),
+        next_temp: next_temp(&body),
         regions: Vec::new(),
     };
     let mut defined: BTreeSet<VarName> = f.params.iter().cloned().collect();
@@ -78,6 +79,49 @@ pub fn form_regions(f: &mut Function) -> Vec<RegionCode> {
     f.nregs = former.nregs;
     f.consts = former.consts;
     former.regions
+}
+
+/// One more than the largest `$tN` of the function.
+fn next_temp(b: &Block) -> u32 {
+    let mut n = 0;
+    visit(b, &mut |k| {
+        if let Some(v) = stmt_var(k) {
+            if let VarKind::Temp(t) = v.kind() {
+                n = n.max(t + 1);
+            }
+        }
+    });
+    n
+}
+
+/// Replace the operand `from` by `to` in `b` (nested blocks included).
+fn rename(b: &mut [Stmt], from: Reg, to: Reg) {
+    let sub = |r: &mut Reg| {
+        if *r == from {
+            *r = to;
+        }
+    };
+    for s in b {
+        match &mut s.kind {
+            StmtKind::Let(_, Expr::Call { func, args, .. }) => {
+                sub(func);
+                args.iter_mut().for_each(sub);
+            }
+            StmtKind::Let(_, Expr::Op(_, args)) => args.iter_mut().for_each(sub),
+            StmtKind::Store(_, r) | StmtKind::Return(r) => sub(r),
+            StmtKind::If { cond, then_body, else_body } => {
+                sub(cond);
+                rename(then_body, from, to);
+                rename(else_body, from, to);
+            }
+            StmtKind::For { iter, body, .. } => {
+                sub(iter);
+                rename(body, from, to);
+            }
+            StmtKind::Loop { body } => rename(body, from, to),
+            _ => {}
+        }
+    }
 }
 
 /// Registers a statement uses as operands (not those of nested blocks).
@@ -121,6 +165,15 @@ fn def_update(s: &StmtKind, d: &mut BTreeSet<VarName>) {
     }
 }
 
+/// The builtins a region may read as globals (checked again at run time by identity:
+/// `poppy_jit._regions._BUILTINS`, which must list the same names).
+pub const REGION_BUILTINS: &[&str] = &[
+    "abs", "all", "any", "ascii", "bin", "bool", "bytes", "chr", "complex", "dict", "divmod", "enumerate", "filter",
+    "float", "format", "frozenset", "hash", "hex", "int", "isinstance", "iter", "len", "list", "map", "max", "min",
+    "next", "oct", "ord", "pow", "range", "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum",
+    "tuple", "zip",
+];
+
 /// The operations a region may contain: those that, on builtin data, run only builtin code and
 /// touch nothing but their operands (and the objects those reach).
 fn op_ok(op: &Intrinsic) -> bool {
@@ -158,7 +211,10 @@ fn op_ok(op: &Intrinsic) -> bool {
 fn stmt_ok(s: &StmtKind, loops: u32) -> bool {
     match s {
         StmtKind::Let(_, e) => match e {
-            Expr::Const(_) | Expr::Load(_) | Expr::Global(_) | Expr::Call { .. } => true,
+            Expr::Const(_) | Expr::Load(_) | Expr::Call { .. } => true,
+            // A global that is not one of the builtins the region accepts would make it decline
+            // at run time (a call of an external, say): end the stretch here instead.
+            Expr::Global(name) => REGION_BUILTINS.contains(&name.as_str()),
             Expr::Op(op, _) => op_ok(op),
         },
         StmtKind::Store(..) => true,
@@ -169,6 +225,25 @@ fn stmt_ok(s: &StmtKind, loops: u32) -> bool {
         }
         StmtKind::For { body, .. } | StmtKind::Loop { body } => body.iter().all(|s| stmt_ok(&s.kind, loops + 1)),
     }
+}
+
+/// Whether every call in `s` calls a register defined before it in the stretch (`defs`, which
+/// collects the registers the stretch defines).
+fn callees_inside(s: &Stmt, defs: &mut HashSet<Reg>) -> bool {
+    let mut ok = true;
+    visit(std::slice::from_ref(s), &mut |k| match k {
+        StmtKind::Let(r, e) => {
+            if let Expr::Call { func, .. } = e {
+                ok &= defs.contains(func);
+            }
+            defs.insert(*r);
+        }
+        StmtKind::For { item, .. } => {
+            defs.insert(*item);
+        }
+        _ => {}
+    });
+    ok
 }
 
 fn has_loop(b: &[Stmt]) -> bool {
@@ -183,6 +258,8 @@ struct Former {
     uses: HashMap<Reg, u32>,
     var_refs: HashMap<VarName, u32>,
     params: HashSet<VarName>,
+    /// The next free `$tN`.
+    next_temp: u32,
     regions: Vec<RegionCode>,
 }
 
@@ -196,22 +273,33 @@ impl Former {
                 i += 1;
                 continue;
             }
+            // The stretch: ok statements whose calls call what the stretch itself computed (a
+            // callee from before it, an external say, would make the region decline).
             let mut j = i;
-            while j < b.len() && stmt_ok(&b[j].kind, 0) {
+            let mut defs: HashSet<Reg> = HashSet::new();
+            while j < b.len() && stmt_ok(&b[j].kind, 0) && callees_inside(&b[j], &mut defs) {
                 j += 1;
             }
-            let end = trim(b, i, j);
-            if end == i {
-                // Its first statement's register is used after the stretch.
-                def_update(&b[i].kind, defined);
-                i += 1;
+            // It ends with its last loop: what follows gains nothing from running in the region.
+            let Some(end) = (i..j).rev().find(|&p| has_loop(&b[p..p + 1])).map(|p| p + 1) else {
+                let stop = j.max(i + 1);
+                for k in i..stop {
+                    self.nested(&mut b[k], defined);
+                    def_update(&b[k].kind, defined);
+                }
+                i = stop;
                 continue;
-            }
-            let rewrite = if has_loop(&b[i..end]) { self.make(&b[i..end], defined) } else { None };
+            };
+            let mut after: HashSet<Reg> = HashSet::new();
+            visit(&b[end..], &mut |k| after.extend(stmt_uses(k)));
+            let rewrite = self.make(&b[i..end], defined, &after);
             match rewrite {
-                Some(stmts) => {
+                Some((stmts, renamed)) => {
                     for s in &b[i..end] {
                         def_update(&s.kind, defined);
+                    }
+                    for (from, to) in renamed {
+                        rename(&mut b[end..], from, to);
                     }
                     let n = stmts.len();
                     b.splice(i..end, stmts);
@@ -255,8 +343,10 @@ impl Former {
         }
     }
 
-    /// The rewrite of the stretch `s` (None: it cannot be a region).
-    fn make(&mut self, s: &[Stmt], defined: &BTreeSet<VarName>) -> Option<Vec<Stmt>> {
+    /// The rewrite of the stretch `s` (None: it cannot be a region), and the registers it
+    /// defines that `after` (what follows it) uses, each with the register that replaces it
+    /// there (read from a temporary both branches store).
+    fn make(&mut self, s: &[Stmt], defined: &BTreeSet<VarName>, after: &HashSet<Reg>) -> Option<(Vec<Stmt>, Vec<(Reg, Reg)>)> {
         // Variables: read before they are surely written in the stretch (live-ins), written,
         // and how often the stretch names each.
         let mut exposed: Vec<VarName> = Vec::new();
@@ -296,6 +386,21 @@ impl Former {
             }
         });
         let outer_regs: Vec<Reg> = used_regs.into_iter().filter(|r| !defined_regs.contains(r)).collect();
+        // Registers of the stretch's own statements used after it leave through temporaries.
+        let escaping: Vec<Reg> = s
+            .iter()
+            .filter_map(|st| match &st.kind {
+                StmtKind::Let(r, _) if after.contains(r) => Some(*r),
+                _ => None,
+            })
+            .collect();
+        let temps: Vec<VarName> = escaping
+            .iter()
+            .map(|_| {
+                self.next_temp += 1;
+                VarName::from(VarKind::Temp(self.next_temp - 1))
+            })
+            .collect();
 
         let index = self.regions.len() as u32;
         let line = s[0].line;
@@ -330,7 +435,8 @@ impl Former {
             globals: &globals,
         };
         gen.block(s, 1);
-        let outs: Vec<String> = outputs.iter().map(|v| gen.var(v)).collect();
+        let outs: Vec<String> =
+            outputs.iter().map(|v| gen.var(v)).chain(escaping.iter().map(|r| format!("r{r}"))).collect();
         let ret = if outs.is_empty() { "()".to_string() } else { format!("({},)", outs.join(", ")) };
         let mut source = format!("def {name}({}):\n", params.join(", "));
         source.push_str(&gen.out);
@@ -368,24 +474,27 @@ impl Former {
             then_body.push(at(StmtKind::Let(x, Expr::Op(Intrinsic::GetItem, vec![res, kr]))));
             then_body.push(at(StmtKind::Store(v.clone(), x)));
         }
-        out.push(at(StmtKind::If { cond: ok, then_body, else_body: s.to_vec() }));
-        self.regions.push(RegionCode { index, line, name, source, consts, inputs, outputs });
-        Some(out)
-    }
-}
-
-/// The end of the stretch `b[i..j]` once every top-level `let` whose register is used after it
-/// is left out (with what follows it).
-fn trim(b: &Block, i: usize, j: usize) -> usize {
-    let mut end = j;
-    loop {
-        let mut after: HashSet<Reg> = HashSet::new();
-        visit(&b[end..], &mut |k| after.extend(stmt_uses(k)));
-        let first = (i..end).find(|&p| matches!(&b[p].kind, StmtKind::Let(r, _) if after.contains(r)));
-        match first {
-            Some(p) => end = p,
-            None => return end,
+        let mut else_body = s.to_vec();
+        let mut renamed = Vec::new();
+        for (j, (r, t)) in escaping.iter().zip(&temps).enumerate() {
+            let k = self.const_index(Const::Int((outputs.len() + j) as i64));
+            let kr = self.new_reg();
+            then_body.push(at(StmtKind::Let(kr, Expr::Const(k))));
+            let x = self.new_reg();
+            then_body.push(at(StmtKind::Let(x, Expr::Op(Intrinsic::GetItem, vec![res, kr]))));
+            then_body.push(at(StmtKind::Store(t.clone(), x)));
+            else_body.push(at(StmtKind::Store(t.clone(), *r)));
         }
+        out.push(at(StmtKind::If { cond: ok, then_body, else_body }));
+        for (r, t) in escaping.iter().zip(&temps) {
+            let r2 = self.new_reg();
+            out.push(at(StmtKind::Let(r2, Expr::Load(t.clone()))));
+            renamed.push((*r, r2));
+        }
+        let mut shown = outputs.clone();
+        shown.extend(temps.iter().cloned());
+        self.regions.push(RegionCode { index, line, name, source, consts, inputs, outputs: shown });
+        Some((out, renamed))
     }
 }
 
@@ -497,13 +606,38 @@ impl Gen<'_> {
 
     fn block(&mut self, b: &[Stmt], depth: usize) {
         let start = self.out.len();
-        for s in b {
-            self.stmt(s, depth);
+        let mut i = 0;
+        while i < b.len() {
+            if self.augmented(&b[i], b.get(i + 1), depth) {
+                i += 2;
+                continue;
+            }
+            self.stmt(&b[i], depth);
+            i += 1;
         }
         self.flush(depth);
         if self.out.len() == start {
             self.line(depth, "pass");
         }
+    }
+
+    /// `r := load v; r2 := op inplace(r, y); store v r2` as `v op= y` (true when written).
+    fn augmented(&mut self, s: &Stmt, next: Option<&Stmt>, depth: usize) -> bool {
+        let (StmtKind::Let(r, Expr::Op(Intrinsic::Binary { op, inplace: true }, args)), Some(StmtKind::Store(v, r2))) =
+            (&s.kind, next.map(|n| &n.kind))
+        else {
+            return false;
+        };
+        let target = self.var(v);
+        let loaded = self.pending.iter().any(|(p, text, _)| *p == args[0] && *text == target);
+        if r != r2 || self.uses.get(r) != Some(&1) || !loaded {
+            return false;
+        }
+        let _ = self.operand(args[0]);
+        let y = self.operand(args[1]);
+        self.flush(depth);
+        self.line(depth, &format!("{target} {}= {y}", binop(*op)));
+        true
     }
 
     fn stmt(&mut self, s: &Stmt, depth: usize) {
