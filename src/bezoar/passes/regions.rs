@@ -71,6 +71,7 @@ pub fn form_regions(f: &mut Function) -> Vec<RegionCode> {
         var_refs,
         params: f.params.iter().cloned().collect(),
         next_temp: next_temp(&body),
+        depth: 0,
         regions: Vec::new(),
     };
     let mut defined: BTreeSet<VarName> = f.params.iter().cloned().collect();
@@ -246,6 +247,9 @@ fn callees_inside(s: &Stmt, defs: &mut HashSet<Reg>) -> bool {
     ok
 }
 
+/// How deep regions nest inside the fallback of another (each level copies its stretch).
+const MAX_NESTED: u32 = 2;
+
 fn has_loop(b: &[Stmt]) -> bool {
     let mut found = false;
     visit(b, &mut |k| found |= matches!(k, StmtKind::For { .. } | StmtKind::Loop { .. }));
@@ -260,6 +264,8 @@ struct Former {
     params: HashSet<VarName>,
     /// The next free `$tN`.
     next_temp: u32,
+    /// How many regions' fallback stretches enclose the one being looked at.
+    depth: u32,
     regions: Vec<RegionCode>,
 }
 
@@ -294,7 +300,23 @@ impl Former {
             visit(&b[end..], &mut |k| after.extend(stmt_uses(k)));
             let rewrite = self.make(&b[i..end], defined, &after);
             match rewrite {
-                Some((stmts, renamed)) => {
+                Some((mut stmts, renamed)) => {
+                    // When the region declines, its stretch runs operation by operation: the
+                    // loops in it may hold smaller regions (an outer loop over a list the run
+                    // built, an inner one over each of its strings). Bounded: each level copies.
+                    if self.depth < MAX_NESTED {
+                        self.depth += 1;
+                        if let Some(StmtKind::If { else_body, .. }) =
+                            stmts.iter_mut().rev().map(|s| &mut s.kind).find(|k| matches!(k, StmtKind::If { .. }))
+                        {
+                            let mut d = defined.clone();
+                            for st in else_body.iter_mut() {
+                                self.nested(st, &d);
+                                def_update(&st.kind, &mut d);
+                            }
+                        }
+                        self.depth -= 1;
+                    }
                     for s in &b[i..end] {
                         def_update(&s.kind, defined);
                     }
@@ -428,6 +450,8 @@ impl Former {
         let mut gen = Gen {
             out: String::new(),
             pending: Vec::new(),
+            acc_reads: Vec::new(),
+            acc_movable: true,
             uses: &self.uses,
             consts: &self.consts,
             used_consts: BTreeSet::new(),
@@ -540,12 +564,27 @@ fn exposure(
 
 /// Python source of a stretch. Single-use registers of side-effect-free expressions are folded
 /// into the expression that uses them (`pending`); pure expressions may so move past each other
-/// but never past a statement that may mutate something (pending ones are written out first).
+/// but never past a statement that may mutate something (pending ones are written out first),
+/// except reads of variables and constants (`movable`), which only a store to the variable
+/// invalidates. (Keeping `s` unnamed until `s += x` lets CPython extend the string in place.)
 /// Exceptions need not be kept in place: any exception makes the region decline.
+struct Pending {
+    reg: Reg,
+    text: String,
+    /// For `truth`: the text of its operand.
+    bare: Option<String>,
+    /// The variables the text reads.
+    reads: Vec<String>,
+    /// Only variables and constants: no object state is read.
+    movable: bool,
+}
+
 struct Gen<'a> {
     out: String,
-    /// (register, its expression text, for `truth`: the text of its operand).
-    pending: Vec<(Reg, String, Option<String>)>,
+    pending: Vec<Pending>,
+    /// What the operands taken since the last reset read (see `operand`).
+    acc_reads: Vec<String>,
+    acc_movable: bool,
     uses: &'a HashMap<Reg, u32>,
     consts: &'a [Const],
     used_consts: BTreeSet<u32>,
@@ -568,27 +607,44 @@ impl Gen<'_> {
 
     /// The text of operand `r`: its pending expression (taken), or its name.
     fn operand(&mut self, r: Reg) -> String {
-        match self.pending.iter().position(|(p, _, _)| *p == r) {
-            Some(i) => self.pending.remove(i).1,
+        match self.take(r) {
+            Some(p) => p.text,
             None => format!("r{r}"),
         }
+    }
+
+    fn take(&mut self, r: Reg) -> Option<Pending> {
+        let i = self.pending.iter().position(|p| p.reg == r)?;
+        let p = self.pending.remove(i);
+        self.acc_reads.extend(p.reads.iter().cloned());
+        self.acc_movable &= p.movable;
+        Some(p)
     }
 
     /// For an `if`: the operand of a pending `truth`, else the operand.
     fn condition(&mut self, r: Reg) -> String {
-        match self.pending.iter().position(|(p, _, _)| *p == r) {
-            Some(i) => {
-                let (_, text, bare) = self.pending.remove(i);
-                bare.unwrap_or(text)
-            }
+        match self.take(r) {
+            Some(p) => p.bare.unwrap_or(p.text),
             None => format!("r{r}"),
         }
     }
 
-    /// Write out the pending expressions (in their order).
+    /// Before a statement that may mutate an object: write out the pending expressions that read
+    /// object state (in their order).
     fn flush(&mut self, depth: usize) {
-        for (r, text, _) in std::mem::take(&mut self.pending) {
-            self.line(depth, &format!("r{r} = {text}"));
+        self.flush_where(depth, |p| !p.movable);
+    }
+
+    /// Before a block, a jump, or the end of one: write out every pending expression.
+    fn flush_all(&mut self, depth: usize) {
+        self.flush_where(depth, |_| true);
+    }
+
+    fn flush_where(&mut self, depth: usize, pick: impl Fn(&Pending) -> bool) {
+        let (out, keep): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending).into_iter().partition(|p| pick(p));
+        self.pending = keep;
+        for p in out {
+            self.line(depth, &format!("r{} = {}", p.reg, p.text));
         }
     }
 
@@ -615,7 +671,7 @@ impl Gen<'_> {
             self.stmt(&b[i], depth);
             i += 1;
         }
-        self.flush(depth);
+        self.flush_all(depth);
         if self.out.len() == start {
             self.line(depth, "pass");
         }
@@ -629,13 +685,14 @@ impl Gen<'_> {
             return false;
         };
         let target = self.var(v);
-        let loaded = self.pending.iter().any(|(p, text, _)| *p == args[0] && *text == target);
+        let loaded = self.pending.iter().any(|p| p.reg == args[0] && p.text == target);
         if r != r2 || self.uses.get(r) != Some(&1) || !loaded {
             return false;
         }
         let _ = self.operand(args[0]);
         let y = self.operand(args[1]);
         self.flush(depth);
+        self.flush_where(depth, |p| p.reads.contains(&target));
         self.line(depth, &format!("{target} {}= {y}", binop(*op)));
         true
     }
@@ -645,13 +702,14 @@ impl Gen<'_> {
             StmtKind::Let(r, e) => self.let_(*r, e, depth),
             StmtKind::Store(v, r) => {
                 let x = self.operand(*r);
-                self.flush(depth);
                 let v = self.var(v);
+                // What reads `v` must read it before it is rebound.
+                self.flush_where(depth, |p| p.reads.contains(&v));
                 self.line(depth, &format!("{v} = {x}"));
             }
             StmtKind::If { cond, then_body, else_body } => {
                 let c = self.condition(*cond);
-                self.flush(depth);
+                self.flush_all(depth);
                 self.line(depth, &format!("if {c}:"));
                 self.block(then_body, depth + 1);
                 if !else_body.is_empty() {
@@ -661,7 +719,7 @@ impl Gen<'_> {
             }
             StmtKind::For { iter, item, body } => {
                 let it = self.operand(*iter);
-                self.flush(depth);
+                self.flush_all(depth);
                 // `for r in xs: store v r` with r used once is `for v in xs:`.
                 let target = match body.first().map(|s| &s.kind) {
                     Some(StmtKind::Store(v, r)) if r == item && self.uses.get(item) == Some(&1) => Some(self.var(v)),
@@ -674,16 +732,16 @@ impl Gen<'_> {
                 self.block(body, depth + 1);
             }
             StmtKind::Loop { body } => {
-                self.flush(depth);
+                self.flush_all(depth);
                 self.line(depth, "while True:");
                 self.block(body, depth + 1);
             }
             StmtKind::Break => {
-                self.flush(depth);
+                self.flush_all(depth);
                 self.line(depth, "break");
             }
             StmtKind::Continue => {
-                self.flush(depth);
+                self.flush_all(depth);
                 self.line(depth, "continue");
             }
             StmtKind::Return(_) | StmtKind::Delete(_) | StmtKind::Unbind(_) => unreachable!("not in a region"),
@@ -694,16 +752,26 @@ impl Gen<'_> {
         let single = self.uses.get(&r).copied().unwrap_or(0) == 1;
         let used = self.uses.get(&r).copied().unwrap_or(0) > 0;
         // Side-effect-free expressions (given builtin data).
+        self.acc_reads.clear();
+        self.acc_movable = true;
         let pure = match e {
             Expr::Const(k) => Some((self.constant(*k), None)),
-            Expr::Load(v) => Some((self.var(v), None)),
+            Expr::Load(v) => {
+                let name = self.var(v);
+                self.acc_reads.push(name.clone());
+                Some((name, None))
+            }
             Expr::Global(n) => Some((format!("g{}", self.globals.iter().position(|g| g == n).unwrap()), None)),
-            Expr::Op(op, args) => self.pure_op(op, args),
+            Expr::Op(op, args) => self.pure_op(op, args).map(|t| {
+                self.acc_movable = false;
+                t
+            }),
             Expr::Call { .. } => None,
         };
         if let Some((text, bare)) = pure {
             if single {
-                self.pending.push((r, text, bare));
+                let reads = std::mem::take(&mut self.acc_reads);
+                self.pending.push(Pending { reg: r, text, bare, reads, movable: self.acc_movable });
             } else {
                 // Unused, it is still evaluated: it may raise, and then CPython does.
                 self.flush(depth);
