@@ -14,7 +14,7 @@ pytest.importorskip("poppy_jit._core")
 
 PROGRAM = textwrap.dedent(
     """
-    import json, sys
+    import json, os, sys
     import poppy_jit
     from poppy_jit import poppy
 
@@ -52,12 +52,13 @@ PROGRAM = textwrap.dedent(
         return total
 
     out = {}
+    small, big = map(int, os.environ["SIZES"].split(","))
     for f in (append, counting, building, comprehension):
-        for n in (1000, 100000):
+        for n in (small, big):
             poppy_jit.reset_stats()
             r = f(n)
             st = poppy_jit.stats()
-            out[f"{f.__name__}/{n}"] = [r, st["reductions"], st["peak_slots"]]
+            out[f"{f.__name__}/{'small' if n == small else 'big'}"] = [r, st["reductions"], st["peak_slots"]]
     for n in (100, 1000):
         poppy_jit.reset_stats()
         r = given(list(range(n)))
@@ -68,8 +69,8 @@ PROGRAM = textwrap.dedent(
 )
 
 
-def run(**env):
-    e = dict(os.environ, PYTHONPOPPY="1", **env)
+def run(sizes="1000,100000", **env):
+    e = dict(os.environ, PYTHONPOPPY="1", SIZES=sizes, **env)
     r = subprocess.run([sys.executable, "-c", PROGRAM], env=e, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
@@ -78,14 +79,14 @@ def run(**env):
 def test_region_loops_cost_constant_reductions_and_slots():
     out = run()
     for name in ("append", "counting", "building", "comprehension"):
-        small, big = out[f"{name}/1000"], out[f"{name}/100000"]
+        small, big = out[f"{name}/small"], out[f"{name}/big"]
         # The whole loop is one step: the same reductions and slots at 1k and 100k iterations.
         assert small[1] == big[1], (name, small, big)
         assert small[2] == big[2], (name, small, big)
         assert big[1] < 100, (name, big)
-    assert out["append/100000"][0] == 100000
-    assert out["building/100000"][0] == 100000
-    assert out["comprehension/100000"][0] == 100000 * 99999
+    assert out["append/big"][0] == 100000
+    assert out["building/big"][0] == 100000
+    assert out["comprehension/big"][0] == 100000 * 99999
     # A list the caller passes in is not closed: the region declines, the loop runs operation by
     # operation (reductions grow with its length) and gives CPython's result.
     assert out["given/100"][0] == 4950 and out["given/1000"][0] == 499500
@@ -100,8 +101,8 @@ def test_explain_shows_the_region_and_its_live_values():
 
 
 def test_regions_can_be_switched_off():
-    out = run(PYTHONPOPPY_REGIONS="0")
+    out = run("100,1000", PYTHONPOPPY_REGIONS="0")
     assert out["explain"] == []
-    small, big = out["append/1000"], out["append/100000"]
-    assert small[0] == 1000
-    assert big[1] > 50 * small[1] / 2  # every iteration is reduced
+    small, big = out["append/small"], out["append/big"]
+    assert small[0] == 100 and big[0] == 1000
+    assert big[1] > 5 * small[1]  # every iteration is reduced
