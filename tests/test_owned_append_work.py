@@ -17,7 +17,7 @@ pytest.importorskip("poppy_jit._core")
 PROG = textwrap.dedent('''
     import json, sys
     import poppy_jit
-    from poppy_jit import _rt, poppy, sequential
+    from poppy_jit import _rt, poppy, sequential, unordered
 
     SEEN = {"classify": 0, "list_receiver": 0}
     _classify = _rt.classify
@@ -34,11 +34,15 @@ PROG = textwrap.dedent('''
     def show(xs):
         return len(xs)
 
+    @unordered
+    def square(i):
+        return i * i
+
     @poppy
     def squares(n):
         out = []
         for i in range(n):
-            out.append(i * i)
+            out.append(square(i))   # an external call: the loop is not one internal region
         return sum(out)
 
     @poppy
