@@ -461,7 +461,6 @@ def test_exception_inside_a_while_loop_before_an_async_call_does_not_hang():
     """, case_timeout=3)
 
 
-@gap("raising", AFTER_FAILURE)
 def test_no_sequential_call_after_a_failing_unordered_call():
     assert_same("""
         @poppy

@@ -375,7 +375,9 @@ def test_overlap_analysis():
     assert (3, 4) not in pairs  # exclusive branches, no loop
     assert (5, 8) not in pairs  # two sequential calls never overlap
     assert (2, 5) not in pairs  # readonly and sequential never overlap
-    assert (1, 2) in pairs and (1, 5) in pairs and (4, 5) in pairs
+    assert (1, 2) in pairs and (4, 6) in pairs
+    # A sequential call waits for every earlier call to succeed, unordered ones included.
+    assert (1, 5) not in pairs and (4, 5) not in pairs
     assert (6, 6) in pairs and (7, 7) in pairs  # loop iterations are independent
     assert (6, 7) not in pairs and (1, 3) not in pairs  # a dependence orders them
     assert (5, 5) not in pairs  # not in a loop

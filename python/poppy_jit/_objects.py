@@ -106,3 +106,37 @@ def scope(f, args: tuple, kwnames: tuple):
         if _atom(x) and type(o) in (dict, set):
             return o, False, ()
     return None
+
+
+class _Pending:
+    """The marker `scope_pending` sees for an argument whose value is not known yet."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<pending>"
+
+
+PENDING = _Pending()
+
+
+def scope_pending(f, args: tuple, kwnames: tuple):
+    """`(receiver, writes)` for a call some of whose arguments are `PENDING`, when it touches
+    nothing but `receiver` whatever values they turn out to be: they are only stored into it
+    (`lst.append(x)`, `lst.insert(i, x)`, `d[k] = x` with an atom key), so the call is an
+    operation on its receiver alone (what the stored value is decides only whether it escapes).
+    Else None."""
+    if kwnames or type(f) is FreshArgs:
+        return None
+    n = len(args)
+    if type(f) is _BUILTIN_METHOD and type(f.__self__) is list:
+        name = f.__name__
+        if name == "append" and n == 1:
+            return f.__self__, True
+        if name == "insert" and n == 2 and type(args[0]) is int:
+            return f.__self__, True
+        return None
+    if f is _setitem and n == 3:
+        o, k, _ = args
+        if (type(o) is list and type(k) is int) or (type(o) is dict and _atom(k)):
+            return o, True
+    return None

@@ -25,6 +25,16 @@ fn try_hint<E: Env>(e: &mut E, cid: CtrlId) {
     if c.func.is_none() || (c.early.is_some() && c.hint.is_some()) {
         return;
     }
+    let check_owned = c.early.is_none() && !e.ctl_ref().owned.is_empty();
+    if check_owned {
+        // A method of an owned container (`out.append`): per-object ordering decides it, not
+        // hints — and classifying it would walk the whole container (quadratic in a loop).
+        let keys = e.object_keys(cid, &[]);
+        if keys.iter().any(|k| e.ctl_ref().owned.contains_key(k)) {
+            return;
+        }
+    }
+    let c = &e.ctl_ref()[cid];
     let args: Vec<Option<E::Prim>> = c
         .args
         .iter()
@@ -127,6 +137,21 @@ fn forward<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
     }
 }
 
+/// A call decided object-local before its arguments were known (`objects::early_local`) will
+/// be unordered: pass F_R on as soon as it is resolved (F_W' waits for the call, as for every
+/// unordered call).
+fn forward_r_early<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
+    let c = &e.ctl_ref()[cid];
+    let out_r = c.out.r;
+    if c.early_local.is_none() || e.ctl_ref().futs.is_done(out_r) {
+        return;
+    }
+    let Some(tok) = token(e, cid, w) else { return };
+    if wait_fut(e, tok.r, w) {
+        resolve_fut(e, out_r);
+    }
+}
+
 /// The call is done: resolve its F_R' once `tok`'s F_R is, then its F_W' once `tok`'s F_W is.
 fn release_after<E: Env>(e: &mut E, cid: CtrlId, tok: Token, w: WorkId) {
     let out = e.ctl()[cid].out;
@@ -148,6 +173,7 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
         try_hint(e, cid);
     }
     forward(e, cid, w);
+    forward_r_early(e, cid, w);
     loop {
         match e.ctl()[cid].phase {
             Phase::WaitCallee => match e.callee(cid, w) {
@@ -186,6 +212,8 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                 return release_after(e, cid, tok, w);
             }
             Phase::WaitArgs => {
+                objects::early_local(e, cid);
+                forward_r_early(e, cid, w);
                 let n = e.ctl()[cid].args.len();
                 let mut argv = Vec::with_capacity(n);
                 for i in 0..n {
@@ -196,7 +224,26 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                         Some(Err(err)) => return fail(e, cid, err),
                     }
                 }
-                let class = e.classify(cid, &argv);
+                let obj = objects::involvement(e, cid, &argv);
+                // An operation on an owned receiver is classified only if the per-object
+                // decision says it follows the global order: a local one is unordered whatever
+                // the annotation library would say, and asking it would walk the receiver (an
+                // `append` in a loop would walk the whole list every time: quadratic).
+                if let Some(k) = e.ctl_ref()[cid].early_local {
+                    if !obj.as_ref().is_some_and(|o| o.touch.is_some_and(|(t, _)| t == k)) {
+                        // Decided object-local before the arguments (F_R passed on), but with
+                        // them it is not an operation on that object: never continue silently.
+                        let err = e.internal_error(
+                            "RuntimeError",
+                            "poppy_jit: internal error: per-object ordering passed the order on \
+                             before an operation that turned out not to be local",
+                        );
+                        return fail(e, cid, err);
+                    }
+                }
+                let c = &e.ctl()[cid];
+                let defer = c.early.is_none() && obj.as_ref().is_some_and(|o| o.touch.is_some());
+                let class = if defer { Class::Sequential } else { e.classify(cid, &argv) };
                 let c = &e.ctl()[cid];
                 if c.hinted && class.stricter_than(c.early.expect("hinted class")) {
                     // Order was passed on on the strength of a declared return type that the
@@ -207,10 +254,10 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                     let err = e.internal_error("TypeError", msg);
                     return fail(e, cid, err);
                 }
-                let obj = objects::involvement(e, cid, &argv);
                 let c = &mut e.ctl()[cid];
                 c.class = class;
-                c.early = Some(class);
+                // Deferred: no class yet, so nothing is forwarded before the decision.
+                c.early = (!defer).then_some(class);
                 c.argv = argv;
                 c.obj = obj;
                 c.ready_at = Some(Instant::now());
@@ -230,6 +277,24 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                         // Ordered against its object only: the global order passes on at once.
                         c.class = Class::Unordered;
                         c.early = Some(Class::Unordered);
+                    } else if c.early.is_none() {
+                        // Deferred classification (see WaitArgs): it follows the global order.
+                        let argv = std::mem::take(&mut c.argv);
+                        let class = e.classify(cid, &argv);
+                        let c = &mut e.ctl()[cid];
+                        c.argv = argv;
+                        c.class = class;
+                        c.early = Some(class);
+                        if c.early_local.is_some() && class == Class::Sequential {
+                            // F_R was passed on early on the strength of a decision that the
+                            // walk with the arguments contradicts: never continue silently.
+                            let err = e.internal_error(
+                                "RuntimeError",
+                                "poppy_jit: internal error: per-object ordering passed the order on \
+                                 before an operation that turned out to be ordered globally",
+                            );
+                            return fail(e, cid, err);
+                        }
                     }
                     if escapes {
                         e.count(Count::ObjectEscape);
@@ -256,6 +321,14 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
             }
             Phase::Completed => {
                 let Some(tok) = token(e, cid, w) else { return };
+                // The input order is read: the slots kept for the call are no longer needed,
+                // though its outputs may still wait for earlier calls (an unordered call's F_W'
+                // waits for every earlier call to succeed; long chains of finished calls must
+                // not keep their arguments alive).
+                let held = std::mem::take(&mut e.ctl()[cid].held);
+                for s in held {
+                    e.release_slot(s);
+                }
                 return release_after(e, cid, tok, w);
             }
             Phase::Running | Phase::Finished => return,
@@ -355,9 +428,11 @@ fn cancel_after<E: Env>(e: &mut E, p: u64) {
 }
 
 /// The failure a run raises: the one earliest in program order, with its call's source line
-/// and the ordered calls after it that had already been dispatched (possible only when it is an
-/// unordered call, which passes the order on before it finishes). None if no call failed at a
-/// known position.
+/// and the sequential calls after it that had already been dispatched — none, since a
+/// sequential call waits for every earlier call to succeed (F_W); the list is a safety net that
+/// makes a broken ordering visible (a note on the exception) rather than silent. Readonly calls
+/// after it may have run speculatively (they have no effects) and are not listed. None if no
+/// call failed at a known position.
 pub fn raised<E: Env>(e: &E) -> Option<(E::Error, u32, Vec<E::Prim>)> {
     let ctl = e.ctl_ref();
     if ctl.failures.is_empty() {
@@ -373,7 +448,7 @@ pub fn raised<E: Env>(e: &E) -> Option<(E::Error, u32, Vec<E::Prim>)> {
         .ctrls
         .iter()
         .enumerate()
-        .filter(|(c, ctrl)| ctrl.dispatched && ctrl.class != Class::Unordered && pos[*c].is_some_and(|q| q > p))
+        .filter(|(c, ctrl)| ctrl.dispatched && ctrl.class == Class::Sequential && pos[*c].is_some_and(|q| q > p))
         .filter_map(|(_, ctrl)| ctrl.func.clone())
         .collect();
     Some((err, ctl[failed].line, later))

@@ -110,4 +110,11 @@ pub trait Env {
     fn arg_keys(&mut self, args: &[Self::Prim]) -> Vec<u64>;
     #[allow(clippy::type_complexity)]
     fn scope(&mut self, cid: CtrlId, args: &[Self::Prim]) -> Option<(u64, Option<bool>, Vec<Self::Prim>)>;
+    /// For a call whose arguments are known except the pending ones (None): if it touches
+    /// nothing but one container (its receiver) whatever values the pending ones turn out to be
+    /// — they are only stored into it (`lst.append(x)`, `d[k] = x`) — the receiver's key and
+    /// whether the call writes it.
+    fn scope_pending(&mut self, _cid: CtrlId, _args: &[Option<Self::Prim>]) -> Option<(u64, bool)> {
+        None
+    }
 }

@@ -2,14 +2,14 @@
 //!
 //! Every external call the evaluator reaches gets a controller (`Ctrl`). Program order reaches it
 //! as a token on its sequence variable S: two futures, F_R ("every earlier sequential call
-//! finished") and F_W ("every earlier readonly or sequential call finished"). The controller
-//! hands its successor fresh futures F_R', F_W' at once (so later calls can be queued, and
-//! unordered ones dispatched, before this one has its arguments) and resolves them according to
-//! its callee's class (`Class`, PopPy §4.2):
+//! finished") and F_W ("every earlier call finished without raising"). The controller hands its
+//! successor fresh futures F_R', F_W' at once (so later calls can be queued, and unordered ones
+//! dispatched, before this one has its arguments) and resolves them according to its callee's
+//! class (`Class`, PopPy §4.2):
 //!
 //! | class      | dispatches when        | F_R' resolves when     | F_W' resolves when     |
 //! |------------|------------------------|------------------------|------------------------|
-//! | unordered  | arguments ready        | F_R (forwarded)        | F_W (forwarded)        |
+//! | unordered  | arguments ready        | F_R (forwarded)        | F_W and done (ok)      |
 //! | readonly   | arguments ready, F_R   | F_R (forwarded)        | F_W and done (ok)      |
 //! | sequential | arguments, F_R and F_W | F_R and done (ok)      | F_W and done (ok)      |
 //!
@@ -21,14 +21,15 @@
 //! forwards the order before its arguments are ready.
 //!
 //! Errors. A call that fails (or cannot run because an argument is an error) never resolves the
-//! outputs that wait for it being done: after a failed readonly or sequential call no later
-//! ordered call runs. An unordered call does not wait for itself: it forwards F_R and F_W as soon
-//! as its class and input order are known — before it finishes, and also when it has failed — so
-//! later readonly and sequential calls may run while it is running, before it is known not to
-//! raise. What keeps CPython's behaviour then is the failure rule: the run raises the failure
-//! earliest in program order (`raised`), a call after a failed one in program order is not
-//! dispatched and a running one is cancelled, and the host may note which later ordered calls
-//! had already run (the Python host adds a PEP 678 note).
+//! outputs that wait for it being done. Every call may raise, so F_W waits for every earlier
+//! call, unordered ones included (PopPy §6.2 forwards F_W past an unordered call; that would let
+//! a sequential call run that CPython never reaches when the unordered call raises): after any
+//! failed call no later sequential call runs. Unordered and readonly calls have no effects, so
+//! they do not wait for earlier calls to succeed: they may run speculatively, and F_R still
+//! passes an unordered call at once, so reads and unordered calls overlap as before. What keeps
+//! CPython's behaviour then is the failure rule: the run raises the failure earliest in program
+//! order (`raised`), a call after a failed one in program order is not dispatched, and a running
+//! one is cancelled.
 //!
 //! Per-object ordering (`objects`): an operation that touches only a list/dict/set the run
 //! created waits for the earlier operations on that object and is then unordered for the global

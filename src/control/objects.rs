@@ -4,7 +4,7 @@
 //!
 //! Uses the program-order walk of `order` and the controller table; what a call's arguments
 //! are comes from the evaluator through `Env`.
-use super::env::Env;
+use super::env::{Env, Peek};
 use super::state::{CtrlId, ObjInfo, Phase, SlotId, WorkId};
 use super::wait::{producer_along, resolve_fut, wait_fut};
 use super::order::{predecessor, Pred};
@@ -189,4 +189,97 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
     }
     let touch = e.ctl_ref()[cid].obj.as_ref().and_then(|o| o.touch);
     Some(touch.is_some() && !escaped)
+}
+
+/// Per-object ordering before the arguments are known. A call that only stores its pending
+/// arguments into an owned receiver (`out.append(llm(x))`: `Env::scope_pending`) is ordered on
+/// that object alone if the object has not escaped before it — which does not depend on the
+/// values it stores, provided none of them can be the receiver: each is the result of an
+/// external call (an internal function's result could be anything), and an external's result
+/// is an owned object only if it was created by it (a new one) or the object escaped to it (an
+/// escape on the walk below). Then the call will be unordered, and its F_R can pass on at once
+/// (`controller::forward_r_early`) instead of holding up later reads until its arguments are
+/// known. Sets `Ctrl::early_local`; registers no waits (undecided now: the call is decided
+/// with its arguments, as before).
+pub(super) fn early_local<E: Env>(e: &mut E, cid: CtrlId) {
+    let c = &e.ctl_ref()[cid];
+    if c.early_local.is_some() || c.early.is_some() || c.func.is_none() || e.ctl_ref().owned.is_empty() {
+        return;
+    }
+    let args = c.args.clone();
+    let mut argv = Vec::with_capacity(args.len());
+    let mut pending = false;
+    for a in args {
+        match e.peek(a) {
+            Peek::Prim(p) => argv.push(Some(p)),
+            Peek::Other => return,
+            Peek::Pending => {
+                let external = producer_along(e, a, true).is_some_and(|pc| {
+                    let p = &e.ctl_ref()[pc];
+                    p.func.is_some()
+                        && !matches!(p.phase, Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. })
+                        && p.obj.as_ref().and_then(|o| o.carries).is_none()
+                });
+                if !external {
+                    return;
+                }
+                pending = true;
+                argv.push(None);
+            }
+        }
+    }
+    if !pending {
+        return;
+    }
+    let Some((k, _write)) = e.scope_pending(cid, &argv) else { return };
+    if !e.ctl_ref().owned.contains_key(&k) {
+        return;
+    }
+    if receiver_escaped_before(e, cid, k) == Some(false) {
+        e.ctl()[cid].early_local = Some(k);
+    }
+}
+
+/// Whether owned object `k` escaped before call `cid` in program order (None: not known yet),
+/// by the walk of `object_order` without waiting for anything.
+fn receiver_escaped_before<E: Env>(e: &mut E, cid: CtrlId, k: u64) -> Option<bool> {
+    let mut cur = cid;
+    for _ in 0..4096 {
+        let c = match predecessor(e, cur) {
+            Pred::Call(c) => c,
+            Pred::Start | Pred::Unknown => return None,
+        };
+        if e.ctl_ref().owned.get(&k) == Some(&c) {
+            return Some(false); // its creation
+        }
+        match e.ctl_ref()[c].phase {
+            Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => return None,
+            Phase::WaitArgs => {
+                if e.ctl_ref()[c].early_local == Some(k) {
+                    return Some(false); // it decided the same for everything before it
+                }
+                if may_involve(e, c, &[k], 0).is_some() {
+                    return None;
+                }
+            }
+            _ => {
+                if let Some(o) = e.ctl_ref()[c].obj.as_ref() {
+                    match o.touch {
+                        Some((tk, _)) if tk == k => match o.local {
+                            Some(true) => return Some(false),
+                            Some(false) => return Some(true),
+                            None => {}
+                        },
+                        _ => {
+                            if o.escapes.contains(&k) {
+                                return Some(true);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        cur = c;
+    }
+    None
 }

@@ -46,7 +46,7 @@ impl Policy {
                 dispatch_needs_r: false,
                 dispatch_needs_w: false,
                 r_out_needs_done: false,
-                w_out_needs_done: false,
+                w_out_needs_done: true,
             },
             Class::Readonly => Policy {
                 dispatch_needs_r: true,
@@ -75,6 +75,8 @@ mod tests {
         let r = Policy::of(Class::Readonly);
         assert!(r.dispatch_needs_r && !r.dispatch_needs_w && !r.r_out_needs_done);
         let u = Policy::of(Class::Unordered);
-        assert!(!u.dispatch_needs_r && !u.dispatch_needs_w && !u.r_out_needs_done && !u.w_out_needs_done);
+        assert!(!u.dispatch_needs_r && !u.dispatch_needs_w && !u.r_out_needs_done);
+        // Every call may raise: a sequential call (F_W) waits for an unordered one to succeed.
+        assert!(u.w_out_needs_done);
     }
 }

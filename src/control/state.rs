@@ -70,6 +70,9 @@ pub struct Ctrl<P> {
     pub done: bool,
     /// Per-object ordering: what this call does to objects the run created (None: nothing).
     pub obj: Option<Box<ObjInfo>>,
+    /// Per-object ordering decided before the arguments were known (`objects::early_local`):
+    /// the owned receiver this call touches alone, whatever its pending arguments turn out to be.
+    pub early_local: Option<u64>,
     /// Timings: queued and done only when tracing; ready and dispatched for queue-wait stats.
     pub queued_at: Option<Instant>,
     pub ready_at: Option<Instant>,
@@ -117,6 +120,7 @@ impl<P> Ctrl<P> {
             dispatched: false,
             done: false,
             obj: None,
+            early_local: None,
             queued_at,
             ready_at: None,
             dispatched_at: None,

@@ -22,6 +22,8 @@ struct Mock {
     cancelled: Vec<CtrlId>,
     /// The order token the next call reads.
     seq: SlotId,
+    /// The call whose result each result variable is.
+    producer: HashMap<SlotId, CtrlId>,
 }
 
 impl Mock {
@@ -48,16 +50,22 @@ impl Mock {
 
     /// Queue a call of `f` with one argument (pending when `arg` is None), in program order.
     fn call(&mut self, f: i64, arg: Option<i64>) -> (CtrlId, SlotId) {
-        let callee = self.var(Some(V::Prim(f)));
         let a = self.var(arg.map(V::Prim));
+        (self.call_with(f, vec![a]), a)
+    }
+
+    /// Queue a call of `f` with these argument variables, in program order.
+    fn call_with(&mut self, f: i64, args: Vec<SlotId>) -> CtrlId {
+        let callee = self.var(Some(V::Prim(f)));
         let result = self.var(None);
         let out = self.ctl.new_token();
         let cid = self.ctl.ctrls.len();
-        let ctrl = Ctrl::new(self.seq, callee, Some(f), vec![a], Vec::new(), result, out, 0, None, Vec::new(), None);
+        let ctrl = Ctrl::new(self.seq, callee, Some(f), args, Vec::new(), result, out, 0, None, Vec::new(), None);
         self.seq = self.var(Some(V::Tok(out)));
         self.ctl.add(ctrl, cid);
+        self.producer.insert(result, cid);
         self.ready.push_back(cid);
-        (cid, a)
+        cid
     }
 
     fn run(&mut self) {
@@ -133,7 +141,7 @@ impl Env for Mock {
         }
     }
     fn pending_source(&self, s: SlotId) -> Option<(Option<CtrlId>, Option<SlotId>)> {
-        self.vars[s].is_none().then_some((None, None))
+        self.vars[s].is_none().then(|| (self.producer.get(&s).copied(), None))
     }
     fn release_slot(&mut self, _: SlotId) {}
     fn callee(&mut self, cid: CtrlId, _: WorkId) -> Callee<i64, String> {
@@ -170,17 +178,23 @@ impl Env for Mock {
     fn internal_error(&mut self, kind: &str, msg: &str) -> String {
         format!("{kind}: {msg}")
     }
-    fn fresh_key(&mut self, _: CtrlId, _: &i64) -> Option<u64> {
-        None
+    // Objects: values from OBJ up are lists; MAKE's result is a new one (owned), APPEND(lst, x)
+    // touches its first argument alone and stores the second.
+    fn fresh_key(&mut self, cid: CtrlId, v: &i64) -> Option<u64> {
+        (self.ctl[cid].func == Some(MAKE) && *v >= OBJ).then_some(*v as u64)
     }
-    fn object_keys(&mut self, _: CtrlId, _: &[i64]) -> Vec<u64> {
-        Vec::new()
+    fn object_keys(&mut self, _: CtrlId, args: &[i64]) -> Vec<u64> {
+        self.arg_keys(args)
     }
-    fn arg_keys(&mut self, _: &[i64]) -> Vec<u64> {
-        Vec::new()
+    fn arg_keys(&mut self, args: &[i64]) -> Vec<u64> {
+        args.iter().filter(|&&a| a >= OBJ).map(|&a| a as u64).collect()
     }
-    fn scope(&mut self, _: CtrlId, _: &[i64]) -> Option<(u64, Option<bool>, Vec<i64>)> {
-        None
+    fn scope(&mut self, cid: CtrlId, args: &[i64]) -> Option<(u64, Option<bool>, Vec<i64>)> {
+        (self.ctl[cid].func == Some(APPEND) && args[0] >= OBJ).then(|| (args[0] as u64, Some(true), args[1..].to_vec()))
+    }
+    fn scope_pending(&mut self, cid: CtrlId, args: &[Option<i64>]) -> Option<(u64, bool)> {
+        let recv = args[0].filter(|&r| r >= OBJ)?;
+        (self.ctl[cid].func == Some(APPEND) && args.len() == 2).then_some((recv as u64, true))
     }
 }
 
@@ -188,18 +202,40 @@ const U: i64 = 1;
 const R: i64 = 2;
 const S: i64 = 3;
 const S2: i64 = 4;
-const CLASSES: [(i64, Class); 4] =
-    [(U, Class::Unordered), (R, Class::Readonly), (S, Class::Sequential), (S2, Class::Sequential)];
+const MAKE: i64 = 5;
+const APPEND: i64 = 6;
+const OBJ: i64 = 100;
+const CLASSES: [(i64, Class); 6] = [
+    (U, Class::Unordered),
+    (R, Class::Readonly),
+    (S, Class::Sequential),
+    (S2, Class::Sequential),
+    (MAKE, Class::Unordered),
+    // What the annotation library says of an append to a list it knows nothing about.
+    (APPEND, Class::Sequential),
+];
 
 #[test]
-fn an_unordered_call_forwards_f_r_and_f_w_before_it_finishes() {
+fn an_unordered_call_forwards_f_r_at_once_and_f_w_when_done() {
     let mut m = Mock::new(&CLASSES);
     let (u, _) = m.call(U, Some(0));
-    m.call(S, Some(0));
+    m.call(R, Some(0));
+    let (s, _) = m.call(S, Some(0));
+    m.run();
+    assert_eq!(m.out(u), (true, false));
+    // The readonly call runs while it is still running (speculatively: it has no effects); the
+    // sequential call waits, since CPython does not reach it if the unordered call raises.
+    assert_eq!(m.dispatched, vec![U, R]);
+    finished(&mut m, 1, Ok(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, R]);
+    finished(&mut m, u, Ok(0));
     m.run();
     assert_eq!(m.out(u), (true, true));
-    // The sequential call after it runs while it is still running.
-    assert_eq!(m.dispatched, vec![U, S]);
+    assert_eq!(m.dispatched, vec![U, R, S]);
+    finished(&mut m, s, Ok(0));
+    m.run();
+    assert_eq!(m.out(s), (true, true));
 }
 
 #[test]
@@ -232,6 +268,9 @@ fn a_call_forwards_nothing_until_its_class_is_known() {
     assert!(m.dispatched.is_empty());
     m.set(arg, V::Prim(0));
     m.run();
+    assert_eq!(m.dispatched, vec![U]);
+    finished(&mut m, u, Ok(0));
+    m.run();
     assert_eq!(m.dispatched, vec![U, S]);
 }
 
@@ -258,15 +297,41 @@ fn after_a_failed_call_later_calls_are_held_cancelled_or_not_run() {
 }
 
 #[test]
-fn a_failed_unordered_call_is_raised_with_the_ordered_calls_that_ran_after_it() {
+fn no_sequential_call_runs_after_a_failed_unordered_call() {
+    // CPython stops at the failing call: the sequential call after it (here behind a readonly
+    // one, which may run speculatively) is never made, and nothing is noted as having run.
     let mut m = Mock::new(&CLASSES);
     let (u, _) = m.call(U, Some(0));
+    let (r, _) = m.call(R, Some(0));
     let (s, _) = m.call(S, Some(0));
+    m.call(U, Some(1));
     m.run();
-    finished(&mut m, s, Ok(0));
+    assert_eq!(m.dispatched, vec![U, R, U]);
+    finished(&mut m, r, Ok(0));
     finished(&mut m, u, Err("boom".into()));
     m.run();
-    assert_eq!(raised(&m).map(|(e, _, later)| (e, later)), Some(("boom".to_string(), vec![S])));
+    assert_eq!(m.dispatched, vec![U, R, U]);
+    assert_eq!(m.cancelled, vec![3]);
+    assert_eq!(m.ctl[s].phase, Phase::WaitOrder);
+    assert_eq!(raised(&m).map(|(e, _, later)| (e, later)), Some(("boom".to_string(), vec![])));
+}
+
+#[test]
+fn a_sequential_call_waits_for_every_earlier_call_that_may_still_raise() {
+    // Two unordered calls in flight: the sequential call after them starts only once both have
+    // finished without error, whichever finishes first.
+    let mut m = Mock::new(&CLASSES);
+    let (u1, _) = m.call(U, Some(0));
+    let (u2, _) = m.call(U, Some(1));
+    m.call(S, Some(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, U]);
+    finished(&mut m, u2, Ok(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, U]);
+    finished(&mut m, u1, Ok(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, U, S]);
 }
 
 #[test]
@@ -288,4 +353,62 @@ fn a_running_call_whose_input_order_fails_still_reports_and_leaves_nothing_in_fl
     assert_eq!(m.ctl.in_flight, 0);
     assert!(matches!(m.vars[m.ctl[u].result], Some(V::Prim(7))));
     assert_eq!(m.ctl[u].phase, Phase::Finished);
+}
+
+/// An owned list (made by MAKE, finished) and a pending value from an unordered call.
+fn owned_list_and_pending_value(m: &mut Mock) -> (CtrlId, SlotId) {
+    let (mk, _) = m.call(MAKE, Some(0));
+    m.run();
+    finished(m, mk, Ok(OBJ));
+    m.run();
+    let (u, _) = m.call(U, Some(0));
+    let list = m.var(Some(V::Prim(OBJ)));
+    let value = m.ctl[u].result;
+    let ap = m.call_with(APPEND, vec![list, value]);
+    (ap, value)
+}
+
+#[test]
+fn an_append_of_a_pending_value_to_an_owned_list_passes_f_r_on_at_once() {
+    // `out.append(llm(x))` then a read: the append is ordered on its list alone whatever the
+    // value is, so it does not hold the read up until the value arrives (issue 15, item 5).
+    let mut m = Mock::new(&CLASSES);
+    let (ap, _) = owned_list_and_pending_value(&mut m);
+    m.call(R, Some(0));
+    m.run();
+    assert_eq!(m.ctl[ap].early_local, Some(OBJ as u64));
+    assert_eq!(m.out(ap), (true, false));
+    assert_eq!(m.dispatched, vec![MAKE, U, R]);
+    finished(&mut m, 1, Ok(7));
+    m.run();
+    // With its value known it is local: unordered, never classified as the sequential append.
+    assert_eq!(m.dispatched, vec![MAKE, U, R, APPEND]);
+    assert_eq!(m.ctl[ap].class, Class::Unordered);
+}
+
+#[test]
+fn an_append_to_a_list_that_escaped_waits_for_its_value_and_the_order() {
+    let mut m = Mock::new(&CLASSES);
+    let (mk, _) = m.call(MAKE, Some(0));
+    m.run();
+    finished(&mut m, mk, Ok(OBJ));
+    m.run();
+    let (s, _) = m.call(S, Some(OBJ)); // the list escapes to a sequential call
+    let (u, _) = m.call(U, Some(0));
+    let list = m.var(Some(V::Prim(OBJ)));
+    let value = m.ctl[u].result;
+    let ap = m.call_with(APPEND, vec![list, value]);
+    m.call(R, Some(0));
+    m.run();
+    assert_eq!(m.ctl[ap].early_local, None);
+    assert_eq!(m.out(ap), (false, false));
+    finished(&mut m, s, Ok(0));
+    finished(&mut m, u, Ok(7));
+    m.run();
+    // Globally ordered again: classified (sequential), it runs after its order, then the read.
+    assert_eq!(m.ctl[ap].class, Class::Sequential);
+    assert_eq!(m.dispatched, vec![MAKE, S, U, APPEND]);
+    finished(&mut m, ap, Ok(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![MAKE, S, U, APPEND, R]);
 }

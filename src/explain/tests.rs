@@ -256,8 +256,12 @@ fn observability_example() {
     assert_eq!(pair(&a, 5, 8), None);
     assert_eq!(pair(&a, 2, 5), None);
     assert_eq!(pair(&a, 1, 2), Some(Where::Same));
-    assert_eq!(pair(&a, 1, 5), Some(Where::Same), "{}", a.report());
-    assert_eq!(pair(&a, 4, 5), Some(Where::Same), "{}", a.report());
+    // A sequential call waits for every earlier call to succeed (one that raises stops CPython
+    // before it), unordered ones included.
+    assert_eq!(pair(&a, 1, 5), None, "{}", a.report());
+    assert!(why(&a, 1, 5).contains("ordered after #1 finishes"), "{}", a.report());
+    assert_eq!(pair(&a, 4, 5), None, "{}", a.report());
+    assert_eq!(pair(&a, 4, 6), Some(Where::Same), "{}", a.report());
     assert_eq!(pair(&a, 6, 6), Some(Where::Itself));
     assert_eq!(pair(&a, 7, 7), Some(Where::Itself));
     assert_eq!(pair(&a, 1, 3), None);
@@ -283,7 +287,7 @@ fn two_inline_calls_never_overlap() {
 }
 
 #[test]
-fn print_overlaps_a_fetch_only_when_it_comes_after_it() {
+fn print_overlaps_a_fetch_neither_before_nor_after_it() {
     let before = r#"def f(q):  # qualname "f" file "x.py" line 1 nregs 6
   const 0 = "hi"
   r0 := global print  @2
@@ -307,8 +311,10 @@ fn print_overlaps_a_fetch_only_when_it_comes_after_it() {
   r2 := r0(r1)  @3
   return r5  @3
 "#;
+    // After the fetch, print waits for it to succeed: if it raises, CPython never prints.
     let a = run(after, &names);
-    assert_eq!(pair(&a, 1, 2), Some(Where::Same), "{}", a.report());
+    assert_eq!(pair(&a, 1, 2), None, "{}", a.report());
+    assert!(why(&a, 1, 2).contains("ordered after #1 finishes"), "{}", a.report());
 }
 
 #[test]

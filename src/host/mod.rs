@@ -167,6 +167,10 @@ impl<'py> Host for PyHost<'py> {
         objects::scope(self, f, args, kwnames)
     }
 
+    fn scope_pending(&mut self, f: &Obj, args: &[Option<Obj>], kwnames: &[String]) -> Option<(u64, bool)> {
+        objects::scope_pending(self, f, args, kwnames)
+    }
+
     fn inline_target(&mut self, f: &Obj, nargs: usize, kwnames: &[String]) -> Option<ProgramRef<Obj>> {
         inline::inline_binding(self, f, nargs, kwnames).map(|(p, _)| p)
     }

@@ -10,6 +10,8 @@ pub(super) struct ObjectsApi<'py> {
     makers: std::collections::HashSet<usize>,
     fresh_args: Bound<'py, PyAny>,
     scope: Bound<'py, PyAny>,
+    scope_pending: Bound<'py, PyAny>,
+    pending: Bound<'py, PyAny>,
     owned_ok: Bound<'py, PyAny>,
     maker: Bound<'py, PyAny>,
 }
@@ -54,6 +56,8 @@ impl<'py> PyHost<'py> {
                 makers,
                 fresh_args: m.getattr("FRESH_ARGS").ok()?,
                 scope: m.getattr("scope").ok()?,
+                scope_pending: m.getattr("scope_pending").ok()?,
+                pending: m.getattr("PENDING").ok()?,
                 owned_ok: m.getattr("owned_ok").ok()?,
                 maker: m.getattr("maker").ok()?,
             });
@@ -113,4 +117,22 @@ pub(super) fn scope<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj], kwnames: &[
     let (recv, write, rest): (Bound<'_, PyAny>, Option<bool>, Bound<'_, PyTuple>) = r.extract().ok()?;
     let key = container_key(&recv)?;
     Some((key, write, rest.iter().map(|x| x.unbind()).collect()))
+}
+
+/// `scope` for a call with pending arguments (None), which `poppy_jit._objects.scope_pending`
+/// sees as its `PENDING` marker: (receiver key, writes?) when they can only be stored values.
+pub(super) fn scope_pending<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Option<Obj>], kwnames: &[String]) -> Option<(u64, bool)> {
+    let py = h.py;
+    let api = h.objects_api()?;
+    let args_t = PyTuple::new_bound(py, args.iter().map(|a| match a {
+        Some(a) => a.bind(py).clone(),
+        None => api.pending.clone(),
+    }));
+    let kw = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
+    let r = api.scope_pending.call1((f.bind(py), args_t, kw)).ok()?;
+    if r.is_none() {
+        return None;
+    }
+    let (recv, write): (Bound<'_, PyAny>, bool) = r.extract().ok()?;
+    Some((container_key(&recv)?, write))
 }

@@ -27,6 +27,10 @@
 //!   externals run inline on the evaluator thread. So does a blocking call made from a pool thread (a
 //!   blocking external running a @poppy function) when `MAX_WORKERS` calls are already handed
 //!   over: queueing it could deadlock, every thread waiting for a call queued behind them.
+//!   Exception: when the program dies of an uncaught KeyboardInterrupt (Ctrl-C) with calls still
+//!   running, exit does not wait for them — plain CPython would have been interrupted inside the
+//!   call — but runs the rest of the exit a program can observe and ends the process by SIGINT
+//!   at once (`exit_if_interrupted`).
 //! - **Thread state.** A thread keeps one Python thread state for its life: its first call's
 //!   `Python::with_gil` (`PyGILState_Ensure`) creates it and the thread takes one more
 //!   `PyGILState_Ensure` reference, so that every later `with_gil` reuses it instead of creating
@@ -68,7 +72,7 @@ use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyCFunction, PyDict, PyFloat, PyLong, PyTuple};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::runtime::{Handle, Runtime};
@@ -246,10 +250,14 @@ fn stack_size(py: Python<'_>) -> usize {
         .unwrap_or(DEFAULT)
 }
 
+/// The current executor's exit hook (its address: `threading._threading_atexits` holds it).
+static EXIT_HOOK: AtomicUsize = AtomicUsize::new(0);
+
 /// Close the executor when the interpreter exits, before finalization (threading._shutdown runs
 /// these hooks, as it does for concurrent.futures).
 fn register_exit_hook(py: Python<'_>, e: &'static Exec) -> PyResult<()> {
     let hook = wrap_pyfunction_bound!(shutdown, py)?;
+    EXIT_HOOK.store(hook.as_ptr() as usize, Ordering::Relaxed);
     let threading = py.import_bound("threading")?;
     let registered = match threading.getattr("_register_atexit") {
         Ok(reg) => reg.call1((hook,)).is_ok(),
@@ -715,6 +723,9 @@ fn shutdown(py: Python<'_>) -> PyResult<()> {
         // A closed loop (its thread ended) raises: nobody waits for this result any more.
         let _ = t.loop_.bind(py).call_method1("call_soon_threadsafe", (finish, &t.fut, rest));
     }
+    if e.lock().busy > 0 {
+        exit_if_interrupted(py)?;
+    }
     loop {
         let done = py.allow_threads(|| {
             let st = e.lock();
@@ -740,6 +751,69 @@ fn shutdown(py: Python<'_>) -> PyResult<()> {
         }
         drop(rt);
     });
+    Ok(())
+}
+
+/// The interpreter is exiting because of an uncaught KeyboardInterrupt (Ctrl-C) while blocking
+/// calls still run on the pool's threads: exit as CPython would, now. Plain CPython made those
+/// calls on the main thread, where Ctrl-C interrupted them; threads cannot be interrupted, and
+/// waiting for them would hold exit for as long as they take. Letting finalization go on without
+/// them is not possible either: a thread that takes the GIL once finalization began is ended by
+/// CPython with `pthread_exit`, which aborts the process when it unwinds through the Rust frames
+/// of a pool thread. So this does what is left of CPython's exit that a program can observe —
+/// the other threading exit hooks, the `atexit` handlers, flushing stdout and stderr — and then
+/// ends the process by SIGINT as CPython does after an unhandled KeyboardInterrupt (exit status
+/// -SIGINT, 130 in a shell), skipping only finalization (module teardown, which cannot run
+/// safely while the calls are in flight). Anything else — a normal exit, `sys.exit`, another
+/// non-daemon thread still running — returns, and exit waits for the calls as before.
+fn exit_if_interrupted(py: Python<'_>) -> PyResult<()> {
+    let sys = py.import_bound("sys")?;
+    let Ok(last) = sys.getattr("last_type") else { return Ok(()) };
+    let ki = py.get_type_bound::<pyo3::exceptions::PyKeyboardInterrupt>();
+    let uncaught_interrupt = last
+        .downcast::<pyo3::types::PyType>()
+        .map(|t| t.is_subclass(&ki).unwrap_or(false))
+        .unwrap_or(false);
+    if !uncaught_interrupt {
+        return Ok(());
+    }
+    let threading = py.import_bound("threading")?;
+    let main = threading.call_method0("main_thread")?;
+    let dummy = threading.getattr("_DummyThread")?;
+    for t in threading.call_method0("enumerate")?.iter()? {
+        let t = t?;
+        if !t.is(&main) && !t.is_instance(&dummy)? && !t.getattr("daemon")?.is_truthy()? {
+            return Ok(()); // CPython would join it first
+        }
+    }
+    // threading._shutdown runs its hooks last-registered first: the ones before ours are still
+    // to run.
+    let ours = EXIT_HOOK.load(Ordering::Relaxed);
+    if let Ok(hooks) = threading.getattr("_threading_atexits") {
+        let hooks: Vec<Bound<'_, PyAny>> = hooks.iter()?.collect::<PyResult<_>>()?;
+        if let Some(k) = hooks.iter().position(|h| h.as_ptr() as usize == ours) {
+            for h in hooks[..k].iter().rev() {
+                if let Err(err) = h.call0() {
+                    err.write_unraisable_bound(py, Some(h));
+                }
+            }
+        }
+    }
+    py.import_bound("atexit")?.call_method0("_run_exitfuncs")?;
+    for name in ["stdout", "stderr"] {
+        if let Ok(f) = sys.getattr(name) {
+            if !f.is_none() {
+                let _ = f.call_method0("flush");
+            }
+        }
+    }
+    let signal = py.import_bound("signal")?;
+    let os = py.import_bound("os")?;
+    let sigint = signal.getattr("SIGINT")?;
+    signal.call_method1("signal", (&sigint, signal.getattr("SIG_DFL")?))?;
+    os.call_method1("kill", (os.call_method0("getpid")?, &sigint))?;
+    // Not reached (the default action of SIGINT ends the process); as CPython's fallback:
+    os.call_method1("_exit", (130,))?;
     Ok(())
 }
 

@@ -68,6 +68,11 @@ pub trait Host {
     fn scope(&mut self, _f: &Self::Prim, _args: &[Self::Prim], _kwnames: &[String]) -> Option<(u64, Option<bool>, Vec<Self::Prim>)> {
         None
     }
+    /// `scope` for a call whose pending arguments (None) are values it only stores: (receiver
+    /// key, writes?) if it touches nothing but its receiver whatever they turn out to be.
+    fn scope_pending(&mut self, _f: &Self::Prim, _args: &[Option<Self::Prim>], _kwnames: &[String]) -> Option<(u64, bool)> {
+        None
+    }
 
     /// If `f` is an internal (compiled) function that can be inlined for a call with `nargs`
     /// arguments of which the last `kwnames.len()` are keywords, its program (entry takes

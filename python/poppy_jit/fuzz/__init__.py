@@ -28,9 +28,6 @@ from .gen import CONSTRUCTS, DEFAULT_CONSTRUCTS
 # xfail reproducer per class. Remove a switch here once its class is fixed.
 KNOWN_GAPS = (
     "iter_mutated",      # issue 14 class 2: a container a helper mutates: stale snapshot
-    "raising",           # found by the fuzzer: a sequential call after (in program order) a
-    "raising_async",     # failing unordered call still runs (PopPy §6.2 forwards the order);
-                         # both switches make unordered externals that raise
     "unbound_reads",     # found by the fuzzer: an unbound local read by a comprehension gives
                          # UnboundLocalError where CPython raises NameError
 )

@@ -304,4 +304,9 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         let c = &self.ctl[cid];
         self.host.scope(c.func.as_ref().expect("callee known"), args, &c.kwnames)
     }
+
+    fn scope_pending(&mut self, cid: CtrlId, args: &[Option<H::Prim>]) -> Option<(u64, bool)> {
+        let c = &self.ctl[cid];
+        self.host.scope_pending(c.func.as_ref()?, args, &c.kwnames)
+    }
 }
