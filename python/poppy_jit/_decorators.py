@@ -16,9 +16,9 @@ import os
 import sys
 from typing import Any, Callable
 
-from . import _loop, _prologue, _trace
+from . import _executors, _loop, _prologue, _trace
 from ._contract import CLASS_NAMES as KINDS
-_OPTIONS = ("blocking",)
+_OPTIONS = ("blocking", "executor", "idempotent")
 
 
 class ExternalSpec:
@@ -28,29 +28,38 @@ class ExternalSpec:
     fn:        the original, undecorated function
     is_async:  `fn` is an `async def` (the runtime awaits it on `_loop.get_loop()`)
     blocking:  `fn` is synchronous but slow; the runtime calls it on a worker thread
+    executor:  None, or "process" / "ray": the call runs in another process (`_executors`); `fn`
+               is then the proxy that hands it over (async for the runtime), and
+               `fn.__poppy_original__` the user's function
     """
 
-    __slots__ = ("kind", "fn", "is_async", "blocking")
+    __slots__ = ("kind", "fn", "is_async", "blocking", "executor")
 
-    def __init__(self, kind: str, fn: Callable, is_async: bool, blocking: bool) -> None:
+    def __init__(self, kind: str, fn: Callable, is_async: bool, blocking: bool,
+                 executor: str | None = None) -> None:
         self.kind = kind
         self.fn = fn
         self.is_async = is_async
         self.blocking = blocking
+        self.executor = executor
 
     def __repr__(self) -> str:
         name = getattr(self.fn, "__qualname__", repr(self.fn))
         return (f"ExternalSpec(kind={self.kind!r}, fn={name}, is_async={self.is_async}, "
-                f"blocking={self.blocking})")
+                f"blocking={self.blocking}"
+                + (f", executor={self.executor!r})" if self.executor else ")"))
 
 
-def _make_external(kind: str, fn: Callable, blocking: bool) -> Callable:
+def _make_external(kind: str, fn: Callable, blocking: bool, executor: str | None = None,
+                   idempotent: bool = False) -> Callable:
     if not callable(fn):
         raise TypeError(f"@{kind} must decorate a function, got {type(fn).__name__}")
     # Re-annotating an external replaces its class; wrap the original function, not the wrapper.
     inner = getattr(fn, "__poppy_external__", None)
     if isinstance(inner, ExternalSpec):
-        fn = inner.fn
+        fn = _executors.original(inner)
+    if executor is not None:
+        return _make_remote(kind, fn, blocking, executor, idempotent)
     if inspect.isasyncgenfunction(fn):
         raise TypeError(f"@{kind} cannot decorate an async generator ({fn.__qualname__}); "
                         "an external call must produce a single value")
@@ -74,6 +83,22 @@ def _make_external(kind: str, fn: Callable, blocking: bool) -> Callable:
     return wrapper
 
 
+def _make_remote(kind: str, fn: Callable, blocking: bool, executor: str,
+                 idempotent: bool) -> Callable:
+    """An external run by an engine of `_executors` (executor="process" | "ray")."""
+    _executors.check_name(executor, f"@{kind}")
+    name = getattr(fn, "__qualname__", repr(fn))
+    if blocking:
+        raise TypeError(f"@{kind}(executor={executor!r}) runs {name} in another process, never "
+                        "on this one's threads: blocking=True does not apply")
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(f"@{kind}(executor={executor!r}) is for synchronous functions; {name} "
+                        "is async")
+    runtime_call, wrapper = _executors.external(fn, executor, idempotent)
+    wrapper.__poppy_external__ = ExternalSpec(kind, runtime_call, True, False, executor)
+    return wrapper
+
+
 def _external_decorator(kind: str) -> Callable:
     def decorator(fn: Callable | None = None, /, **options: Any) -> Callable:
         unknown = sorted(set(options) - set(_OPTIONS))
@@ -83,9 +108,14 @@ def _external_decorator(kind: str) -> Callable:
         blocking = options.get("blocking", False)
         if not isinstance(blocking, bool):
             raise TypeError(f"@{kind}(blocking=...) must be True or False, got {blocking!r}")
+        executor = options.get("executor")
+        _executors.check_name(executor, f"@{kind}")
+        idempotent = options.get("idempotent", False)
+        if not isinstance(idempotent, bool):
+            raise TypeError(f"@{kind}(idempotent=...) must be True or False, got {idempotent!r}")
         if fn is None:  # used with options: @unordered(blocking=True)
-            return lambda f: _make_external(kind, f, blocking)
-        return _make_external(kind, fn, blocking)
+            return lambda f: _make_external(kind, f, blocking, executor, idempotent)
+        return _make_external(kind, fn, blocking, executor, idempotent)
 
     decorator.__name__ = decorator.__qualname__ = kind
     decorator.__doc__ = (f"Mark a function as an external call of class {kind!r}. "
