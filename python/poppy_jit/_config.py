@@ -7,6 +7,7 @@ externals with their classes, so code is parallelised without editing it.
     [externals]
     "myapp.clients:ask_llm" = "unordered"
     "myapp.clients:lookup" = { kind = "readonly", blocking = true }
+    "myapp.rank:rerank" = { kind = "unordered", executor = "process" }
 
 A name is `module:qualname`. Modules already imported are annotated when poppy_jit is imported;
 the others when they are imported (an import hook wraps their loader). An external is replaced,
@@ -22,6 +23,7 @@ import sys
 import tomllib
 
 from ._decorators import KINDS, _make_external, poppy
+from ._executors import ENGINES
 
 
 class ConfigError(ValueError):
@@ -57,16 +59,34 @@ def load(path: str) -> dict[str, list[tuple[str, str, bool]]]:
     for name, spec in data.get("externals", {}).items():
         if isinstance(spec, str):
             kind, blocking = spec, False
-        elif isinstance(spec, dict) and set(spec) <= {"kind", "blocking"}:
+        elif isinstance(spec, dict) and set(spec) <= {"kind", "blocking"} | _EXECUTOR_KEYS:
             kind, blocking = spec.get("kind"), spec.get("blocking", False)
+            blocking = _executor_options(path, name, spec, blocking)
         else:
             raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: external {name!r} must be a class name "
                               "or {{ kind = ..., blocking = ... }}")
-        if kind not in KINDS or not isinstance(blocking, bool):
+        if kind not in KINDS or not isinstance(blocking if not isinstance(blocking, dict)
+                                               else blocking["blocking"], bool):
             raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: external {name!r}: kind must be one of "
                               f"{list(KINDS)} and blocking true/false (got {kind!r}, {blocking!r})")
         add(name, kind, blocking)
     return plan
+
+
+_EXECUTOR_KEYS = {"executor", "idempotent"}
+
+
+def _executor_options(path: str, name: str, spec: dict, blocking):
+    """An entry's `executor` / `idempotent` keys (_executors): folded into the `blocking` slot
+    of the plan as a dict of options for `_make_external`, or `blocking` itself without them."""
+    if not _EXECUTOR_KEYS & set(spec):
+        return blocking
+    executor, idempotent = spec.get("executor"), spec.get("idempotent", False)
+    if executor not in ENGINES or not isinstance(idempotent, bool):
+        raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: external {name!r}: executor must be one "
+                          f"of {list(ENGINES)} and idempotent true/false (got {executor!r}, "
+                          f"{idempotent!r})")
+    return {"blocking": blocking, "executor": executor, "idempotent": idempotent}
 
 
 def _resolve(module, qualname: str):
@@ -86,7 +106,8 @@ def annotate(module, entries) -> None:
         if kind == "poppy":
             poppy(obj)
         else:
-            setattr(owner, attr, _make_external(kind, obj, blocking))
+            options = blocking if isinstance(blocking, dict) else {"blocking": blocking}
+            setattr(owner, attr, _make_external(kind, obj, **options))
 
 
 class _Finder(importlib.abc.MetaPathFinder):
