@@ -178,7 +178,10 @@ def _worker_main(fd: int) -> None:
         try:
             data = conn.recv_bytes()
         except (EOFError, OSError):
-            return
+            # The pool closed. The program's exit hooks (atexit) are the parent's, not run here.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
         in_call[0] = True
         try:
             ref, payload = pickle.loads(data)
