@@ -373,13 +373,16 @@ class ProcessEngine:
     def cancel(self, call: _Call) -> None:
         if call.future.cancel():
             return
+        # Under the lock: while `call` is in `_running` its feeder has not sent the worker another
+        # call, so the signal cannot interrupt a call other than this one (a worker that already
+        # finished it ignores SIGINT between calls).
         with self._lock:
             proc = self._running.get(call)
-        if proc is not None and proc.pid is not None:
-            try:
-                os.kill(proc.pid, signal.SIGINT)
-            except OSError:
-                pass
+            if proc is not None and proc.poll() is None:
+                try:
+                    os.kill(proc.pid, signal.SIGINT)
+                except OSError:
+                    pass
 
     def shutdown(self) -> None:
         """Stop the feeders and the workers (at exit: calls still running are interrupted)."""
@@ -505,7 +508,10 @@ def engine(name: str) -> Any:
             if not _atexit_registered:
                 # Before concurrent.futures' and the runtime's own exit hooks (threading's
                 # exit hooks run in reverse order of registration, before atexit's).
-                threading._register_atexit(shutdown)
+                try:
+                    threading._register_atexit(shutdown)
+                except RuntimeError:  # interpreter shutdown already began
+                    pass
                 _atexit_registered = True
     return e
 
