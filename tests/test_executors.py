@@ -34,6 +34,20 @@ PRELUDE = textwrap.dedent(
         if MARKS:
             with open(MARKS, "a") as f:
                 f.write(json.dumps(list(xs)) + "\\n")
+
+    def rendezvous(i, on):
+        # Under poppy (`on`): wait until two calls have arrived, whatever the machine's load (a
+        # worker may take a while to start): the overlap is then certain, not a timing accident.
+        if not on:
+            return
+        d = MARKS + ".rv"
+        os.makedirs(d, exist_ok=True)
+        open(os.path.join(d, str(i)), "w").close()
+        deadline = time.time() + 60
+        while len(os.listdir(d)) < 2 and time.time() < deadline:
+            time.sleep(0.01)
+
+    POPPY = bool(os.environ.get("PYTHONPOPPY"))
     """
 )
 
@@ -82,9 +96,10 @@ def _overlapped(marks, name):
 
 CORE = """
 @unordered(executor="process")
-def work(i):
+def work(i, on):
     t0 = time.time()
-    time.sleep(0.3)
+    rendezvous(i, on)
+    time.sleep(0.1)
     mark("work", i, t0, time.time(), os.getpid())
     return i * i, os.getpid() != PARENT
 
@@ -99,7 +114,7 @@ def record(x):
 def main(n):
     out = []
     for i in range(n):
-        out.append(work(i))
+        out.append(work(i, POPPY))
         out.append(record(i))
     return out
 
@@ -415,7 +430,7 @@ ray_missing = importlib.util.find_spec("ray") is None
 def test_ray_semantics(tmp_path):
     # One program per mode (a Ray start costs seconds): results, overlap, order, a remote
     # exception, an unpicklable argument, a worker killed mid-call (not retried), idempotent=True
-    # (retried), the trace.
+    # (retried), the trace, an aborted run cancelling its calls in flight.
     body = """
     import pickle, ray
     from poppy_jit import _trace
@@ -423,9 +438,10 @@ def test_ray_semantics(tmp_path):
     STATE = os.environ["STATE_DIR"]
 
     @unordered(executor="ray")
-    def work(i):
+    def work(i, on=False):
         t0 = time.time()
-        time.sleep(0.5)
+        rendezvous(i, on)
+        time.sleep(0.1)
         mark("work", i, t0, time.time(), os.getpid())
         return i * i
 
@@ -460,9 +476,38 @@ def test_ray_semantics(tmp_path):
     def main():
         out = []
         for i in range(4):
-            out.append(work(i))
+            out.append(work(i, POPPY))
             out.append(record(i))
         return out
+
+    @unordered(executor="ray")
+    def slow(i):
+        mark("slow-start", i)
+        for _ in range(400):  # Ray interrupts a task between bytecodes, not inside a C sleep
+            time.sleep(0.01)
+        mark("slow-done", i)
+        return i
+
+    @unordered(executor="ray")
+    def bad(on):
+        # Under poppy the calls after this one in program order are already in flight: wait
+        # until one runs, then fail the run, which must cancel them (plain CPython never makes
+        # them).
+        def started():
+            with open(MARKS) as f:
+                return '"slow-start"' in f.read()
+
+        deadline = time.time() + 60
+        while on and time.time() < deadline and not started():
+            time.sleep(0.01)
+        raise RuntimeError("boom")
+
+    @poppy
+    def aborted():
+        x = bad(POPPY)
+        a = slow(1)
+        b = slow(2)
+        return x, a, b
 
     @poppy
     def checks():
@@ -488,6 +533,11 @@ def test_ray_semantics(tmp_path):
             out.append(("died", "not retried" in str(e)))
         out.append(flaky("p" + os.environ.get("PYTHONPOPPY", "0")).startswith("ok p"))
         out.append(("remote calls traced", len([c for c in _trace.remote_calls() if c["engine"] == "ray"]) >= 12))
+        try:
+            aborted()
+        except RuntimeError as e:
+            out.append(str(e))
+        time.sleep(5)  # a cancelled call would have finished by now
         # One write: Ray's driver prints ("(raylet) A worker died ...") come from another thread.
         sys.stdout.write("RESULT " + repr(out) + "\\n")
     """
@@ -511,9 +561,14 @@ def test_ray_semantics(tmp_path):
         assert sorted(m[1] for m in got if m[0] == "work") == [0, 1, 2, 3]
         assert len([m for m in got if m[0] == "die"]) == 1, got  # max_retries=0
         assert len([m for m in got if m[0] == "flaky"]) == 2, got  # idempotent: retried once
+        assert [m for m in got if m[0] == "slow-done"] == [], got  # cancelled with the run
+        started = [m for m in got if m[0] == "slow-start"]
         if poppy:
             assert _overlapped(got, "work"), got
+            assert started, got  # a running call was cancelled, not only queued ones
+        else:
+            assert started == [], got
     assert outs[0] == outs[1]
     assert outs[0] == ["RESULT [[0, 'rec 0', 1, 'rec 1', 4, 'rec 2', 9, 'rec 3'], "
                        "[0, 1, ('bad value 2', 'RemoteTraceback'), 3], ('PicklingError', True), "
-                       "('died', True), True, ('remote calls traced', True)]"]
+                       "('died', True), True, ('remote calls traced', True), 'boom']"]
