@@ -423,6 +423,7 @@ class RayEngine:
     cloudpickle (by value for functions of __main__); one object-store copy per function."""
 
     name = "ray"
+    FORCE_AFTER = 1.0
 
     def __init__(self) -> None:
         try:
@@ -478,11 +479,28 @@ class RayEngine:
         return err
 
     def cancel(self, call: _Call) -> None:
-        if call.handle is not None:
+        """KeyboardInterrupt in the task (at its next bytecode); if it has not finished
+        `FORCE_AFTER` seconds later (blocked in C code, or a cancel Ray lost while handing the
+        task to a worker), its worker is killed (`force=True`). Cancelled tasks are not retried."""
+        ref = call.handle
+        if ref is None or call.future.done():
+            return
+        try:
+            self.ray.cancel(ref)
+        except Exception:  # noqa: BLE001 - already finished
+            return
+
+        def force() -> None:
             try:
-                self.ray.cancel(call.handle)
-            except Exception:  # noqa: BLE001 - already finished
+                ready, _ = self.ray.wait([ref], timeout=0)
+                if not ready:
+                    self.ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - finished, or Ray shut down
                 pass
+
+        t = threading.Timer(self.FORCE_AFTER, force)
+        t.daemon = True
+        t.start()
 
     def shutdown(self) -> None:
         pass  # the Ray instance is the user's (or ray's own atexit hook ends a local one)
