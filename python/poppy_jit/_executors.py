@@ -610,6 +610,31 @@ def _record(call: _Call, t_start: float, t_end: float, t_recv: float, where: str
         "bytes_in": call.nbytes, "bytes_out": nbytes_out})
 
 
+_EngineFuture = None
+
+
+def _engine_future_type() -> type:
+    """An asyncio future whose `cancel()` cancels the engine call at once: the runtime cancels an
+    aborted run's tasks one after the other (Task.cancel cancels the future the task awaits,
+    synchronously), and a queued call must be cancelled before a worker freed by the cancel of a
+    running one can take it (with asyncio.wrap_future the engine side is cancelled only by a
+    callback on the loop's next turn)."""
+    global _EngineFuture
+    if _EngineFuture is None:
+        import asyncio
+
+        class EngineFuture(asyncio.Future):
+            call: Any = None
+
+            def cancel(self, msg: Any = None) -> bool:
+                if not self.done() and self.call is not None:
+                    self.call.cancel()
+                return super().cancel(msg=msg)
+
+        _EngineFuture = EngineFuture
+    return _EngineFuture
+
+
 class _Pending(collections.abc.Coroutine):
     """What the proxy returns to the runtime: a coroutine (for `loop.create_task`) awaiting the
     engine's future. Cancelling it (an aborted run) cancels the remote call, even if the task
@@ -624,7 +649,22 @@ class _Pending(collections.abc.Coroutine):
     async def _wait(self) -> Any:
         import asyncio
 
-        reply = await asyncio.wrap_future(self.call.future)
+        loop = asyncio.get_running_loop()
+        fut = _engine_future_type()(loop=loop)
+        fut.call = self.call
+
+        def copy(cf: concurrent.futures.Future) -> None:
+            if fut.done():
+                return
+            if cf.cancelled():
+                fut.cancel()
+            elif cf.exception() is not None:
+                fut.set_exception(cf.exception())
+            else:
+                fut.set_result(cf.result())
+
+        self.call.future.add_done_callback(lambda cf: loop.call_soon_threadsafe(copy, cf))
+        reply = await fut
         return _finish(self.call, reply)
 
     def send(self, value: Any) -> Any:
