@@ -7,6 +7,7 @@ externals with their classes, so code is parallelised without editing it.
     [externals]
     "myapp.clients:ask_llm" = "unordered"
     "myapp.clients:lookup" = { kind = "readonly", blocking = true }
+    "myapp.rank:rerank" = { kind = "unordered", executor = "process" }
 
 A name is `module:qualname`. Modules already imported are annotated when poppy_jit is imported;
 the others when they are imported (an import hook wraps their loader). An external is replaced,
@@ -59,7 +60,15 @@ SECTIONS: dict[str, dict] = {
     "poppy": {"functions": _names},
     "externals": {},  # a table of "module:qualname" = kind | { EXTERNAL_KEYS }
 }
-EXTERNAL_KEYS: dict = {"kind": _kind, "blocking": _bool}
+def _executor(value: object) -> str | None:
+    from ._executors import ENGINES
+
+    if value in ENGINES:
+        return None
+    return f"must be one of {list(ENGINES)} (got {value!r}){_suggest(value, ENGINES)}"
+
+
+EXTERNAL_KEYS: dict = {"kind": _kind, "blocking": _bool, "executor": _executor, "idempotent": _bool}
 
 
 def _check_keys(where: str, table: dict, allowed: dict) -> None:
@@ -108,8 +117,17 @@ def load(path: str) -> dict[str, list[tuple[str, str, bool]]]:
         if "kind" not in spec:
             raise ConfigError(f"{where}: external {name!r} has no kind")
         _check_keys(f"{where}: external {name!r}", spec, EXTERNAL_KEYS)
-        add(name, spec["kind"], spec.get("blocking", False))
+        add(name, spec["kind"], _executor_options(spec))
     return plan
+
+
+def _executor_options(spec: dict):
+    """An entry's `blocking`, or with `executor` / `idempotent` (_executors) a dict of options
+    for `_make_external` in the plan's `blocking` slot."""
+    if "executor" not in spec and "idempotent" not in spec:
+        return spec.get("blocking", False)
+    return {"blocking": spec.get("blocking", False), "executor": spec.get("executor"),
+            "idempotent": spec.get("idempotent", False)}
 
 
 def _missing_module(name: str) -> bool:
@@ -240,7 +258,8 @@ def _annotate_member(owner, attr, obj, kind, blocking) -> None:
     if kind == "poppy":
         poppy(fn)
         return
-    ext = _make_external(kind, fn, blocking)
+    options = blocking if isinstance(blocking, dict) else {"blocking": blocking}  # executor=
+    ext = _make_external(kind, fn, **options)
     setattr(owner, attr, wrap(ext) if wrap is not None else ext)
 
 

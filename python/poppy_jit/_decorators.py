@@ -37,7 +37,7 @@ def _code_flags(fn: Any) -> int:
         else:
             break
     return fn.__code__.co_flags if isinstance(fn, types.FunctionType) else 0
-_OPTIONS = ("blocking",)
+_OPTIONS = ("blocking", "executor", "idempotent")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -64,29 +64,38 @@ class ExternalSpec:
     fn:        the original, undecorated function
     is_async:  `fn` is an `async def` (the runtime awaits it on `_loop.get_loop()`)
     blocking:  `fn` is synchronous but slow; the runtime calls it on a worker thread
+    executor:  None, or "process" / "ray": the call runs in another process (`_executors`); `fn`
+               is then the proxy that hands it over (async for the runtime), and
+               `fn.__poppy_original__` the user's function
     """
 
-    __slots__ = ("kind", "fn", "is_async", "blocking")
+    __slots__ = ("kind", "fn", "is_async", "blocking", "executor")
 
-    def __init__(self, kind: str, fn: Callable, is_async: bool, blocking: bool) -> None:
+    def __init__(self, kind: str, fn: Callable, is_async: bool, blocking: bool,
+                 executor: str | None = None) -> None:
         self.kind = kind
         self.fn = fn
         self.is_async = is_async
         self.blocking = blocking
+        self.executor = executor
 
     def __repr__(self) -> str:
         name = getattr(self.fn, "__qualname__", repr(self.fn))
         return (f"ExternalSpec(kind={self.kind!r}, fn={name}, is_async={self.is_async}, "
-                f"blocking={self.blocking})")
+                f"blocking={self.blocking}"
+                + (f", executor={self.executor!r})" if self.executor else ")"))
 
 
-def _make_external(kind: str, fn: Callable, blocking: bool) -> Callable:
+def _make_external(kind: str, fn: Callable, blocking: bool, executor: str | None = None,
+                   idempotent: bool = False) -> Callable:
     if not callable(fn):
         raise TypeError(f"@{kind} must decorate a function, got {type(fn).__name__}")
     # Re-annotating an external replaces its class; wrap the original function, not the wrapper.
     inner = getattr(fn, "__poppy_external__", None)
     if isinstance(inner, ExternalSpec):
-        fn = inner.fn
+        fn = getattr(inner.fn, "__poppy_original__", inner.fn)  # an executor= proxy's function
+    if executor is not None:
+        return _make_remote(kind, fn, blocking, executor, idempotent)
     flags = _code_flags(fn)
     if flags & _CO_ASYNC_GENERATOR:
         raise TypeError(f"@{kind} cannot decorate an async generator ({fn.__qualname__}); "
@@ -115,6 +124,24 @@ def _make_external(kind: str, fn: Callable, blocking: bool) -> Callable:
     return wrapper
 
 
+def _make_remote(kind: str, fn: Callable, blocking: bool, executor: str,
+                 idempotent: bool) -> Callable:
+    """An external run by an engine of `_executors` (executor="process" | "ray")."""
+    from . import _executors
+
+    _executors.check_name(executor, f"@{kind}")
+    name = getattr(fn, "__qualname__", repr(fn))
+    if blocking:
+        raise TypeError(f"@{kind}(executor={executor!r}) runs {name} in another process, never "
+                        "on this one's threads: blocking=True does not apply")
+    if _code_flags(fn) & (_CO_COROUTINE | _CO_ASYNC_GENERATOR):
+        raise TypeError(f"@{kind}(executor={executor!r}) is for synchronous functions; {name} "
+                        "is async")
+    runtime_call, wrapper = _executors.external(fn, executor, idempotent)
+    wrapper.__poppy_external__ = ExternalSpec(kind, runtime_call, True, False, executor)
+    return wrapper
+
+
 class ExternalDecorator(Protocol):
     """The type of `unordered`, `readonly` and `sequential`: used bare (`@unordered`) they return
     the function with its signature; with options (`@unordered(blocking=True)`) a decorator."""
@@ -138,9 +165,17 @@ def _external_decorator(kind: str) -> ExternalDecorator:
         blocking = options.get("blocking", False)
         if not isinstance(blocking, bool):
             raise TypeError(f"@{kind}(blocking=...) must be True or False, got {blocking!r}")
+        executor = options.get("executor")
+        if executor is not None:
+            from . import _executors
+
+            _executors.check_name(executor, f"@{kind}")
+        idempotent = options.get("idempotent", False)
+        if not isinstance(idempotent, bool):
+            raise TypeError(f"@{kind}(idempotent=...) must be True or False, got {idempotent!r}")
         if fn is None:  # used with options: @unordered(blocking=True)
-            return lambda f: _make_external(kind, f, blocking)
-        return _make_external(kind, fn, blocking)
+            return lambda f: _make_external(kind, f, blocking, executor, idempotent)
+        return _make_external(kind, fn, blocking, executor, idempotent)
 
     decorator.__name__ = decorator.__qualname__ = kind
     decorator.__doc__ = _KIND_DOCS[kind] + (

@@ -41,6 +41,7 @@ _lock = threading.Lock()
 _origin = time.perf_counter()  # trace time 0 (timestamps are µs since this)
 _runs: list = []  # (run_id, thread ident, qualname, t_start, t_end, [call dicts], n intrinsics)
 _phases: list = []  # (thread ident, name, t_start, t_end, args)
+_remote: list = []  # calls run by an executor engine (`record_remote`)
 _next_call_id = 0
 
 _ARG_REPR_LIMIT = 200
@@ -86,6 +87,7 @@ def clear() -> None:
     with _lock:
         _runs.clear()
         _phases.clear()
+        _remote.clear()
         _next_call_id = 0
 
 
@@ -179,11 +181,52 @@ def record_phase(name: str, t_start: float, t_end: float, args: dict) -> None:
         _phases.append((threading.get_ident(), name, t_start, t_end, dict(args)))
 
 
+def record_remote(call: dict) -> None:
+    """Called by `_executors` for each call an engine ran: engine, callee, worker, ok, times
+    t_submit (handed to the engine), t_start/t_end (in the worker), t_recv (reply back), all on
+    `time.perf_counter()`, pickle_ms, bytes_in, bytes_out."""
+    with _lock:
+        _remote.append(dict(call))
+
+
+def remote_calls() -> list:
+    """The calls recorded by `record_remote`, oldest first."""
+    with _lock:
+        return [dict(c) for c in _remote]
+
+
+def _remote_events(events: list) -> None:
+    """One track per engine worker: "to worker" (handed over → started: the engine's queue and
+    the transfer; drawn from when the worker's previous call ended, so spans do not overlap), the
+    call, "reply" (finished → back in this process)."""
+    tids: dict = {}
+    last_end: dict = {}
+    for c in sorted(remote_calls(), key=lambda c: c["t_start"]):
+        key = (c["engine"], c["worker"])
+        if key not in tids:
+            tids[key] = tid = _REMOTE_TID_BASE + len(tids)
+            events.append(_meta("thread_name", tid, {"name": f"{c['engine']} {c['worker']}"}))
+            events.append(_meta("thread_sort_index", tid, {"sort_index": tid}))
+        tid = tids[key]
+        args = {"callee": c["callee"], "ok": c["ok"], "pickle_ms": c["pickle_ms"],
+                "queue_and_transfer_ms": _ms(c["t_submit"], c["t_start"]),
+                "run_ms": _ms(c["t_start"], c["t_end"]),
+                "reply_ms": _ms(c["t_end"], c["t_recv"]),
+                "bytes_in": c["bytes_in"], "bytes_out": c["bytes_out"]}
+        events.append(_span(f"to worker {c['callee']}", "remote_queue", tid,
+                            max(c["t_submit"], last_end.get(tid, c["t_submit"])), c["t_start"], args))
+        last_end[tid] = c["t_end"]
+        events.append(_span(c["callee"], "remote", tid, c["t_start"], c["t_end"], args))
+        events.append(_span(f"reply {c['callee']}", "remote_reply", tid, c["t_end"],
+                            c["t_recv"], args))
+
+
 # ---------------------------------------------------------------------------------------------
 # Chrome trace-event JSON
 
 _RUNTIME_TID_BASE = 1
 _LANE_TID_BASE = 1000
+_REMOTE_TID_BASE = 5000
 
 
 def _us(t: float) -> float:
@@ -272,6 +315,7 @@ def trace_events() -> list:
                             args))
         if c["t_dispatch"] is not None:
             events.append(_span(c["callee"], "external", tid, c["t_dispatch"], end, args))
+    _remote_events(events)
     return events
 
 
