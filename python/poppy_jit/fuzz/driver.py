@@ -183,6 +183,7 @@ def fuzz(n: int, seed: int = 0, constructs=gen.DEFAULT_CONSTRUCTS, jobs: int = 2
             f.klass = "does not reproduce alone (interaction with other cases, or flaky)"
         report.classes[f.klass] += 1
     if out_dir:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
         for f in found:
             if f.reproducer:
                 text = minimise.reproducer_text(f.reproducer, f.repro_verdict, f.klass)
