@@ -510,11 +510,11 @@ def test_comprehension_reading_an_unbound_enclosing_local():
 def test_map_of_an_async_external_does_not_hang():
     assert_same("""
         @poppy
-        def f0(xs):
+        def f0(n, xs):
             l0 = [q for q in range(3)]
             for x in map(u_num, xs):
                 pass
-            u_num(0)
+            u_num(n)             # (u_num(0) sleeps 0 ms and does not hang)
 
-        run_case(0, f0, [5])
+        run_case(0, f0, 3, [5, 9])
     """, case_timeout=3)
