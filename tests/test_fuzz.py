@@ -332,7 +332,7 @@ def test_features_name_the_constructs_of_a_reproducer():
 
 
 # ------------------------------------------------------------------ the bounded run
-BOUNDED_PROGRAMS = 300
+BOUNDED_PROGRAMS = 500
 BOUNDED_SEED = 20240614
 
 
