@@ -54,9 +54,9 @@ AFTER_FAILURE = ("a sequential external after (in program order) an unordered on
                  "is still called")
 UNBOUND = ("a comprehension or generator expression reading an unbound enclosing local raises "
            "UnboundLocalError, CPython NameError (a free variable)")
-NESTED = ("an async external called by CPython code that a run calls (a helper, a generator) while "
-          "another async external is in flight fails: 'Event loop stopped before Future "
-          "completed'")
+NESTED = ("an async external called by CPython code that a run calls (a helper, a generator, "
+          "map) while another async external is in flight fails: 'Event loop stopped before "
+          "Future completed', or the run hangs")
 
 
 # ------------------------------------------------------------------ issue 14, class 1
@@ -484,3 +484,16 @@ def test_comprehension_reading_an_unbound_enclosing_local():
 
         run_case(0, f0, 2)
     """)
+
+
+def test_map_of_an_async_external_does_not_hang():
+    assert_same("""
+        @poppy
+        def f0(n, xs):
+            l0 = [q for q in range(3)]
+            for x in map(u_num, xs):
+                pass
+            u_num(n)             # (u_num(0) sleeps 0 ms and does not hang)
+
+        run_case(0, f0, 3, [5, 9])
+    """, case_timeout=3)

@@ -12,7 +12,8 @@ Module map (dependencies point down):
 
   __main__   command line
   driver     a session: generate, run batches, minimise, report
-  gen        Hypothesis strategies of cases; CONSTRUCTS, the switches (hyp: the lazy import)
+  gen        Hypothesis strategies of cases; CONSTRUCTS, the switches
+  hyp        the one import of Hypothesis (a clear error when it is missing)
   minimise   shrinking by statement deletion and expression simplification; features()
   runner     running a program file both ways, per-case verdicts, crashes and hangs
   compare    the comparison rules (pure)
