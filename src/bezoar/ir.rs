@@ -294,6 +294,10 @@ pub enum Intrinsic {
     /// them), else the iterator, wrapped so that it is falsy (iterated lazily; lowering chooses
     /// with `ite` on this value).
     IterSnapshot,
+    /// `GET_ITER` of a `for` loop over a container the function reached through a global or an
+    /// attribute (`bezoar::passes::live_iterables`): like `IterSnapshot`, but a builtin container
+    /// (which code the body calls may change) is iterated lazily, not read at once.
+    IterLive,
     /// One step of a lazily iterated `for` loop: `(item,)`, or `()` once the iterator is
     /// exhausted. Operands: [the `IterSnapshot` value]. Emitted by lowering only.
     NextOrStop,
@@ -414,6 +418,7 @@ impl Intrinsic {
             .into(),
             Intrinsic::BuildString => "build_string".into(),
             Intrinsic::IterSnapshot => "iter".into(),
+            Intrinsic::IterLive => "iter_live".into(),
             Intrinsic::NextOrStop => "next_or_stop".into(),
             Intrinsic::SetAttr(_) => "setattr".into(),
             Intrinsic::DelAttr(_) => "delattr".into(),

@@ -2,7 +2,8 @@
 //! `variables` (promotable variables, assigned and deleted sets), `defined` (definite
 //! assignment), `fresh` (fresh display operands). Rewrites run by the compile pipeline before
 //! lowering: `loop_iterable` (a check: loops that may change what they iterate fall back),
-//! `dead_lets`, `split_getitem`. `normalize`: the lifter's clean-up of what it translated.
+//! `dead_lets`, `split_getitem`. `normalize`: the lifter's clean-up of what it translated;
+//! `live_iterables`: the lifter marks loops over containers a called helper may change.
 //!
 //! Depends on `bezoar::ir` only.
 use super::ir::*;
@@ -11,6 +12,7 @@ mod dead_lets;
 mod exits;
 mod defined;
 mod fresh;
+mod live_iterables;
 mod loop_iterable;
 mod normalize;
 mod split_getitem;
@@ -20,6 +22,7 @@ pub use dead_lets::remove_dead_pure_lets;
 pub use exits::{contains_jump, leaves_loop, may_exit, needs_exits};
 pub use defined::DefinedSet;
 pub use fresh::fresh_operands;
+pub use live_iterables::live_iterables;
 pub use loop_iterable::loop_iterable_changed;
 pub use normalize::{
     always_leaves, drop_tail_continues, has_return, nest_after_exits, returns_in_loops, tail_returns_to,

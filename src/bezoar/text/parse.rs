@@ -260,6 +260,7 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "list" => Intrinsic::BuildList,
             "build_string" => Intrinsic::BuildString,
             "iter_snapshot" => Intrinsic::IterSnapshot,
+            "iter_live" => Intrinsic::IterLive,
             "next_or_stop" => Intrinsic::NextOrStop,
             "setitem" => Intrinsic::SetItem,
             "delitem" => Intrinsic::DelItem,
