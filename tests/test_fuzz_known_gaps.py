@@ -492,7 +492,6 @@ def test_no_sequential_call_after_a_failing_unordered_call():
     """)
 
 
-@gap("unbound_reads", UNBOUND)
 def test_comprehension_reading_an_unbound_enclosing_local():
     assert_same("""
         @poppy

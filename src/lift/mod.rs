@@ -70,7 +70,7 @@ use inline::{bound_before, captured_by_function, cell_local, free_needs_cell, kn
 use state::{CodeScope, Emitter, Shared, Translator};
 
 use crate::bezoar::ir::*;
-use crate::bezoar::passes::{live_iterables, tidy};
+use crate::bezoar::passes::{live_iterables, tidy, unbound_free_read};
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
 use crate::py311::{
@@ -221,7 +221,7 @@ pub fn lift_with(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Functi
                 let mut nregs = t.em.nregs;
                 tidy(&mut body, &mut nregs);
                 live_iterables(&mut body);
-                return Ok(Function {
+                let func = Function {
                     name: ci.name.clone(),
                     qualname: ci.qualname.clone(),
                     filename: ci.filename.clone(),
@@ -243,7 +243,17 @@ pub fn lift_with(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Functi
                     consts: t.em.consts,
                     body,
                     nregs,
-                });
+                };
+                if let Some((name, line)) = unbound_free_read(&func) {
+                    return Err(Fallback::new(
+                        format!(
+                            "a comprehension reads `{name}`, which may be unbound there (CPython raises \
+                             NameError for a free variable, not UnboundLocalError)"
+                        ),
+                        line,
+                    ));
+                }
+                return Ok(func);
             }
         }
     }

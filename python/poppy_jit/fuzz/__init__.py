@@ -31,8 +31,6 @@ KNOWN_GAPS = (
     "raising",           # found by the fuzzer: a sequential call after (in program order) a
     "raising_async",     # failing unordered call still runs (PopPy §6.2 forwards the order);
                          # both switches make unordered externals that raise
-    "unbound_reads",     # found by the fuzzer: an unbound local read by a comprehension gives
-                         # UnboundLocalError where CPython raises NameError
 )
 
 __all__ = ["CONSTRUCTS", "DEFAULT_CONSTRUCTS", "KNOWN_GAPS", "fuzz"]

@@ -3,7 +3,8 @@
 //! assignment), `fresh` (fresh display operands). Rewrites run by the compile pipeline before
 //! lowering: `loop_iterable` (a check: loops that may change what they iterate fall back),
 //! `dead_lets`, `split_getitem`. `normalize`: the lifter's clean-up of what it translated;
-//! `live_iterables`: the lifter marks loops over containers a called helper may change.
+//! `live_iterables`: the lifter marks loops over containers a called helper may change;
+//! `free_reads`: the lifter falls back on a comprehension reading a possibly unbound local.
 //!
 //! Depends on `bezoar::ir` only.
 use super::ir::*;
@@ -11,6 +12,7 @@ use super::ir::*;
 mod dead_lets;
 mod exits;
 mod defined;
+mod free_reads;
 mod fresh;
 mod live_iterables;
 mod loop_iterable;
@@ -21,6 +23,7 @@ mod variables;
 pub use dead_lets::remove_dead_pure_lets;
 pub use exits::{contains_jump, leaves_loop, may_exit, needs_exits};
 pub use defined::DefinedSet;
+pub use free_reads::unbound_free_read;
 pub use fresh::fresh_operands;
 pub use live_iterables::live_iterables;
 pub use loop_iterable::loop_iterable_changed;
