@@ -358,6 +358,12 @@ pub enum Intrinsic {
     /// A global the function itself assigns (`global x; x = ...`): read in program order
     /// (module globals, then builtins). Operands: [globals].
     LoadGlobal(String),
+    /// `import name` / `from name import ...` (`IMPORT_NAME`): the builtins' `__import__(name,
+    /// globals, None, fromlist, level)`, as CPython calls it. Operands: [globals, fromlist, level].
+    ImportName(String),
+    /// `from m import name` (`IMPORT_FROM`): CPython's own attribute-or-submodule lookup, with its
+    /// ImportError. Operands: [module].
+    ImportFrom(String),
 }
 
 impl Intrinsic {
@@ -443,6 +449,8 @@ impl Intrinsic {
             Intrinsic::StarCall => "star_call".into(),
             Intrinsic::DictMerge => "dict_merge".into(),
             Intrinsic::LoadGlobal(_) => "load_global".into(),
+            Intrinsic::ImportName(_) => "import_name".into(),
+            Intrinsic::ImportFrom(_) => "import_from".into(),
         }
     }
 
@@ -450,7 +458,8 @@ impl Intrinsic {
     pub fn static_operands(&self) -> Vec<Const> {
         match self {
             Intrinsic::GetAttr(n) | Intrinsic::SetAttr(n) | Intrinsic::DelAttr(n) | Intrinsic::IsConsumer(n)
-            | Intrinsic::LoadGlobal(n) | Intrinsic::SplitGetItem(n) => {
+            | Intrinsic::LoadGlobal(n) | Intrinsic::SplitGetItem(n) | Intrinsic::ImportName(n)
+            | Intrinsic::ImportFrom(n) => {
                 vec![Const::Str(n.clone())]
             }
             Intrinsic::UnpackSequence(n) => vec![Const::Int(*n as i64)],

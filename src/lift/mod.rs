@@ -328,6 +328,8 @@ fn is_supported(op: u8) -> bool {
             | BUILD_STRING
             | GET_ITER
             | FOR_ITER
+            | IMPORT_NAME
+            | IMPORT_FROM
             | JUMP_FORWARD
             | JUMP_BACKWARD
             | JUMP_BACKWARD_NO_INTERRUPT
