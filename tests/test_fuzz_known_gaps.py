@@ -393,6 +393,28 @@ def test_worklist_passed_as_a_parameter_and_appended_through_the_global():
     """)
 
 
+def test_loop_over_a_cell_variable_passed_to_a_helper_in_its_body():
+    # the iterated local lives in a real cell (an inner function captures it): the loop's own
+    # body changing it must be seen through the cell too (it falls back)
+    assert_same("""
+        def make0():
+            fv = 1
+
+            @poppy
+            def f0(n, s, xs):
+                l0 = xs
+
+                def g3(a):
+                    if fv:
+                        return [q for q in l0]
+                for x10 in l0:
+                    n_grow(l0, x10)
+            return f0
+        f0 = make0()
+        run_case(0, f0, 0, 'ash', [0])
+    """)
+
+
 # ------------------------------------------------------------------ issue 14, class 3
 def test_async_external_exception_has_no_event_loop_context():
     assert_same("""

@@ -28,6 +28,9 @@ from .gen import CONSTRUCTS, DEFAULT_CONSTRUCTS
 # tests/test_fuzz.py leaves exactly these out; tests/test_fuzz_known_gaps.py holds one strict
 # xfail reproducer per class. Remove a switch here once its class is fixed.
 KNOWN_GAPS = (
+    "iter_mutated",      # issue 14 class 2: stale snapshots fixed (iter_live), but a run with an
+                         # itertools.count loop nested in a lazy loop over a global dict can hang
+                         # when run as a script (seed 2026 case 9382 of the long run)
     "raising",           # found by the fuzzer: a sequential call after (in program order) a
     "raising_async",     # failing unordered call still runs (PopPy §6.2 forwards the order);
                          # both switches make unordered externals that raise
