@@ -252,6 +252,38 @@ def test_runner_sees_a_trace_difference(tmp_path):
     assert verdicts[0].kinds == ("output", "sequential")
 
 
+@pytest.mark.skipif(pytest.importorskip("poppy_jit._core") is None, reason="no runtime")
+def test_runner_bisects_a_process_level_difference_to_its_case(tmp_path):
+    # case 1 leaves a thread that prints after the case ended, only under PYTHONPOPPY=1
+    verdicts = _check(tmp_path, """
+        import threading, time
+
+        @poppy
+        def f0(n):
+            return n
+
+        def late():
+            time.sleep(0.2)
+            print("stray output")
+
+        @poppy
+        def f1(n):
+            if __import__('poppy_jit').is_enabled():
+                threading.Thread(target=late).start()
+            return n
+
+        @poppy
+        def f2(n):
+            return n
+
+        run_case(0, f0, 1)
+        run_case(1, f1, 1)
+        run_case(2, f2, 1)
+    """, [0, 1, 2])
+    assert [verdicts[i].status for i in range(3)] == ["ok", "mismatch", "ok"]
+    assert verdicts[1].kinds == ("exit",)
+
+
 # ------------------------------------------------------------------ minimiser
 class _FakeChecker:
     """Judges a source without running it: a mismatch iff it still calls BUG() from f0 and
@@ -332,7 +364,7 @@ def test_features_name_the_constructs_of_a_reproducer():
 
 
 # ------------------------------------------------------------------ the bounded run
-BOUNDED_PROGRAMS = 300
+BOUNDED_PROGRAMS = 500
 BOUNDED_SEED = 20240614
 
 

@@ -36,8 +36,8 @@ from typing import Any, Callable, Literal
 
 from ._contract import ATOMS, READONLY, SEQUENTIAL, UNORDERED
 from ._contract import CLASS_BY_NAME as _CLASS_BY_NAME
-from ._intrinsics import (INTRINSICS, _BINARY, FreshArgs, _split_getitem, _build_tuple, _build_list, _is, _is_not,
-                          _iter_snapshot, bound_check)
+from ._intrinsics import (INTRINSICS, _BINARY, FreshArgs, LazyIter, _split_getitem, _build_tuple, _build_list,
+                          _is, _is_not, _iter_snapshot, _next_or_stop, bound_check)
 
 # ---------------------------------------------------------------------------------------------
 # Type kinds: how a value of an exact type is checked for its level.  Exact types only: a
@@ -630,7 +630,7 @@ _INPLACE = frozenset(id(INTRINSICS["inplace_" + n]) for n in _BINARY)
 _PURE_ALWAYS = frozenset(id(f) for f in (_is, _is_not, _build_tuple, _build_list, bound_check,
                                          builtins.id, builtins.callable))
 # The 28 operators and the pure building intrinsics: classified by their arguments' levels.
-_SHALLOW_INTRINSICS = ("iter", "unpack_sequence", "unpack_ex", "list_to_tuple", "truth", "not")
+_SHALLOW_INTRINSICS = ("iter", "iter_live", "unpack_sequence", "unpack_ex", "list_to_tuple", "truth", "not")
 _BY_ARGS = frozenset(id(f) for k, f in INTRINSICS.items()
                      if not k.startswith("inplace_") and k not in (
                          "is", "is_not", "tuple", "list", "getattr", "getitem", "setattr", "delattr", "setitem", "delitem",
@@ -740,6 +740,9 @@ def classify(f, args: tuple, kwnames: tuple) -> int:
         if type(args[0]) in (str, bytes) and all(type(a) in _LEVEL0_ATOMS or type(a) is slice for a in args[1:]):
             return UNORDERED
         return SEQUENTIAL
+    if f is _next_or_stop and type(args[0]) is LazyIter and args[0].builtin:
+        # One step of a private iterator over builtin containers: reads them, runs no user code.
+        return READONLY
     fid = id(f)
     if fid in _BY_ARGS:
         return args_class(args)

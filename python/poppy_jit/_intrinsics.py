@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import collections
 import operator
+import sys
 import types
 
 def _contains(a, b):
@@ -58,33 +59,51 @@ def _format_ascii(x, spec=""):
 # ---------------------------------------------------------------------------------------------
 # Iteration: what a `for` loop runs over (lowering: src/lower/control.rs, `lower_for`).
 
-# Iterables whose items can be read at once without running user code or having side effects
-# that the loop body could observe: immutable ones, and the builtin containers (a container a
-# called helper mutates during the loop is a documented gap: the loop runs over the snapshot).
-_MATERIALISE = frozenset({range, tuple, str, bytes, frozenset, list, dict, set, bytearray,
-                          collections.deque, type({}.keys()), type({}.values()), type({}.items())})
-# The builtin iterators over those containers, accepted inside enumerate/zip/reversed (the
-# `for i, x in enumerate(xs)` / `zip(xs, ys)` idioms); a bare iterator is iterated lazily.
-_CONTAINER_ITERATORS = frozenset(type(i) for i in (
-    iter([]), iter(()), iter(range(1)), iter(range(2 ** 70)), iter(""), iter("\xe9"), iter(b""),
-    iter(bytearray()), iter({}), iter({}.values()), iter({}.items()), iter(set()),
+# Iterables whose items can be read at once without running user code, and which nothing can
+# change while the loop runs: the immutable ones.
+_MATERIALISE = frozenset({range, tuple, str, bytes, frozenset})
+# The builtin containers: reading their items runs no user code, but code the loop body calls
+# may change them. A loop over one the function reached through a global or an attribute
+# (`_iter_live`) is iterated lazily: a helper appending to a worklist or growing a dict is seen
+# as CPython sees it (or raises "changed size during iteration"). Other loops over one read it
+# at once (`_iter_snapshot`; bezoar::passes::loop_iterable decides which loop is which).
+_CONTAINERS = frozenset({list, dict, set, bytearray, collections.deque, type({}.keys()),
+                         type({}.values()), type({}.items())})
+# The builtin iterators over immutable iterables.
+_IMMUTABLE_ITERATORS = frozenset(type(i) for i in (
+    iter(()), iter(range(1)), iter(range(2 ** 70)), iter(""), iter("\xe9"), iter(b"")))
+# The builtin iterators over the containers: `next` on one runs no user code and reads only its
+# container.
+_CONTAINER_ITERATORS = _IMMUTABLE_ITERATORS | frozenset(type(i) for i in (
+    iter([]), iter(bytearray()), iter({}), iter({}.values()), iter({}.items()), iter(set()),
     iter(collections.deque()), reversed([]), reversed({}), reversed({}.values()),
     reversed({}.items()), reversed(collections.deque())))
+_WRAPPERS = frozenset({enumerate, zip})
 
 
-def _safe_wrapper(x) -> bool:
-    """An enumerate/zip/reversed object over builtin containers only (its __reduce__ names its
-    sources; a strict zip may raise midway, so it is iterated lazily)."""
-    t = type(x)
-    if t is reversed:
-        return type(x.__reduce__()[1][0]) in _MATERIALISE
+def _wrapper_sources(x):
+    """The iterators an enumerate/zip object reads, as its __reduce__ names them, or None for a
+    strict zip (it may raise midway: judged like any iterator)."""
     r = x.__reduce__()
-    if t is zip:
-        return len(r) == 2 and all(type(i) in _CONTAINER_ITERATORS for i in r[1])
-    return type(r[1][0]) in _CONTAINER_ITERATORS  # enumerate
+    if type(x) is zip:
+        return r[1] if len(r) == 2 else None
+    return (r[1][0],)  # enumerate
 
 
-_WRAPPERS = frozenset({enumerate, zip, reversed})
+def _max_refs(srcs) -> int:
+    return max((sys.getrefcount(i) for i in srcs), default=0)
+
+
+def _private(x, srcs) -> bool:
+    """Whether the iterators `srcs` an enumerate/zip object `x` reads are its own (made by it
+    from an iterable, as in `enumerate(xs)`), not also held by the program (`enumerate(it)`,
+    whose other `next` calls the loop must not pass): their reference counts are those of a
+    fresh wrapper's (`_PRIVATE_REFS`, measured the same way)."""
+    return _max_refs(srcs) <= _PRIVATE_REFS[type(x)]
+
+
+_PRIVATE_REFS = {enumerate: (lambda w: _max_refs(_wrapper_sources(w)))(enumerate([])),
+                 zip: (lambda w: _max_refs(_wrapper_sources(w)))(zip([], ()))}
 
 
 class LazyIter:
@@ -92,12 +111,15 @@ class LazyIter:
     iteration, in program order). Falsy, so that lowering's `ite` on the loop's iterable picks
     the lazy loop for it and the `fold` for a non-empty tuple. It defines hook dunders, so the
     annotation library judges it untrusted: `_next_or_stop` on it is sequential (it runs user
-    code, e.g. a generator's body)."""
+    code, e.g. a generator's body) — unless `builtin` is set: a private iterator over builtin
+    containers only, whose `next` runs no user code and only reads them (readonly: after every
+    earlier call that may change them, before every later one)."""
 
-    __slots__ = ("it",)
+    __slots__ = ("it", "builtin")
 
-    def __init__(self, it):
+    def __init__(self, it, builtin=False):
         self.it = it
+        self.builtin = builtin
 
     def __bool__(self):
         return False
@@ -109,14 +131,37 @@ class LazyIter:
         return f"<poppy_jit lazy iterator over {self.it!r}>"
 
 
-def _iter_snapshot(x):
-    """`GET_ITER` of a `for` loop: a tuple of the items when reading them at once is safe
-    (`_MATERIALISE`, enumerate/zip/reversed over such), else `LazyIter(iter(x))` (generators,
-    iterators, files, map/filter, custom `__iter__`)."""
+def _iter(x, containers: bool):
     t = type(x)
-    if t in _MATERIALISE or (t in _WRAPPERS and _safe_wrapper(x)):
+    if t in _MATERIALISE:
         return tuple(x)
+    if t in _CONTAINERS:
+        return tuple(x) if containers else LazyIter(iter(x), True)
+    if t is reversed:  # reversed() of a sequence without __reversed__
+        if type(x.__reduce__()[1][0]) in _MATERIALISE:
+            return tuple(x)
+    elif t in _WRAPPERS:
+        srcs = _wrapper_sources(x)
+        if srcs is not None and _private(x, srcs):
+            if all(type(i) in (_CONTAINER_ITERATORS if containers else _IMMUTABLE_ITERATORS)
+                   for i in srcs):
+                return tuple(x)
+            return LazyIter(iter(x), all(type(i) in _CONTAINER_ITERATORS for i in srcs))
     return LazyIter(iter(x))
+
+
+def _iter_snapshot(x):
+    """`GET_ITER` of a `for` loop: a tuple of the items when reading them at once is safe (an
+    immutable iterable, a builtin container, enumerate/zip over such made from them), else
+    `LazyIter(iter(x))` (generators, iterators, files, map/filter, custom `__iter__`)."""
+    return _iter(x, True)
+
+
+def _iter_live(x):
+    """`GET_ITER` of a `for` loop over a container the function reached through a global or an
+    attribute (code the body calls may change it): a tuple only for immutable iterables; a
+    builtin container is iterated lazily (`LazyIter(..., builtin=True)`)."""
+    return _iter(x, False)
 
 
 def _next_or_stop(it):
@@ -164,6 +209,7 @@ INTRINSICS = {
     "format_none": _format_none, "format_str": _format_str,
     "format_repr": _format_repr, "format_ascii": _format_ascii,
     "iter": _iter_snapshot,
+    "iter_live": _iter_live,
     "next_or_stop": _next_or_stop,
 }
 for _name in _BINARY:
@@ -365,7 +411,43 @@ def _load_global(g, name):
         raise NameError(f"name '{name}' is not defined") from None
 
 
+def _import_name(g, fromlist, level, name):
+    """`IMPORT_NAME`: what CPython 3.11 does for it in a function's frame — look `__import__` up
+    in the frame's builtins (the function's globals' `__builtins__`) and call it with the
+    function's globals and no locals."""
+    b = g.get("__builtins__", builtins)
+    b = b if isinstance(b, dict) else b.__dict__
+    try:
+        f = b["__import__"]
+    except KeyError:
+        raise ImportError("__import__ not found") from None
+    return f(name, g, None, fromlist, level)
+
+
+_IMPORT_FROM_CODE = {}
+
+
+def _import_from(module, name):
+    """`IMPORT_FROM`: runs CPython's own instruction (attribute, else the submodule from
+    sys.modules, else its ImportError with name, path and message) in a two-instruction code
+    object, made once per name from `lambda m: m.NAME` with LOAD_ATTR (and its inline caches)
+    replaced by IMPORT_FROM (and NOPs): the same length, so the line table still fits."""
+    code = _IMPORT_FROM_CODE.get(name)
+    if code is None:
+        import dis
+        base = (lambda m: m.x).__code__.replace(co_names=(name,))
+        raw = bytearray(base.co_code)
+        at = raw.index(dis.opmap["LOAD_ATTR"])
+        raw[at] = dis.opmap["IMPORT_FROM"]
+        for i in range(at + 2, len(raw) - 2, 2):
+            raw[i], raw[i + 1] = dis.opmap["NOP"], 0
+        code = _IMPORT_FROM_CODE[name] = types.FunctionType(
+            base.replace(co_code=bytes(raw), co_name="<import_from>"), {})
+    return code(module)
+
+
 INTRINSICS.update({
+    "import_name": _import_name, "import_from": _import_from,
     "star_call": _star_call, "dict_merge": _dict_merge, "load_global": _load_global,
     "make_cell": _make_cell, "cell_get": _cell_get, "cell_set": _cell_set,
     "make_function": _make_function,

@@ -19,6 +19,10 @@ from ._loop import take_cancel  # noqa: F401 (used by the Rust host)
 for _key in ("load_global", "cell_get"):
     _f = INTRINSICS[_key]
     _f.__poppy_external__ = ExternalSpec("readonly", _f, False, False)
+# `import` inside a @poppy function: a sequential external call (it runs module code).
+for _key in ("import_name", "import_from"):
+    _f = INTRINSICS[_key]
+    _f.__poppy_external__ = ExternalSpec("sequential", _f, False, False)
 del _key, _f
 
 # Exit-status helpers used by lowering (src/lower.rs): 0 normal, 1 break, 2 continue, 3 return.

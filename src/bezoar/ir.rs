@@ -294,6 +294,10 @@ pub enum Intrinsic {
     /// them), else the iterator, wrapped so that it is falsy (iterated lazily; lowering chooses
     /// with `ite` on this value).
     IterSnapshot,
+    /// `GET_ITER` of a `for` loop over a container the function reached through a global or an
+    /// attribute (`bezoar::passes::live_iterables`): like `IterSnapshot`, but a builtin container
+    /// (which code the body calls may change) is iterated lazily, not read at once.
+    IterLive,
     /// One step of a lazily iterated `for` loop: `(item,)`, or `()` once the iterator is
     /// exhausted. Operands: [the `IterSnapshot` value]. Emitted by lowering only.
     NextOrStop,
@@ -358,6 +362,12 @@ pub enum Intrinsic {
     /// one generated Python function. Operands: its live-in values. Returns the tuple of its
     /// live-out values, or None when it declined (then the stretch runs operation by operation).
     Region(u32),
+    /// `import name` / `from name import ...` (`IMPORT_NAME`): the builtins' `__import__(name,
+    /// globals, None, fromlist, level)`, as CPython calls it. Operands: [globals, fromlist, level].
+    ImportName(String),
+    /// `from m import name` (`IMPORT_FROM`): CPython's own attribute-or-submodule lookup, with its
+    /// ImportError. Operands: [module].
+    ImportFrom(String),
 }
 
 impl Intrinsic {
@@ -418,6 +428,7 @@ impl Intrinsic {
             .into(),
             Intrinsic::BuildString => "build_string".into(),
             Intrinsic::IterSnapshot => "iter".into(),
+            Intrinsic::IterLive => "iter_live".into(),
             Intrinsic::NextOrStop => "next_or_stop".into(),
             Intrinsic::SetAttr(_) => "setattr".into(),
             Intrinsic::DelAttr(_) => "delattr".into(),
@@ -443,6 +454,8 @@ impl Intrinsic {
             Intrinsic::DictMerge => "dict_merge".into(),
             Intrinsic::LoadGlobal(_) => "load_global".into(),
             Intrinsic::Region(_) => "region".into(),
+            Intrinsic::ImportName(_) => "import_name".into(),
+            Intrinsic::ImportFrom(_) => "import_from".into(),
         }
     }
 
@@ -450,7 +463,8 @@ impl Intrinsic {
     pub fn static_operands(&self) -> Vec<Const> {
         match self {
             Intrinsic::GetAttr(n) | Intrinsic::SetAttr(n) | Intrinsic::DelAttr(n) | Intrinsic::IsConsumer(n)
-            | Intrinsic::LoadGlobal(n) | Intrinsic::SplitGetItem(n) => {
+            | Intrinsic::LoadGlobal(n) | Intrinsic::SplitGetItem(n) | Intrinsic::ImportName(n)
+            | Intrinsic::ImportFrom(n) => {
                 vec![Const::Str(n.clone())]
             }
             Intrinsic::UnpackSequence(n) => vec![Const::Int(*n as i64)],

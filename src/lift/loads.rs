@@ -65,6 +65,25 @@ impl Translator<'_> {
                 em.facts.globals.insert(r, name);
                 stack.push(Val::Reg(r));
             }
+            IMPORT_NAME => {
+                // `__import__(name, globals, None, fromlist, level)`: a sequential external call.
+                let fromlist = pop_reg(stack, line)?;
+                let level = pop_reg(stack, line)?;
+                let g = em.bind_const(Const::Globals, line, out);
+                let name = self.code.name(arg, line)?;
+                let r = em.bind(Expr::Op(Intrinsic::ImportName(name), vec![g, fromlist, level]), line, out);
+                stack.push(Val::Reg(r));
+            }
+            IMPORT_FROM => {
+                // The module stays on the stack (popped after the last name).
+                let m = match stack.last() {
+                    Some(Val::Reg(m)) => *m,
+                    _ => return Err(Fallback::shape("IMPORT_FROM without a module", line)),
+                };
+                let name = self.code.name(arg, line)?;
+                let r = em.bind(Expr::Op(Intrinsic::ImportFrom(name), vec![m]), line, out);
+                stack.push(Val::Reg(r));
+            }
             STORE_GLOBAL => {
                 // A sequential store into the module's globals (later reads of the name in this
                 // function are `load_global`, ordered after it).

@@ -15,7 +15,9 @@
 //! 4. The `Translator` (`translator`) walks regions of blocks (`structure`, `conditions`,
 //!    `control`) and translates each instruction by family (`loads`, `calls`, `containers`,
 //!    `operators`, `inline`), turning the value stack into ANF registers.
-//! 5. `bezoar::passes::tidy` normalises the result (see `bezoar::passes::normalize`).
+//! 5. `bezoar::passes::tidy` normalises the result (see `bezoar::passes::normalize`);
+//!    `bezoar::passes::live_iterables` marks loops over containers reached through a global or
+//!    an attribute (`iter_live`: iterated lazily, a called helper may change them).
 //!
 //! Depends on `py311` (code objects, instructions, opcodes, argument meanings; everything
 //! version-specific) and `bezoar` (the IR and its passes). Nothing here runs Python code or knows
@@ -68,7 +70,7 @@ use inline::{bound_before, captured_by_function, cell_local, free_needs_cell, kn
 use state::{CodeScope, Emitter, Shared, Translator};
 
 use crate::bezoar::ir::*;
-use crate::bezoar::passes::tidy;
+use crate::bezoar::passes::{live_iterables, tidy, unbound_free_read};
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
 use crate::py311::{
@@ -218,7 +220,8 @@ pub fn lift_with(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Functi
             Ok((mut body, _)) => {
                 let mut nregs = t.em.nregs;
                 tidy(&mut body, &mut nregs);
-                return Ok(Function {
+                live_iterables(&mut body);
+                let func = Function {
                     name: ci.name.clone(),
                     qualname: ci.qualname.clone(),
                     filename: ci.filename.clone(),
@@ -240,7 +243,17 @@ pub fn lift_with(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Functi
                     consts: t.em.consts,
                     body,
                     nregs,
-                });
+                };
+                if let Some((name, line)) = unbound_free_read(&func) {
+                    return Err(Fallback::new(
+                        format!(
+                            "a comprehension reads `{name}`, which may be unbound there (CPython raises \
+                             NameError for a free variable, not UnboundLocalError)"
+                        ),
+                        line,
+                    ));
+                }
+                return Ok(func);
             }
         }
     }
@@ -315,6 +328,8 @@ fn is_supported(op: u8) -> bool {
             | BUILD_STRING
             | GET_ITER
             | FOR_ITER
+            | IMPORT_NAME
+            | IMPORT_FROM
             | JUMP_FORWARD
             | JUMP_BACKWARD
             | JUMP_BACKWARD_NO_INTERRUPT

@@ -452,7 +452,25 @@ class _Gen(Exprs):
         x = self.fresh("x")
         body_sc = self.loop_body(sc, 0)
         body_sc.vars[x] = "int"
-        k = r.int(0, 3)
+        k = r.int(0, 6)
+        if k >= 4:
+            # the same worklists reached through enumerate, a comprehension, .items()
+            self.need("gQQ_work", f"gQQ_work = [{r.int(0, 5)}, {r.int(0, 5)}]")
+            self.need("gQQ_reg", "gQQ_reg = {'a': 1, 'b': 2}")
+            deco = r.pick(["@sequential\n", ""])
+            self.need("hQQ_more", f"{deco}def hQQ_more(x):\n    note('hQQ_more', x)\n"
+                                  f"    if len(gQQ_work) < 6:\n        gQQ_work.append(x + 1)")
+            self.need("hQQ_reg", f"{deco}def hQQ_reg(key):\n    note('hQQ_reg', key)\n"
+                                 f"    gQQ_reg[key] = len(gQQ_reg)")
+            if k == 4:
+                body_sc.vars[x] = "int"
+                return self.finish_loop(sc, f"for _, {x} in enumerate(gQQ_work):", body_sc,
+                                        [f"hQQ_more({x})"])
+            if k == 5:
+                return [f"n_num(len([hQQ_more({x}) for {x} in gQQ_work]))"]
+            body_sc.vars[x] = "str"
+            return self.finish_loop(sc, f"for {x}, _ in gQQ_reg.items():", body_sc,
+                                    [f"hQQ_reg({x} + 'x')"])
         if k == 0:
             self.need_gen()
             return self.finish_loop(sc, f"for {x} in genQQ({r.int(1, 4)}):", body_sc)

@@ -21,7 +21,9 @@ A generated program (and every reproducer the minimiser prints) starts with
   (up to the failure rule, see `compare`). POPPY_FUZZ_ONLY="3,7" runs only those cases;
   POPPY_FUZZ_CASE_TIMEOUT=s ends the process when one call takes longer than s seconds.
 
-It depends on poppy_jit's public decorators and `compare.canonical` only; never on Hypothesis.
+Importing it replaces `sys.stdout` (to keep each case's output): import it only in a generated
+program or a reproducer, never in a test process. It depends on poppy_jit's public decorators and
+`compare.canonical_text` only; never on Hypothesis.
 """
 from __future__ import annotations
 

@@ -30,10 +30,8 @@ from pathlib import Path
 from .compare import Mismatch, compare_case
 
 MEMORY_LIMIT = 1 << 30   # bytes of address space for a generated program (1 GiB)
-_MARK = re.compile(r"^@@fuzz (begin|end) (\d+)$", re.M)
-
-
 CASE_TIMEOUT = 8.0       # seconds one run_case call may take (the prelude's watchdog)
+_MARK = re.compile(r"^@@fuzz (begin|end) (\d+)$", re.M)
 
 
 def child_env(poppy: bool, trace: str | None = None, only=None) -> dict:

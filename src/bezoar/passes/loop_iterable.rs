@@ -47,6 +47,9 @@ pub fn loop_iterable_changed(f: &Function) -> Option<(String, u32)> {
         }
         match defs.get(&r) {
             Some(Expr::Load(v)) => out.push(v.clone()),
+            // A local that lives in a real cell (an inner function captures it) is read
+            // through it: the same variable.
+            Some(Expr::Op(Intrinsic::CellGet { name, .. }, _)) => out.push(VarName::local(name)),
             Some(Expr::Call { func, args, .. }) => match defs.get(func) {
                 Some(Expr::Global(g)) if PASS_THROUGH.contains(&g.as_str()) => {
                     for a in args {
@@ -75,6 +78,9 @@ pub fn loop_iterable_changed(f: &Function) -> Option<(String, u32)> {
             let loaded = |r: &Reg| -> Option<VarName> {
                 match defs.get(r) {
                     Some(Expr::Load(v)) if active.contains(v) => Some(v.clone()),
+                    Some(Expr::Op(Intrinsic::CellGet { name, .. }, _)) if active.contains(&VarName::local(name)) => {
+                        Some(VarName::local(name))
+                    }
                     _ => None,
                 }
             };
@@ -85,6 +91,8 @@ pub fn loop_iterable_changed(f: &Function) -> Option<(String, u32)> {
                         hit = args.first().and_then(loaded)
                     }
                     Intrinsic::Binary { inplace: true, .. } => hit = args.first().and_then(loaded),
+                    // stored into a real cell: aliased under another name
+                    Intrinsic::CellSet => hit = args.get(1).and_then(loaded),
                     _ => {}
                 },
                 StmtKind::Let(_, Expr::Call { func, args, .. }) => {
@@ -124,6 +132,8 @@ pub fn loop_iterable_changed(f: &Function) -> Option<(String, u32)> {
                 StmtKind::Loop { body } => scan(body, defs, f_found, active),
                 StmtKind::For { iter, body, .. } => {
                     let mut vars = Vec::new();
+                    // (A loop over `iter_live` iterates a builtin container lazily, as CPython
+                    // does: its body may change it.)
                     if let Some(Expr::Op(Intrinsic::IterSnapshot, x)) = defs.get(iter) {
                         trace(x[0], defs, &mut vars, 0);
                     }

@@ -3,7 +3,9 @@
 //! assignment), `fresh` (fresh display operands). Rewrites run by the compile pipeline before
 //! lowering: `loop_iterable` (a check: loops that may change what they iterate fall back),
 //! `dead_lets`, `split_getitem`, `regions` (internal stretches run as one generated Python
-//! function). `normalize`: the lifter's clean-up of what it translated.
+//! function). `normalize`: the lifter's clean-up of what it translated; `live_iterables`: the
+//! lifter marks loops over containers a called helper may change; `free_reads`: the lifter falls
+//! back on a comprehension reading a possibly unbound local.
 //!
 //! Depends on `bezoar::ir` only.
 use super::ir::*;
@@ -11,7 +13,9 @@ use super::ir::*;
 mod dead_lets;
 mod exits;
 mod defined;
+mod free_reads;
 mod fresh;
+mod live_iterables;
 mod loop_iterable;
 mod normalize;
 mod regions;
@@ -21,7 +25,9 @@ mod variables;
 pub use dead_lets::remove_dead_pure_lets;
 pub use exits::{contains_jump, leaves_loop, may_exit, needs_exits};
 pub use defined::DefinedSet;
+pub use free_reads::unbound_free_read;
 pub use fresh::fresh_operands;
+pub use live_iterables::live_iterables;
 pub use loop_iterable::loop_iterable_changed;
 pub use normalize::{
     always_leaves, drop_tail_continues, has_return, nest_after_exits, returns_in_loops, tail_returns_to,

@@ -33,9 +33,10 @@
 //!   lshift matmul mul mod or pow rshift sub truediv xor), `unary.neg|pos|invert|not`,
 //!   `compare.lt|le|eq|ne|gt|ge`, `is`, `is_not`, `in`, `not_in`, `truth`, `getattr.ATTR`,
 //!   `getitem`, `tuple`, `list`, `format[.str|.repr|.ascii][.spec]`, `build_string`,
-//!   `iter_snapshot`, `next_or_stop`, `setattr.ATTR`, `delattr.ATTR`, `setitem`, `delitem`, `build_map`,
+//!   `iter_snapshot`, `iter_live`, `next_or_stop`, `setattr.ATTR`, `delattr.ATTR`, `setitem`, `delitem`, `build_map`,
 //!   `build_set`, `build_slice`, `list_extend`, `dict_update`, `set_update`, `list_to_tuple`,
-//!   `unpack_sequence.N`, `unpack_ex.BEFORE.AFTER`.
+//!   `unpack_sequence.N`, `unpack_ex.BEFORE.AFTER`, `import_name.MODULE` (MODULE may be dotted
+//!   or empty), `import_from.NAME`.
 //! - Loops: `for rI in rS:` and `loop:` open an indented body; `break` and `continue` are
 //!   statements of their own.
 //! - Variables: Python names, or the lifter's `$` names (`$cK.x`, `$cK.$ret`, `$cell.x`,
@@ -111,6 +112,10 @@ mod tests {
             Intrinsic::BuildList,
             Intrinsic::BuildString,
             Intrinsic::IterSnapshot,
+            Intrinsic::IterLive,
+            Intrinsic::ImportName("os.path".into()),
+            Intrinsic::ImportName("".into()),
+            Intrinsic::ImportFrom("path".into()),
             Intrinsic::NextOrStop,
             Intrinsic::SetAttr("name".into()),
             Intrinsic::DelAttr("name".into()),

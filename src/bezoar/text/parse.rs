@@ -229,6 +229,8 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
         ("delattr", attr) if !attr.is_empty() => Intrinsic::DelAttr(attr.to_string()),
         ("is_consumer", n) if !n.is_empty() => Intrinsic::IsConsumer(n.to_string()),
         ("load_global", n) if !n.is_empty() => Intrinsic::LoadGlobal(n.to_string()),
+        ("import_name", n) => Intrinsic::ImportName(n.to_string()),
+        ("import_from", n) if !n.is_empty() => Intrinsic::ImportFrom(n.to_string()),
         ("cell_get" | "free_get", n) if !n.is_empty() => {
             Intrinsic::CellGet { name: n.to_string(), free: head == "free_get" }
         }
@@ -261,6 +263,7 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "list" => Intrinsic::BuildList,
             "build_string" => Intrinsic::BuildString,
             "iter_snapshot" => Intrinsic::IterSnapshot,
+            "iter_live" => Intrinsic::IterLive,
             "next_or_stop" => Intrinsic::NextOrStop,
             "setitem" => Intrinsic::SetItem,
             "delitem" => Intrinsic::DelItem,

@@ -105,6 +105,7 @@ fn intrinsic_name(op: &Intrinsic) -> String {
         }
         Intrinsic::BuildString => "build_string".to_string(),
         Intrinsic::IterSnapshot => "iter_snapshot".to_string(),
+        Intrinsic::IterLive => "iter_live".to_string(),
         Intrinsic::NextOrStop => "next_or_stop".to_string(),
         Intrinsic::SetAttr(a) => format!("setattr.{a}"),
         Intrinsic::DelAttr(a) => format!("delattr.{a}"),
@@ -113,6 +114,8 @@ fn intrinsic_name(op: &Intrinsic) -> String {
         Intrinsic::IsConsumer(n) => format!("is_consumer.{n}"),
         Intrinsic::LoadGlobal(n) => format!("load_global.{n}"),
         Intrinsic::Region(k) => format!("region.{k}"),
+        Intrinsic::ImportName(n) => format!("import_name.{n}"),
+        Intrinsic::ImportFrom(n) => format!("import_from.{n}"),
         Intrinsic::CellGet { name, free } => format!("{}.{name}", if *free { "free_get" } else { "cell_get" }),
         other => other.key(),
     }
