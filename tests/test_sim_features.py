@@ -80,7 +80,7 @@ def test_timeout_fault_hangs_past_the_client_timeout():
 
 
 def test_max_concurrent_is_observed():
-    with SimServer(echo, LatencyModel(ttft=0.5, per_token=0)) as sim:
+    with SimServer(echo, LatencyModel(ttft=1.5, per_token=0)) as sim:
         # Clients are built first (slow on a loaded machine), then all four requests go out.
         ready = threading.Barrier(4)
 
