@@ -6,5 +6,5 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
     echo "poppy_jit needs CPython 3.11 (set PYTHON=/path/to/python3.11)" >&2
     exit 1
 fi
-"$PYTHON" -m pip install --quiet maturin pytest hypothesis openai httpx matplotlib
+"$PYTHON" -m pip install --quiet maturin pytest hypothesis openai httpx2 aiolimiter matplotlib
 "$PYTHON" -m pip install --quiet --force-reinstall --no-deps .

@@ -75,7 +75,7 @@ run_other() {  # $1 = 3.12
         py="$target/venv/bin/python"
     fi
     echo "=== CPython $v ($py)"
-    "$py" -m pip install --quiet maturin pytest hypothesis openai httpx matplotlib
+    "$py" -m pip install --quiet maturin pytest hypothesis openai httpx2 aiolimiter matplotlib
     if CARGO_TARGET_DIR="$target" "$py" -m pip install --quiet --force-reinstall --no-deps . &&
         PYO3_PYTHON="$py" CARGO_TARGET_DIR="$target" cargo test --release --lib -- pyver:: "py${v/./}::" &&
         "$py" -m pytest -q "${SUBSET[@]}"; then

@@ -5,7 +5,9 @@
 //! the function's translation from the pipeline (compiled on first call, or its fallback) and run
 //! the λO program with the arguments CPython bound in the frame. Declining (fallback, nested run,
 //! tracing, running event loop) lets the original body run in that same frame, so the function is
-//! then one sequential external of whatever called it. No PEP 523 eval-frame function is
+//! then one sequential external of whatever called it; a fallback, a decline for a running event
+//! loop and a run whose calls all went one at a time are reported to `poppy_jit._warnings` (the
+//! user's warnings). No PEP 523 eval-frame function is
 //! installed: on CPython 3.11 any such function slows every Python-to-Python call (see
 //! docs/benchmarks.md). Also here: the frame primitives of the shim (stand-in frames for
 //! tracebacks).
@@ -15,7 +17,8 @@
 //! which is what makes the `Cell`s and `RefCell`s below sound.
 use crate::host::PyHost;
 use crate::lambda_o::eval;
-use crate::pipeline::{entry_rc, set_mark, CodeEntry};
+use crate::pipeline::{entry_rc, set_mark, take_new_fallbacks, CodeEntry};
+use crate::control::Class;
 use crate::pyobj::{qualname, Obj};
 use crate::stats::{self as counters, RunStats};
 use pyo3::exceptions::PyRuntimeError;
@@ -80,10 +83,16 @@ fn run_frame(
     if let Some(why) = decline_reason(py)? {
         if why == "nested" {
             counters::record_declined_nested();
+        } else if why == "running event loop" {
+            notify(py, "declined_in_running_loop", (func,))?;
         }
         return Ok(None);
     }
-    let Some(compiled) = entry.get_or_compile(py, func) else {
+    let compiled = entry.get_or_compile(py, func);
+    for (f, reason) in take_new_fallbacks() {
+        notify(py, "fallback", (f, reason))?;
+    }
+    let Some(compiled) = compiled else {
         return Ok(None);
     };
     let nargs = compiled.argcount - compiled.nfree;
@@ -134,7 +143,18 @@ fn run_frame(
     counters::record_run(&stats, ns, ((cpu1 - cpu0).max(0.0) * 1e9) as u64);
     let value = result.map_err(|e| e.to_pyerr(py))?;
     finished?;
+    if stats.peak_in_flight <= 1 && stats.dispatched_of(Class::Sequential) >= 2 {
+        notify(py, "one_at_a_time", (func, stats.peak_in_flight))?;
+    }
     Ok(Some(value))
+}
+
+/// Tell `poppy_jit._warnings` what the user should hear of (a fallback, a frame declined because
+/// an event loop is running, a run whose external calls all ran one at a time); it warns once
+/// per function and reason. Its error (a warning made an exception by `-W error`) is the call's.
+fn notify(py: Python<'_>, what: &str, args: impl IntoPy<Py<PyTuple>>) -> PyResult<()> {
+    py.import_bound("poppy_jit._warnings")?.call_method1(what, args)?;
+    Ok(())
 }
 
 /// The runtime takes @poppy frames (their prologues answer "decline" otherwise).

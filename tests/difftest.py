@@ -77,6 +77,9 @@ def directives(path: Path) -> dict:
     return out
 
 
+_POPPY_WARNING = re.compile(r":\d+: Poppy\w*Warning: poppy_jit: ")
+
+
 @dataclass
 class Run:
     stdout: str
@@ -94,8 +97,19 @@ class Run:
         """The last non-empty stderr line (for an uncaught exception: 'Type: message'), not
         counting the PEP 678 notes poppy_jit adds to an external's exception (where the call was
         made, since the @poppy frame is not in the traceback)."""
-        lines = [ln for ln in self.stderr.splitlines()
-                 if ln.strip() and not ln.startswith("poppy_jit: ")]
+        lines = []
+        warning_source = False
+        for ln in self.stderr.splitlines():
+            # poppy_jit's warnings (why a function runs plainly): the line and its source line.
+            if _POPPY_WARNING.search(ln):
+                warning_source = True
+                continue
+            if warning_source and ln.startswith("  "):
+                warning_source = False
+                continue
+            warning_source = False
+            if ln.strip() and not ln.startswith("poppy_jit: "):
+                lines.append(ln)
         return lines[-1] if lines else ""
 
 

@@ -455,7 +455,11 @@ EXPLAINED = textwrap.dedent("""
 @needs_core
 def test_explain_cli_on_a_compiled_function(tmp_path):
     (tmp_path / "explained_mod.py").write_text(EXPLAINED)
-    p = _run(["-m", "poppy_jit", "explain", "explained_mod:compiled"], cwd=tmp_path)
+    concise = _run(["-m", "poppy_jit", "explain", "explained_mod:compiled"], cwd=tmp_path)
+    assert concise.returncode == 0, concise.stderr
+    assert "status: compiled" in concise.stdout and "-- Bezoar --" not in concise.stdout
+    assert "#1 ask  ∥  #2 ask" in concise.stdout
+    p = _run(["-m", "poppy_jit", "explain", "--ir", "explained_mod:compiled"], cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     out = p.stdout
     assert "status: compiled" in out and "-- Bezoar --" in out and "-- λO --" in out

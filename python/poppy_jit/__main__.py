@@ -1,7 +1,11 @@
 """Command-line tools.
 
-    python -m poppy_jit timeline trace.json -o timeline.png [--run N] [--title TEXT]
-    python -m poppy_jit explain module:function [--no-ir]
+    python -m poppy_jit timeline trace.json -o timeline.png [--run N] [--function NAME]
+                                 [--no-fold] [--title TEXT]
+    python -m poppy_jit explain module:function [--ir]
+
+`explain` is concise by default: the status (compiled, or why it falls back), which external
+calls may overlap and what each one waits for; `--ir` adds the Bezoar and λO texts.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ def _resolve(target: str):
     return obj
 
 
-def explain_text(fn, show_ir: bool = True) -> str:
+def explain_text(fn, show_ir: bool = False) -> str:
     """What `python -m poppy_jit explain` prints for a function."""
     from . import _core
     from ._decorators import explain
@@ -76,21 +80,27 @@ def main(argv: list | None = None) -> int:
     tl.add_argument("-o", "--output", default="timeline.png", help="PNG to write")
     tl.add_argument("--run", type=int, default=None, help="only this run (the `run` arg)")
     tl.add_argument("--title", default=None)
-    ex = sub.add_parser("explain", help="Bezoar, λO, fallback reason and overlap analysis")
+    tl.add_argument("--function", default=None,
+                    help="only the calls of this @poppy function, or of this callee")
+    tl.add_argument("--no-fold", action="store_true",
+                    help="one row per print call (default: consecutive prints folded)")
+    ex = sub.add_parser("explain", help="fallback reason and which calls overlap (--ir: the IRs)")
     ex.add_argument("target", help="module:function (the module is imported)")
-    ex.add_argument("--no-ir", action="store_true", help="omit the Bezoar and λO texts")
+    ex.add_argument("--ir", action="store_true", help="also print the Bezoar and λO texts")
+    ex.add_argument("--no-ir", action="store_true", help=argparse.SUPPRESS)  # the default now
     args = parser.parse_args(argv)
 
     if args.command == "timeline":
         from .timeline import render
         try:
-            n = render(args.trace, args.output, run=args.run, title=args.title)
-        except (OSError, ValueError, KeyError) as exc:
+            n = render(args.trace, args.output, run=args.run, title=args.title,
+                       function=args.function, fold=not args.no_fold)
+        except (OSError, ValueError, KeyError, ImportError) as exc:
             print(f"timeline: {args.trace}: {exc}", file=sys.stderr)
             return 1
         print(f"wrote {args.output} ({n} external calls)")
         return 0
-    print(explain_text(_resolve(args.target), show_ir=not args.no_ir))
+    print(explain_text(_resolve(args.target), show_ir=args.ir and not args.no_ir))
     return 0
 
 

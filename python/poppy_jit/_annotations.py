@@ -32,6 +32,7 @@ import re
 import sys
 import types
 import weakref
+from typing import Any, Callable, Literal
 
 from ._contract import ATOMS, READONLY, SEQUENTIAL, UNORDERED
 from ._contract import CLASS_BY_NAME as _CLASS_BY_NAME
@@ -543,7 +544,8 @@ def _unwrap(obj):
     return obj
 
 
-def register(target, kind: str) -> None:
+def register(target: Callable[..., Any] | type | str,
+             kind: Literal["unordered", "readonly", "sequential"]) -> None:
     """Annotate a callable you cannot decorate with a reordering class.
 
     `target` is the object (a function, a method `Client.get`, a builtin, a class) or its dotted
@@ -581,7 +583,7 @@ def register_immutable(cls: type) -> None:
     _deep_cache.clear()
 
 
-def unregister(target) -> None:
+def unregister(target: Callable[..., Any] | type | str) -> None:
     """Forget a registration made with `register` (by object or by dotted name)."""
     if isinstance(target, str):
         _registered_names.pop(target, None)

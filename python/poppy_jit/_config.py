@@ -16,7 +16,9 @@ the module was annotated keeps the original (documented limitation).
 """
 from __future__ import annotations
 
+import atexit
 import importlib.abc
+import importlib.util
 import os
 import sys
 import tomllib
@@ -28,6 +30,48 @@ class ConfigError(ValueError):
     pass
 
 
+def _suggest(word: object, choices) -> str:
+    """' (did you mean X?)' for a misspelt `word`, or ''."""
+    import difflib  # only when there is a mistake to explain
+
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _names(value: object) -> str | None:
+    """Validator of a list of 'module:qualname' strings (checked one by one by `add`)."""
+    return None if isinstance(value, list) else "must be a list of 'module:qualname' strings"
+
+
+def _bool(value: object) -> str | None:
+    return None if isinstance(value, bool) else f"must be true or false (got {value!r})"
+
+
+def _kind(value: object) -> str | None:
+    if value in KINDS:
+        return None
+    return f"must be one of {list(KINDS)} (got {value!r}){_suggest(value, KINDS)}"
+
+
+# What a config file may contain: one line per key, `key: validator` (a validator returns None or
+# what is wrong). Adding a key is adding a line here, plus what it does where it is applied.
+SECTIONS: dict[str, dict] = {
+    "poppy": {"functions": _names},
+    "externals": {},  # a table of "module:qualname" = kind | { EXTERNAL_KEYS }
+}
+EXTERNAL_KEYS: dict = {"kind": _kind, "blocking": _bool}
+
+
+def _check_keys(where: str, table: dict, allowed: dict) -> None:
+    for key, value in table.items():
+        if key not in allowed:
+            raise ConfigError(f"{where}: unknown key {key!r}{_suggest(key, allowed)}; "
+                              f"allowed: {', '.join(allowed)}")
+        problem = allowed[key](value)
+        if problem:
+            raise ConfigError(f"{where}: {key} {problem}")
+
+
 def load(path: str) -> dict[str, list[tuple[str, str, bool]]]:
     """Parse and validate a config file: {module: [(qualname, kind | "poppy", blocking)]}."""
     try:
@@ -37,36 +81,58 @@ def load(path: str) -> dict[str, list[tuple[str, str, bool]]]:
         raise ConfigError(f"PYTHONPOPPY_CONFIG: cannot read {path}: {e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"PYTHONPOPPY_CONFIG: {path} is not valid TOML: {e}") from None
-    unknown = sorted(set(data) - {"poppy", "externals"})
-    if unknown:
-        raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: unknown section(s) {unknown}; "
-                          "expected [poppy] and [externals]")
+    where = f"PYTHONPOPPY_CONFIG: {path}"
+    for section, table in data.items():
+        if section not in SECTIONS:
+            raise ConfigError(f"{where}: unknown section [{section}]{_suggest(section, SECTIONS)}"
+                              f"; expected {' and '.join(f'[{s}]' for s in SECTIONS)}")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: [{section}] must be a table")
+    _check_keys(f"{where}: [poppy]", data.get("poppy", {}), SECTIONS["poppy"])
     plan: dict[str, list[tuple[str, str, bool]]] = {}
 
     def add(name: object, kind: str, blocking: bool) -> None:
         if not isinstance(name, str) or name.count(":") != 1 or not all(name.split(":")):
-            raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: {name!r} is not 'module:qualname'")
+            raise ConfigError(f"{where}: {name!r} is not 'module:qualname'")
         module, qualname = name.split(":")
         plan.setdefault(module, []).append((qualname, kind, blocking))
 
-    functions = data.get("poppy", {}).get("functions", [])
-    if not isinstance(functions, list):
-        raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: [poppy] functions must be a list")
-    for name in functions:
+    for name in data.get("poppy", {}).get("functions", []):
         add(name, "poppy", False)
     for name, spec in data.get("externals", {}).items():
         if isinstance(spec, str):
-            kind, blocking = spec, False
-        elif isinstance(spec, dict) and set(spec) <= {"kind", "blocking"}:
-            kind, blocking = spec.get("kind"), spec.get("blocking", False)
-        else:
-            raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: external {name!r} must be a class name "
-                              "or {{ kind = ..., blocking = ... }}")
-        if kind not in KINDS or not isinstance(blocking, bool):
-            raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: external {name!r}: kind must be one of "
-                              f"{list(KINDS)} and blocking true/false (got {kind!r}, {blocking!r})")
-        add(name, kind, blocking)
+            spec = {"kind": spec}
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where}: external {name!r} must be a class name "
+                              "or { kind = ..., blocking = ... }")
+        if "kind" not in spec:
+            raise ConfigError(f"{where}: external {name!r} has no kind")
+        _check_keys(f"{where}: external {name!r}", spec, EXTERNAL_KEYS)
+        add(name, spec["kind"], spec.get("blocking", False))
     return plan
+
+
+def _missing_module(name: str) -> bool:
+    """`name` surely does not exist: its parent package is imported and has no such submodule.
+    (Parents are never imported here; a top-level module may become importable later, when the
+    program extends sys.path: one never imported is reported at exit.)"""
+    parent = name.rpartition(".")[0]
+    if not parent or parent not in sys.modules:
+        return False
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return True
+
+
+def _unimported_at_exit(finder: "_Finder") -> None:
+    """Modules of the config the program never imported: most likely misspelt."""
+    from . import _warnings
+
+    for name in sorted(set(finder.plan) - set(sys.modules)):
+        _warnings.config(f"poppy_jit: PYTHONPOPPY_CONFIG names module {name!r}, which this "
+                         f"program never imported{_suggest(name, sys.modules)}; its entries "
+                         "were not applied")
 
 
 def _resolve(module, qualname: str):
@@ -82,7 +148,9 @@ def annotate(module, entries) -> None:
         try:
             owner, attr, obj = _resolve(module, qualname)
         except AttributeError:
-            raise ConfigError(f"PYTHONPOPPY_CONFIG: {module.__name__} has no {qualname}") from None
+            names = [n for n in dir(module) if not n.startswith("_")]
+            raise ConfigError(f"PYTHONPOPPY_CONFIG: module {module.__name__} has no {qualname}"
+                              f"{_suggest(qualname.split('.')[0], names)}") from None
         if kind == "poppy":
             poppy(obj)
         else:
@@ -124,5 +192,10 @@ def configure_from_env() -> None:
     for name in list(plan):
         if name in sys.modules:
             annotate(sys.modules[name], plan.pop(name))
+        elif _missing_module(name):
+            raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: no module named {name!r} "
+                              "(not found on sys.path)")
     if plan:
-        sys.meta_path.insert(0, _Finder(plan))
+        finder = _Finder(plan)
+        sys.meta_path.insert(0, finder)
+        atexit.register(_unimported_at_exit, finder)

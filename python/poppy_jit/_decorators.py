@@ -14,11 +14,28 @@ import importlib
 import inspect
 import os
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, ParamSpec, Protocol, TypeVar, overload
 
 from . import _loop, _prologue, _trace
 from ._contract import CLASS_NAMES as KINDS
 _OPTIONS = ("blocking",)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Frames an annotated async def may be called from that stand for the function around them (a
+# comprehension, a generator expression, a lambda): the caller is what surrounds them.
+_TRANSPARENT = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>", "<lambda>"})
+_ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def _called_from_async(frame) -> bool:
+    """Whether the code calling an annotated async def is itself a coroutine (async def body,
+    looking through comprehensions and lambdas), which expects an awaitable back."""
+    while frame is not None and frame.f_code.co_name in _TRANSPARENT:
+        frame = frame.f_back
+    return frame is not None and bool(frame.f_code.co_flags & _ASYNC_FLAGS)
 
 
 class ExternalSpec:
@@ -63,7 +80,10 @@ def _make_external(kind: str, fn: Callable, blocking: bool) -> Callable:
     if is_async:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            # Called from a coroutine: the coroutine, to be awaited, as without the annotation.
             # Called from ordinary code (plain mode, or outside @poppy): run to completion.
+            if _called_from_async(sys._getframe(1)):
+                return fn(*args, **kwargs)
             return _loop.run_sync(fn(*args, **kwargs))
     else:
         @functools.wraps(fn)
@@ -74,7 +94,21 @@ def _make_external(kind: str, fn: Callable, blocking: bool) -> Callable:
     return wrapper
 
 
-def _external_decorator(kind: str) -> Callable:
+class ExternalDecorator(Protocol):
+    """The type of `unordered`, `readonly` and `sequential`: used bare (`@unordered`) they return
+    the function with its signature; with options (`@unordered(blocking=True)`) a decorator."""
+
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> Callable[P, R]: ...
+
+    @overload
+    def __call__(self, fn: None = None, /, **options: Any) -> Callable[[Callable[P, R]],
+                                                                        Callable[P, R]]: ...
+
+    def __call__(self, fn: Any = None, /, **options: Any) -> Any: ...
+
+
+def _external_decorator(kind: str) -> ExternalDecorator:
     def decorator(fn: Callable | None = None, /, **options: Any) -> Callable:
         unknown = sorted(set(options) - set(_OPTIONS))
         if unknown:
@@ -88,14 +122,26 @@ def _external_decorator(kind: str) -> Callable:
         return _make_external(kind, fn, blocking)
 
     decorator.__name__ = decorator.__qualname__ = kind
-    decorator.__doc__ = (f"Mark a function as an external call of class {kind!r}. "
-                         f"Use bare (@{kind}) or with options (@{kind}(blocking=True)).")
-    return decorator
+    decorator.__doc__ = _KIND_DOCS[kind] + (
+        f"\n\nUse bare (@{kind}) or with options (@{kind}(blocking=True) for a synchronous "
+        "function that blocks: it runs on a worker thread). The function keeps its signature; "
+        "called from ordinary code it simply runs (an async def one to completion, or, called "
+        "from a coroutine, returns the awaitable as it would undecorated).")
+    return decorator  # type: ignore[return-value]
 
 
-unordered = _external_decorator("unordered")
-readonly = _external_decorator("readonly")
-sequential = _external_decorator("sequential")
+_KIND_DOCS = {
+    "unordered": "Mark an external call that may run in any order, concurrently with anything "
+                 "(LLM calls, stateless HTTP GETs, pure functions).",
+    "readonly": "Mark an external call that reads shared state: reordered among reads, never "
+                "across a @sequential call.",
+    "sequential": "Mark an external call that runs in program order (writes, printing, "
+                  "mutation); the default for unannotated calls.",
+}
+
+unordered: ExternalDecorator = _external_decorator("unordered")
+readonly: ExternalDecorator = _external_decorator("readonly")
+sequential: ExternalDecorator = _external_decorator("sequential")
 
 # ---------------------------------------------------------------------------------------------
 # Internal functions and the hook
@@ -118,10 +164,20 @@ def _load_core():
     return _core
 
 
-def poppy(fn: Callable | None = None, /) -> Callable:
-    """Mark a function as internal: under PYTHONPOPPY=1 its body runs on the poppy runtime.
+@overload
+def poppy(fn: F, /) -> F: ...
 
-    Returns `fn` itself (with `fn.__poppy__ = True`), so plain CPython runs it unchanged.
+
+@overload
+def poppy(fn: None = None, /) -> Callable[[F], F]: ...
+
+
+def poppy(fn: Any = None, /) -> Any:
+    """Mark a function as internal: under PYTHONPOPPY=1 its body runs on the poppy runtime, its
+    external calls issued as soon as their arguments are known and their classes allow.
+
+    Returns `fn` itself (with `fn.__poppy__ = True`), so plain CPython runs it unchanged. A body
+    the compiler cannot handle runs as plain CPython with a `PoppyFallbackWarning` saying why.
     """
     if fn is None:  # @poppy()
         return poppy
@@ -155,6 +211,7 @@ def disable() -> None:
 
 
 def is_enabled() -> bool:
+    """Whether @poppy functions currently run on the runtime (PYTHONPOPPY=1 or `enable()`)."""
     return _core is not None and _core.is_enabled()
 
 
@@ -164,6 +221,7 @@ def stats() -> dict:
 
 
 def reset_stats() -> None:
+    """Zero the counters `stats()` reports."""
     _load_core().reset_stats()
 
 
@@ -176,12 +234,18 @@ def explain(fn: Callable) -> dict:
 # Environment configuration
 
 def _flag(name: str) -> bool:
+    """An on/off environment variable: "1" is on; unset, "" and "0" off; anything else warns
+    (PoppyConfigWarning) and is off, the documented default."""
     value = os.environ.get(name, "")
     if value in ("", "0"):
         return False
     if value == "1":
         return True
-    raise ValueError(f"{name} must be 0 or 1 (got {value!r})")
+    from . import _warnings
+
+    _warnings.config(f"poppy_jit: {name} must be 0 or 1 (got {value!r}); using the default, 0 "
+                     "(off)")
+    return False
 
 
 def format_stats(st: dict) -> str:
@@ -226,13 +290,14 @@ def write_trace(path: str | None = None) -> str:
 
 
 def start_trace(path: str | None = None, include_args: bool = False) -> None:
-    """Start recording a trace (as PYTHONPOPPY_TRACE does); `path` is written at exit if given."""
+    """Start recording a trace (as PYTHONPOPPY_TRACE does); `path` is written at exit if given
+    (and whenever `write_trace()` is called without a path)."""
     _trace.start(path, include_args)
 
 
 def configure_from_env() -> None:
-    """Apply PYTHONPOPPY / PYTHONPOPPY_STATS / PYTHONPOPPY_TRACE(_ARGS) (called once, when
-    poppy_jit is imported)."""
+    """Apply PYTHONPOPPY / PYTHONPOPPY_STATS / PYTHONPOPPY_TRACE(_ARGS) / PYTHONPOPPY_OTEL
+    (called once, when poppy_jit is imported)."""
     poppy_on = _flag("PYTHONPOPPY")
     if _flag("PYTHONPOPPY_STATS"):
         atexit.register(_print_stats_at_exit)
@@ -240,6 +305,14 @@ def configure_from_env() -> None:
     trace_path = os.environ.get("PYTHONPOPPY_TRACE", "")
     if trace_path:
         _trace.start(trace_path, include_args=trace_args)
-        atexit.register(_trace._write_at_exit)
+    elif trace_args:
+        _trace._include_args = True  # for the OpenTelemetry spans' argument previews
+    if _flag("PYTHONPOPPY_OTEL"):
+        from . import _otel, _warnings
+
+        try:
+            _otel.install()
+        except ImportError as exc:  # the program runs; only the spans are missing
+            _warnings.config(f"poppy_jit: {exc}; PYTHONPOPPY_OTEL=1 ignored")
     if poppy_on:
         enable()

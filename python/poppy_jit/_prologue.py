@@ -267,6 +267,9 @@ def intercept(fn, core) -> None:
                 reason = None
             core._note_fallback(fn.__qualname__, reason or f"not intercepted: {why}")
             _with_prologue[code] = code
+            from . import _warnings
+
+            _warnings.fallback(fn, reason or f"not intercepted: {why}")
             return
     fn.__code__ = new
 

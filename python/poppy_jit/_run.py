@@ -9,7 +9,8 @@ not parallel); it never deadlocks.
 
 Cancelling the awaiting task cancels the run: the worker's runtime is woken, aborts with
 CancelledError, cancels and reaps the externals it has in flight, and `run` re-raises the
-cancellation only once the worker is done, so no task of the run outlives it. (Blocking externals
+cancellation only once the worker is done, so no task of the run outlives it. Without the runtime
+(PYTHONPOPPY unset) the call runs plainly on the worker and cancelling cancels the await it is in. (Blocking externals
 already running on worker threads finish on their own: threads cannot be cancelled.)
 """
 from __future__ import annotations
@@ -41,10 +42,20 @@ class _Cancel:
         self.lock = threading.Lock()
 
     def request(self) -> None:
+        from ._decorators import is_enabled
+
         with self.lock:
             self.requested = True
             if self.loop is not None and not self.loop.is_closed():
-                self.loop.call_soon_threadsafe(self.loop.stop)
+                if is_enabled():  # the runtime reads the request when its loop wakes
+                    self.loop.call_soon_threadsafe(self.loop.stop)
+                else:  # plain code: cancel the awaits in progress, as asyncio would
+                    self.loop.call_soon_threadsafe(_cancel_tasks, self.loop)
+
+
+def _cancel_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
 
 
 def _work(cancel: _Cancel, call):
@@ -66,13 +77,17 @@ async def run(fn, /, *args, **kwargs):
     Cancelling the awaiting task cancels the run's in-flight externals."""
     cancel = _Cancel()
     done = _executor().submit(_work, cancel, functools.partial(fn, *args, **kwargs))
+    # One asyncio future for the worker's outcome, awaited (so retrieved) whatever happens: a
+    # second wrapper, or none awaited after a cancellation, would be reported at garbage
+    # collection as "Future exception was never retrieved".
+    outcome = asyncio.wrap_future(done)
     try:
-        return await asyncio.shield(asyncio.wrap_future(done))
+        return await asyncio.shield(outcome)
     except asyncio.CancelledError:
         cancel.request()
         # Wait (without blocking the loop) for the worker to abort and reap its externals.
         try:
-            await asyncio.wrap_future(done)
+            await outcome
         except BaseException:  # the run's own outcome (CancelledError) does not matter here
             pass
         raise

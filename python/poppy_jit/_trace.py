@@ -21,6 +21,7 @@ PYTHONPOPPY_TRACE_ARGS=1, because prompts and API keys must not end up in a trac
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -28,8 +29,11 @@ import threading
 import time
 from typing import Any
 
-#: Record runs and phases (set by `start`; the Rust runtime checks it after every run).
+#: Report runs and phases (the Rust runtime checks it after every run): on while recording
+#: (`start`) or while a sink (`add_sink`, e.g. the OpenTelemetry exporter) listens.
 enabled = False
+_recording = False
+_sinks: list = []  # callables (qualname, t_start, t_end, calls) for every finished run
 
 _path: str | None = None
 _include_args = False
@@ -42,18 +46,39 @@ _next_call_id = 0
 _ARG_REPR_LIMIT = 200
 
 
+_exit_writer_registered = False
+
+
 def start(path: str | None, include_args: bool = False) -> None:
     """Begin recording; `path` (if any) is written at exit."""
-    global enabled, _path, _include_args
-    enabled = True
+    global enabled, _recording, _path, _include_args, _exit_writer_registered
+    enabled = _recording = True
     _path = path or None
     _include_args = include_args
+    if _path and not _exit_writer_registered:
+        atexit.register(_write_at_exit)
+        _exit_writer_registered = True
 
 
 def stop() -> None:
     """Stop recording (what was recorded is kept until `clear`)."""
+    global enabled, _recording
+    _recording = False
+    enabled = bool(_sinks)
+
+
+def add_sink(sink) -> None:
+    """Call `sink(qualname, t_start, t_end, calls)` after every run (`calls`: the dicts
+    `record_run` makes, arguments redacted unless recording with include_args)."""
     global enabled
-    enabled = False
+    _sinks.append(sink)
+    enabled = True
+
+
+def remove_sink(sink) -> None:
+    global enabled
+    _sinks.remove(sink)
+    enabled = _recording or bool(_sinks)
 
 
 def clear() -> None:
@@ -90,6 +115,29 @@ def _short_repr(x: Any) -> str:
     return s if len(s) <= _ARG_REPR_LIMIT else s[:_ARG_REPR_LIMIT - 1] + "…"
 
 
+_PREVIEW_LIMIT = 40
+
+
+def _shape(x: Any) -> str:
+    """What an argument is without what it says: its type, and its length when it has one."""
+    name = type(x).__name__
+    if isinstance(x, (bool, int, float, type(None))):
+        return name
+    try:
+        return f"{name}[{len(x)}]"
+    except Exception:
+        return name
+
+
+def preview(args: tuple, include_args: bool) -> str:
+    """A short label of a call's arguments: their shapes (redacted, the default), or the start
+    of their reprs when arguments are shown (PYTHONPOPPY_TRACE_ARGS=1)."""
+    if not include_args:
+        return ", ".join(_shape(a) for a in args)
+    text = ", ".join(_short_repr(a) for a in args)
+    return text if len(text) <= _PREVIEW_LIMIT else text[:_PREVIEW_LIMIT - 1] + "…"
+
+
 def record_run(qualname: str, t_start: float, t_end: float, records: list) -> None:
     """Called by the runtime after each λO run. `records`: tuples
     (position, func, args, cls, t_queued, t_ready, t_dispatch, t_done, ok), times in
@@ -104,20 +152,29 @@ def record_run(qualname: str, t_start: float, t_end: float, records: list) -> No
         call = {"position": position, "callee": _callee_name(func),
                 "module": getattr(func, "__module__", None), "class": cls,
                 "t_queued": t_queued, "t_ready": t_ready, "t_dispatch": t_dispatch,
-                "t_done": t_done, "ok": ok, "nargs": len(args)}
+                "t_done": t_done, "ok": ok, "nargs": len(args),
+                "preview": preview(args, _include_args)}
         if _include_args:
             call["args"] = [_short_repr(a) for a in args]
         calls.append(call)
-    with _lock:
-        for call in calls:
-            call["id"] = _next_call_id
-            _next_call_id += 1
-        _runs.append((len(_runs), threading.get_ident(), qualname, t_start, t_end, calls,
-                      intrinsics))
+    if _recording:
+        with _lock:
+            for call in calls:
+                call["id"] = _next_call_id
+                _next_call_id += 1
+            _runs.append((len(_runs), threading.get_ident(), qualname, t_start, t_end, calls,
+                          intrinsics))
+    for sink in list(_sinks):
+        try:
+            sink(qualname, t_start, t_end, calls)
+        except Exception as exc:  # an exporter's failure must not fail the program
+            print(f"poppy_jit: trace sink {sink!r} failed: {exc!r}", file=sys.stderr)
 
 
 def record_phase(name: str, t_start: float, t_end: float, args: dict) -> None:
     """Called by the runtime for a compile (or other) phase, e.g. name "compile f"."""
+    if not _recording:
+        return
     with _lock:
         _phases.append((threading.get_ident(), name, t_start, t_end, dict(args)))
 
@@ -188,7 +245,7 @@ def trace_events() -> list:
         events.append(_span(f"run {qualname}", "run", tid_of(ident), t0, t1,
                             {"run": run_id, "external_calls": len(run_calls),
                              "intrinsic_calls": intrinsics}))
-        calls += [(run_id, t1, c) for c in run_calls]
+        calls += [(run_id, t1, dict(c, function=qualname)) for c in run_calls]
     # A call that never finished (its run failed first) is drawn up to the end of its run.
     intervals = [(c["t_queued"], c["t_done"] if c["t_done"] is not None else t1)
                  for _, t1, c in calls]
@@ -203,7 +260,8 @@ def trace_events() -> list:
             "never dispatched" if c["t_dispatch"] is None else "unfinished")
         args = {"call": c["id"], "run": run_id, "position": c["position"], "class": c["class"],
                 "callee": c["callee"] if not c["module"] else f'{c["module"]}.{c["callee"]}',
-                "status": status,
+                "status": status, "function": c["function"],
+                "site": f'{c["function"]} #{c["position"]}', "preview": c.get("preview", ""),
                 "args_wait_ms": _ms(c["t_queued"], c["t_ready"]),
                 "queue_wait_ms": _ms(c["t_ready"], c["t_dispatch"]),
                 "run_ms": _ms(c["t_dispatch"], c["t_done"]),

@@ -108,8 +108,10 @@ class Fault:
     match: str | None = None
     first: int = 1
     every: int = 0
-    retry_after: float | None = None  # seconds, sent as Retry-After with a 429
+    retry_after: float | None = None  # seconds, sent as Retry-After
     hang: float = 5.0
+    retry_after_ms: float | None = None  # sent as retry-after-ms (the SDK prefers it)
+    should_retry: bool | None = None  # sent as x-should-retry: true/false
     seen: int = field(default=0, compare=False)
 
     def hits(self, prompt: str) -> bool:
@@ -294,6 +296,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         if fault.retry_after is not None:
             self.send_header("Retry-After", str(fault.retry_after))
+        if fault.retry_after_ms is not None:
+            self.send_header("retry-after-ms", str(fault.retry_after_ms))
+        if fault.should_retry is not None:
+            self.send_header("x-should-retry", "true" if fault.should_retry else "false")
         self.end_headers()
         self.wfile.write(data)
 
@@ -475,6 +481,23 @@ class SimServer:
         self.stop()
 
 
+def parse_fault(text: str) -> Fault:
+    """A `--fault` value: STATUS then `:key=value` fields of `Fault` (e.g. 429:first=2)."""
+    status, *fields = text.split(":")
+    kwargs: dict = {}
+    types = {"match": str, "first": int, "every": int, "retry_after": float, "hang": float,
+             "retry_after_ms": float, "should_retry": lambda v: v.lower() in ("1", "true")}
+    for item in fields:
+        key, sep, value = item.partition("=")
+        if not sep or key not in types:
+            raise argparse.ArgumentTypeError(f"bad fault field {item!r}; keys: {', '.join(types)}")
+        kwargs[key] = types[key](value)
+    try:
+        return Fault(int(status), **kwargs)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad fault status {status!r}") from None
+
+
 def main(argv: list | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m poppy_jit.sim", description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0, help="port (0: let the OS choose)")
@@ -485,11 +508,17 @@ def main(argv: list | None = None) -> None:
     ap.add_argument("--jitter", type=float, default=0.0, help="relative, e.g. 0.1 = ±10%%")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--time-scale", type=float, default=1.0)
+    ap.add_argument("--fault", action="append", default=[], type=parse_fault,
+                    metavar="STATUS[:key=value...]",
+                    help="inject failures, e.g. 429:first=2:retry_after=0.5:match=Oceania "
+                         "(keys: the fields of sim.Fault); repeatable")
     args = ap.parse_args(argv)
     sim = SimServer(APPS[args.app], LatencyModel(args.ttft, args.per_token, args.jitter,
                                                  args.seed, args.time_scale),
-                    host=args.host, port=args.port)
-    print(f"poppy-sim ({args.app}) serving at {sim.start()}", flush=True)
+                    host=args.host, port=args.port, faults=args.fault)
+    url = sim.start()
+    print(f"poppy-sim ({args.app}) serving at {url}\n"
+          f"in another shell:  export OPENAI_BASE_URL={url}", flush=True)
     try:
         sim._thread.join()
     except KeyboardInterrupt:

@@ -84,6 +84,7 @@ impl CodeEntry {
             Err(reason) => {
                 counters::record_compile(name, ns, Some(&reason));
                 *self.state.borrow_mut() = EntryState::Fallback;
+                NEW_FALLBACKS.with(|n| n.borrow_mut().push((func.clone().unbind(), reason)));
                 None
             }
         }
@@ -100,6 +101,19 @@ impl CodeEntry {
             EntryState::Pending => None,
         }
     }
+}
+
+thread_local! {
+    /// Functions whose translation just failed on this thread, with the reason, until the hook
+    /// reports them (`take_new_fallbacks`): a callee inlined by a caller's translation fails
+    /// inside it, so the report cannot be made where the failure is found.
+    static NEW_FALLBACKS: RefCell<Vec<(Obj, String)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The fallbacks found on this thread since the last call (each function once: its entry keeps
+/// the fallback).
+pub fn take_new_fallbacks() -> Vec<(Obj, String)> {
+    NEW_FALLBACKS.with(|n| std::mem::take(&mut *n.borrow_mut()))
 }
 
 /// Translations kept per code object for different globals dicts.

@@ -1,0 +1,160 @@
+"""What poppy_jit tells its users instead of running silently: warning categories of its own and
+the `poppy_jit` logger.
+
+A program that runs but does not get parallel says why, once per function and reason, as a
+`warnings` warning (filterable as usual; `-W error::poppy_jit.PoppyWarning` makes each one an
+exception raised at the call):
+
+* `PoppyFallbackWarning`  — a @poppy function runs as plain CPython (the compiler's reason);
+* `PoppySequentialWarning` — a run made all its external calls one at a time (peak in flight 1)
+  and some of its callees are unannotated Python functions (so they count as @sequential);
+* `PoppyEventLoopWarning` — a @poppy function was called inside a running event loop (a Jupyter
+  cell, an async application), where it runs plainly: `await poppy_jit.run(fn, ...)` is the way;
+* `PoppyConfigWarning`    — an environment variable with a value poppy_jit does not know.
+
+The runtime (Rust, `hook.rs`) calls `fallback`, `declined_in_running_loop` and `one_at_a_time`;
+each also logs on the `poppy_jit` logger, which `poppy_jit.ai` uses for retries and rate-limit
+waits. Only the standard library is imported here.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import warnings
+
+log = logging.getLogger("poppy_jit")
+
+__all__ = ["PoppyWarning", "PoppyFallbackWarning", "PoppySequentialWarning",
+           "PoppyEventLoopWarning", "PoppyConfigWarning", "log"]
+
+
+class PoppyWarning(UserWarning):
+    """Base class of poppy_jit's warnings: code that runs correctly but not in parallel."""
+
+
+class PoppyFallbackWarning(PoppyWarning):
+    """A @poppy function runs as plain CPython (its calls one at a time) for the reason given."""
+
+
+class PoppySequentialWarning(PoppyWarning):
+    """A run made its external calls one at a time because its callees are not annotated."""
+
+
+class PoppyEventLoopWarning(PoppyWarning):
+    """A @poppy function was called inside a running event loop and ran as plain CPython."""
+
+
+class PoppyConfigWarning(PoppyWarning):
+    """A poppy_jit environment variable has a value that is not understood (the default is used)."""
+
+
+_seen: set = set()
+_lock = threading.Lock()
+
+
+def _first(key) -> bool:
+    with _lock:
+        if key in _seen:
+            return False
+        _seen.add(key)
+        return True
+
+
+def reset() -> None:
+    """Forget which warnings were given (they are given again; for tests)."""
+    with _lock:
+        _seen.clear()
+
+
+def _warn_at(fn, message: str, category: type) -> None:
+    """Warn with the location of `fn`'s `def` (so filters by module and the printed source line
+    point at the user's function, not at poppy_jit)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        warnings.warn(message, category, stacklevel=3)
+        return
+    # (No module_globals: for code run with `python -c` its loader's get_source raises.)
+    warnings.warn_explicit(message, category, code.co_filename, code.co_firstlineno,
+                           module=getattr(fn, "__module__", None) or "<unknown>")
+
+
+def _name(fn) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def fallback(fn, reason: str) -> None:
+    """The runtime could not compile `fn`: it runs as plain CPython."""
+    if not _first((getattr(fn, "__code__", fn), "fallback", reason)):
+        return
+    module = getattr(fn, "__module__", None) or "?"
+    if module == "__main__" and hasattr(fn, "__code__"):  # a script: explain imports it by name
+        module = os.path.splitext(os.path.basename(fn.__code__.co_filename))[0]
+    target = f"{module}:{_name(fn)}"
+    log.info("fallback: %s runs as plain CPython: %s", target, reason)
+    _warn_at(fn, f"poppy_jit: {_name(fn)} runs as plain CPython, its external calls one at a "
+                 f"time: {reason} (python -m poppy_jit explain {target})", PoppyFallbackWarning)
+
+
+def declined_in_running_loop(fn) -> None:
+    """`fn` was called synchronously inside a running event loop: it runs as plain CPython."""
+    if not _first((getattr(fn, "__code__", fn), "loop")):
+        return
+    log.info("%s called inside a running event loop: runs as plain CPython", _name(fn))
+    _warn_at(fn, f"poppy_jit: {_name(fn)} was called inside a running event loop (a notebook "
+                 "cell, an async application), so it runs as plain CPython, one call at a time; "
+                 f"`await poppy_jit.run({getattr(fn, '__name__', 'fn')}, ...)` runs it in "
+                 "parallel", PoppyEventLoopWarning)
+
+
+def unannotated_callees(fn) -> list:
+    """Names of the calls in `fn` whose callee is a Python function without an annotation (so the
+    runtime treats it as @sequential), in the order they appear."""
+    from ._decorators import _load_core
+
+    try:
+        sites = _load_core().overlaps(fn)["sites"]
+    except Exception:  # no analysis (e.g. a fallback): nothing to say
+        return []
+    names = []
+    for site in sites:
+        if site.get("class") != "sequential":
+            continue
+        callee = site.get("callee")
+        obj = fn.__globals__.get(callee) if isinstance(callee, str) else None
+        if obj is None or not callable(obj) or not hasattr(obj, "__code__"):
+            continue  # builtins (print, ...) and unknown callees are sequential on purpose
+        if getattr(obj, "__poppy_external__", None) is None and not getattr(obj, "__poppy__", False):
+            if callee not in names:
+                names.append(callee)
+    return names
+
+
+def one_at_a_time(fn, peak: int) -> None:
+    """A run of `fn` finished with at most one external call in flight at any time."""
+    if not _first((getattr(fn, "__code__", fn), "sequential")):
+        return
+    names = unannotated_callees(fn)
+    if not names:
+        return
+    listed = ", ".join(names)
+    log.info("%s: external calls ran one at a time; unannotated callees: %s", _name(fn), listed)
+    _warn_at(fn, f"poppy_jit: {_name(fn)} made its external calls one at a time (peak in flight "
+                 f"{peak}): {listed} {'is' if len(names) == 1 else 'are'} not annotated, so "
+                 f"{'it runs' if len(names) == 1 else 'they run'} as @sequential; mark what may "
+                 "be reordered @unordered or @readonly", PoppySequentialWarning)
+
+
+def config(message: str) -> None:
+    """A configuration value that is not understood (the default is used instead). The warning
+    points at the first frame outside poppy_jit and the import machinery (the user's import)."""
+    log.debug("%s", message)
+    here = os.path.dirname(__file__)
+    frame, level = sys._getframe(0), 1
+    while frame is not None and (frame.f_code.co_filename.startswith(here)
+                                 or "importlib" in frame.f_code.co_filename):
+        if frame.f_code.co_filename.startswith(here):
+            level += 1  # (warn itself skips the import machinery's frames)
+        frame = frame.f_back
+    warnings.warn(message, PoppyConfigWarning, stacklevel=level)
