@@ -124,11 +124,13 @@ fn explain(py: Python<'_>, func: &Bound<'_, PyAny>) -> PyResult<Py<PyDict>> {
         Ok(c) => {
             d.set_item("bezoar", &c.bezoar)?;
             d.set_item("lambda_o", pipeline::program_text(py, &c.program))?;
+            d.set_item("regions", c.regions.clone())?;
             d.set_item("fallback", py.None())?;
         }
         Err(reason) => {
             d.set_item("bezoar", py.None())?;
             d.set_item("lambda_o", py.None())?;
+            d.set_item("regions", pyo3::types::PyList::empty_bound(py))?;
             d.set_item("fallback", reason)?;
         }
     }

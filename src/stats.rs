@@ -153,6 +153,16 @@ pub fn record_fallback(function: String, reason: String) {
     with_totals(|t| t.fallbacks.push((function, reason)));
 }
 
+/// Like `record_fallback`, unless the same (function, reason) is recorded already (a reason found
+/// at each call, e.g. a callee that cannot be inlined).
+pub fn record_fallback_once(function: String, reason: String) {
+    with_totals(|t| {
+        if !t.fallbacks.iter().any(|(f, r)| *f == function && *r == reason) {
+            t.fallbacks.push((function, reason));
+        }
+    });
+}
+
 /// One finished λO run: its counters, wall and CPU nanoseconds.
 pub fn record_run(run: &RunStats, wall_ns: u64, cpu_ns: u64) {
     with_totals(|t| {

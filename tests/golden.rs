@@ -209,6 +209,47 @@ fn lift_golden() {
     suite.finish(20);
 }
 
+// ---- regions: the internal regions pass on lifted Bezoar --------------------------------------------
+
+/// `regions/NAME.py` (a function `f`): its Bezoar after `passes::form_regions`, then each region's
+/// live values and Python source, in `NAME.regions`.
+#[test]
+fn regions_golden() {
+    pyo3::prepare_freethreaded_python();
+    let mut suite = Suite::new("regions");
+    Python::with_gil(|py| {
+        for case in files("regions", "py") {
+            let src = fs::read_to_string(&case).unwrap();
+            let rel = rel(&case);
+            let builtins = py.import_bound("builtins").unwrap();
+            let code = builtins.getattr("compile").unwrap().call1((src, &rel, "exec")).unwrap();
+            let ns = PyDict::new_bound(py);
+            builtins.getattr("exec").unwrap().call1((code, &ns)).unwrap();
+            let f = ns.get_item("f").unwrap().unwrap_or_else(|| panic!("{rel} defines no function f"));
+            let ci = code_info(&f.getattr("__code__").unwrap()).unwrap();
+            let mut func = lift(&ci).unwrap_or_else(|fb| panic!("{rel}: {fb}"));
+            let regions = poppy_jit::bezoar::passes::form_regions(&mut func);
+            let mut actual = bezoar_text::print(&func);
+            assert_eq!(bezoar_text::parse(&actual).as_ref(), Ok(&func), "{rel}: text form does not round-trip");
+            for r in &regions {
+                let outs: Vec<&str> = r.outputs.iter().map(|v| v.as_str()).collect();
+                actual.push_str(&format!(
+                    "\n# region.{} line {} consts {:?}: in [{}] out [{}]\n{}",
+                    r.index,
+                    r.line,
+                    r.consts,
+                    r.inputs.join(", "),
+                    outs.join(", "),
+                    r.source
+                ));
+            }
+            suite.expect_file(&case.with_extension("regions"), &actual);
+            suite.cases += 1;
+        }
+    });
+    suite.finish(4);
+}
+
 // ---- Bezoar text ---------------------------------------------------------------------------------
 
 #[test]

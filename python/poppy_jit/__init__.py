@@ -55,13 +55,11 @@ from ._decorators import (
     write_trace,
 )
 from ._decorators import configure_from_env as _configure_from_env
-from ._run import run
-from ._annotations import register, register_immutable, unregister
 
 __all__ = [
     "ExternalSpec", "poppy", "unordered", "readonly", "sequential",
     "enable", "disable", "is_enabled", "stats", "reset_stats", "explain", "run",
-    "write_trace", "start_trace", "register", "register_immutable", "unregister",
+    "write_trace", "start_trace", "register", "register_immutable", "unregister", "set_internal",
     "PoppyWarning", "PoppyFallbackWarning", "PoppySequentialWarning", "PoppyEventLoopWarning",
     "PoppyConfigWarning",
 ]
@@ -69,21 +67,33 @@ __all__ = [
 _WARNINGS = frozenset(__all__[-5:])
 
 
-def __getattr__(name: str):
-    # The warning classes are loaded on first use (poppy_jit's import stays cheap).
-    if name in _WARNINGS:
-        from . import _warnings
+# Names whose modules only the on path or a caller that uses them needs (`run`: asyncio and a
+# thread pool; the annotation library: most of the stdlib; the warning classes): imported on
+# first access, so that `import poppy_jit` with PYTHONPOPPY unset costs almost nothing
+# (tests/test_import_cost.py).
+_LAZY = {"run": "_run", "register": "_annotations", "register_immutable": "_annotations",
+         "unregister": "_annotations", "set_internal": "_config",
+         **{w: "_warnings" for w in _WARNINGS}}
 
-        return getattr(_warnings, name)
-    raise AttributeError(f"module 'poppy_jit' has no attribute {name!r}")
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'poppy_jit' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | _WARNINGS)
+    return sorted(set(globals()) | set(_LAZY))
 
 
 _configure_from_env()
 
-from ._config import configure_from_env as _configure_zero_edit  # noqa: E402
+if __import__("os").environ.get("PYTHONPOPPY_CONFIG"):  # zero-edit mode (tomllib, an import hook)
+    from ._config import configure_from_env as _configure_zero_edit
 
-_configure_zero_edit()
+    _configure_zero_edit()

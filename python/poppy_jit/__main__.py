@@ -1,5 +1,6 @@
 """Command-line tools.
 
+    python -m poppy_jit run [--config poppy.toml] [--why] script.py args…   (or -m module args…)
     python -m poppy_jit timeline trace.json -o timeline.png [--run N] [--function NAME]
                                  [--no-fold] [--title TEXT]
     python -m poppy_jit explain module:function [--ir]
@@ -62,19 +63,47 @@ def explain_text(fn, show_ir: bool = False) -> str:
     internal = []
     for site in analysis["sites"]:
         callee = fn.__globals__.get(site["callee"])
-        if site["class"] == "internal" and inspect.isfunction(callee):
-            sub = explain(callee)
-            status = ("compiled, inlined at the call" if sub["fallback"] is None
-                      else f"FALLS BACK ({sub['fallback']}): runs as one sequential external")
-            internal.append(f"  #{site['index']} {site['callee']}: {status}")
+        if not inspect.isfunction(callee) or not _compiled_code(callee):
+            continue
+        if site["class"] == "internal":
+            status = "compiled, inlined at the call"
+        else:
+            status = f"NOT inlined ({_why_not_inlined(callee)}): runs as one sequential external"
+        internal.append(f"  #{site['index']} {site['callee']}: {status}")
     if internal:
-        out += ["@poppy functions called:"] + internal
+        out += ["@poppy and internal functions called:"] + internal
     return "\n".join(out)
 
 
+def _compiled_code(fn) -> bool:
+    """A @poppy function or one of a module named internal: compiled code calls it inlined."""
+    from . import _config
+    return bool(getattr(fn, "__poppy__", False)) or _config.is_internal(fn)
+
+
+def _why_not_inlined(fn) -> str:
+    from ._decorators import explain
+    if fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return "it takes *args or **kwargs"
+    if fn.__code__.co_freevars:
+        return "it is a closure"
+    e = explain(fn)
+    if e["fallback"] is not None:
+        return f"it falls back: {e['fallback']}"
+    return "the call's arguments do not bind to its parameters (CPython raises a TypeError)"
+
+
 def main(argv: list | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "run":
+        # Everything after `run` belongs to the launcher and the program (argparse would take
+        # the program's own options): _launch parses it.
+        from ._launch import run
+        return run(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m poppy_jit")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("run", help="run script.py (or -m module) as __main__ with the runtime enabled",
+                   add_help=False)
     tl = sub.add_parser("timeline", help="draw a PYTHONPOPPY_TRACE file (PopPy Fig. 6)")
     tl.add_argument("trace", help="Chrome trace-event JSON written with PYTHONPOPPY_TRACE")
     tl.add_argument("-o", "--output", default="timeline.png", help="PNG to write")

@@ -656,6 +656,23 @@ _PURE_DESCRIPTORS = (types.FunctionType, staticmethod, classmethod, types.Member
                      type(collections.namedtuple("_N", "a").a))
 
 
+_HEAPTYPE = 1 << 9
+
+
+def _plain_python_lookup(t, name) -> bool:
+    """`obj.name` on an instance of `t` runs no user code: every class of `t` but `object` is a
+    Python class, none overrides __getattribute__ or defines __getattr__, and what the class
+    holds under `name` (if anything) is a function, static/class method, slot or plain value."""
+    if not isinstance(t, type) or not isinstance(name, str):
+        return False
+    if any(c is not object and not (c.__flags__ & _HEAPTYPE) for c in t.__mro__):
+        return False
+    if t.__getattribute__ is not object.__getattribute__ or _static_lookup(t, "__getattr__")[0]:
+        return False
+    owner, attr = _static_lookup(t, name)
+    return owner is None or isinstance(attr, _PURE_DESCRIPTORS) or not hasattr(type(attr), "__get__")
+
+
 def _getattr_class(obj, name) -> int:
     """getattr(obj, name): attribute lookup runs descriptors and __getattr__ hooks."""
     t = type(obj)
@@ -674,7 +691,10 @@ def _getattr_class(obj, name) -> int:
             attr, _PURE_DESCRIPTORS)) else SEQUENTIAL
     lv = level(obj)
     if lv == SEQUENTIAL:
-        return SEQUENTIAL
+        # An instance of a plain Python class: the lookup reads the instance's __dict__ and
+        # binds a method, running no user code unless the class has hooks or a property —
+        # a read of the object's state, ordered after the writes before it.
+        return READONLY if _plain_python_lookup(t, name) else SEQUENTIAL
     owner, attr = _static_lookup(t, name)
     if owner is not None and owner not in _TRUSTED_BASES and owner not in _TYPE_KIND:
         # A user class's attribute (dataclass, namedtuple, enum): properties run user code.

@@ -151,10 +151,7 @@ def annotate(module, entries) -> None:
             names = [n for n in dir(module) if not n.startswith("_")]
             raise ConfigError(f"PYTHONPOPPY_CONFIG: module {module.__name__} has no {qualname}"
                               f"{_suggest(qualname.split('.')[0], names)}") from None
-        if kind == "poppy":
-            poppy(obj)
-        else:
-            setattr(owner, attr, _make_external(kind, obj, blocking))
+        _annotate_member(owner, attr, obj, kind, blocking)
 
 
 class _Finder(importlib.abc.MetaPathFinder):
@@ -188,9 +185,16 @@ def configure_from_env() -> None:
     path = os.environ.get("PYTHONPOPPY_CONFIG")
     if not path:
         return
-    plan = load(path)
+    configure(path)
+
+
+def _apply(plan, path: str) -> None:
+    # `__main__` entries are the launcher's (the program's own module is not imported: it runs).
+    for name in ("__main__",):
+        if name in plan:
+            _main_entries.extend(plan.pop(name))
     for name in list(plan):
-        if name in sys.modules:
+        if name in sys.modules and name != "__main__":
             annotate(sys.modules[name], plan.pop(name))
         elif _missing_module(name):
             raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: no module named {name!r} "
@@ -199,3 +203,169 @@ def configure_from_env() -> None:
         finder = _Finder(plan)
         sys.meta_path.insert(0, finder)
         atexit.register(_unimported_at_exit, finder)
+
+
+# ---------------------------------------------------------------------------------------------
+# The launcher's settings: methods, static and class methods as externals, `internal` modules
+# (transitive compilation), the blocking pool's size. Read from the same file as the plan.
+
+_main_entries: list = []  # (qualname, kind, blocking) named for `__main__`
+
+
+def configure(path: str) -> None:
+    """Apply a config file: annotate what it names (now or when imported) and its settings."""
+    plan = load(path)
+    apply_settings(load_settings(path))
+    _apply(plan, path)
+
+
+def take_main_entries(names) -> list:
+    """The config entries for the program run as `__main__` (under any of `names`): taken from
+    the import hook's plan for the other names (the module runs; it is not imported)."""
+    out = list(_main_entries)
+    _main_entries.clear()
+    for finder in sys.meta_path:
+        if isinstance(finder, _Finder):
+            for n in names:
+                out += finder.plan.pop(n, []) if n != "__main__" else []
+    return out
+
+
+def _annotate_member(owner, attr, obj, kind, blocking) -> None:
+    """Annotate `owner.attr` (already read as `obj`): a staticmethod or classmethod defined on a
+    class stays one (its function is annotated), a method's function is annotated in place."""
+    raw = owner.__dict__.get(attr, obj) if isinstance(owner, type) else obj
+    wrap = type(raw) if isinstance(raw, (staticmethod, classmethod)) else None
+    fn = raw.__func__ if wrap is not None else obj
+    if kind == "poppy":
+        poppy(fn)
+        return
+    ext = _make_external(kind, fn, blocking)
+    setattr(owner, attr, wrap(ext) if wrap is not None else ext)
+
+
+SETTINGS_KEYS = ("internal", "blocking_threads")
+
+
+def _internal_names(value: object) -> str | None:
+    if isinstance(value, list) and all(isinstance(x, str) and x for x in value):
+        return None
+    return "must be a list of module names or patterns ('mypkg', 'tasks.*')"
+
+
+def _threads(value: object) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 4096:
+        return None
+    return f"must be an integer from 1 to 4096 (got {value!r})"
+
+
+SECTIONS["poppy"].update(internal=_internal_names, blocking_threads=_threads)
+
+
+def load_settings(path: str) -> dict:
+    """`[poppy] internal = [...]` and `[poppy] blocking_threads = N` of a config file."""
+    with open(path, "rb") as f:
+        data = tomllib.load(f).get("poppy", {})
+    out: dict = {}
+    internal = data.get("internal", [])
+    if not isinstance(internal, list) or not all(isinstance(x, str) and x for x in internal):
+        raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: [poppy] internal must be a list of module "
+                          "names or patterns ('mypkg', 'tasks.*')")
+    out["internal"] = internal
+    if "blocking_threads" in data:
+        n = data["blocking_threads"]
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 4096:
+            raise ConfigError(f"PYTHONPOPPY_CONFIG: {path}: [poppy] blocking_threads must be an "
+                              f"integer from 1 to 4096 (got {n!r})")
+        out["blocking_threads"] = n
+    return out
+
+
+def apply_settings(settings: dict) -> None:
+    set_internal(settings.get("internal", []), add=True)
+    if "blocking_threads" in settings:
+        set_blocking_threads(settings["blocking_threads"])
+
+
+def set_blocking_threads(n: int) -> None:
+    """The most blocking externals running at once (threads of the blocking pool). Takes effect
+    if the pool has not started yet."""
+    global _blocking_threads
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 4096:
+        raise ValueError(f"blocking_threads must be an integer from 1 to 4096 (got {n!r})")
+    _blocking_threads = n
+    apply_blocking_threads()
+
+
+_blocking_threads: int | None = None
+
+
+def apply_blocking_threads() -> None:
+    """Hand the setting to the runtime if it is loaded (plain mode never loads it)."""
+    from . import _decorators
+
+    if _blocking_threads is not None and _decorators._core is not None:
+        _decorators._core.set_blocking_threads(_blocking_threads)
+
+
+_internal: list[str] = []
+_internal_cache: dict[str, bool] = {}
+_main_internal = False
+
+
+def set_internal(patterns, add: bool = False) -> None:
+    """Name the program's own modules/packages as internal: a call from compiled code to a plain
+    function, method, static or class method defined in one is compiled and inlined (falling
+    back per callee). `"mypkg"` is the package and everything in it, `"tasks.*"` the modules
+    under `tasks`, `"__main__"` the program run as a script."""
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    patterns = list(patterns)
+    for p in patterns:
+        if not isinstance(p, str) or not p or p.startswith(".") or ".." in p:
+            raise ValueError(f"not a module name or pattern: {p!r}")
+    if not add:
+        _internal.clear()
+    _internal.extend(p for p in patterns if p not in _internal)
+    _internal_cache.clear()
+
+
+def set_main_internal(on: bool) -> None:
+    global _main_internal
+    _main_internal = on
+    _internal_cache.clear()
+
+
+def internal_patterns() -> list[str]:
+    return list(_internal) + (["__main__"] if _main_internal else [])
+
+
+def is_internal_module(name: str) -> bool:
+    found = _internal_cache.get(name)
+    if found is None:
+        import fnmatch
+        found = False
+        for p in internal_patterns():
+            if p.endswith(".*"):
+                found = name.startswith(p[:-1]) and fnmatch.fnmatchcase(name, p[:-2] + ".*")
+            elif any(c in p for c in "*?["):
+                found = fnmatch.fnmatchcase(name, p)
+            else:
+                found = name == p or name.startswith(p + ".")
+            if found:
+                break
+        found = found and not (name == "poppy_jit" or name.startswith("poppy_jit."))
+        _internal_cache[name] = found
+    return found
+
+
+def is_internal(fn) -> bool:
+    """Whether a plain Python function is the program's own code to compile (read by the runtime
+    when compiled code calls it)."""
+    if not (_internal or _main_internal):
+        return False
+    if "__poppy_external__" in getattr(fn, "__dict__", ()):
+        return False
+    g = getattr(fn, "__globals__", None)
+    name = g.get("__name__") if isinstance(g, dict) else None
+    return isinstance(name, str) and is_internal_module(name)

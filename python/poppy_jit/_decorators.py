@@ -10,14 +10,33 @@ from __future__ import annotations
 
 import atexit
 import functools
-import importlib
-import inspect
 import os
 import sys
+import types
 from typing import Any, Callable, ParamSpec, Protocol, TypeVar, overload
 
-from . import _loop, _prologue, _trace
 from ._contract import CLASS_NAMES as KINDS
+
+# The off switch stays cheap: the event loops (`_loop`: asyncio), the interception prologue
+# (`_prologue`), traces (`_trace`), `inspect` and the compiled runtime are imported only by
+# the paths that need them (tests/test_import_cost.py).
+
+_CO_COROUTINE = 0x80
+_CO_ITERABLE_COROUTINE = 0x100
+_CO_ASYNC_GENERATOR = 0x200
+
+
+def _code_flags(fn: Any) -> int:
+    """The code flags of a function as `inspect.iscoroutinefunction` reads them in 3.11
+    (methods and functools.partial unwrapped), 0 for anything else."""
+    while True:
+        if isinstance(fn, types.MethodType):
+            fn = fn.__func__
+        elif isinstance(fn, functools.partial):
+            fn = fn.func
+        else:
+            break
+    return fn.__code__.co_flags if isinstance(fn, types.FunctionType) else 0
 _OPTIONS = ("blocking",)
 
 P = ParamSpec("P")
@@ -27,7 +46,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Frames an annotated async def may be called from that stand for the function around them (a
 # comprehension, a generator expression, a lambda): the caller is what surrounds them.
 _TRANSPARENT = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>", "<lambda>"})
-_ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_ASYNC_FLAGS = _CO_COROUTINE | _CO_ITERABLE_COROUTINE | _CO_ASYNC_GENERATOR
 
 
 def _called_from_async(frame) -> bool:
@@ -68,10 +87,11 @@ def _make_external(kind: str, fn: Callable, blocking: bool) -> Callable:
     inner = getattr(fn, "__poppy_external__", None)
     if isinstance(inner, ExternalSpec):
         fn = inner.fn
-    if inspect.isasyncgenfunction(fn):
+    flags = _code_flags(fn)
+    if flags & _CO_ASYNC_GENERATOR:
         raise TypeError(f"@{kind} cannot decorate an async generator ({fn.__qualname__}); "
                         "an external call must produce a single value")
-    is_async = inspect.iscoroutinefunction(fn)
+    is_async = bool(flags & _CO_COROUTINE)
     if is_async and blocking:
         raise TypeError(f"@{kind}(blocking=True) is for synchronous functions; "
                         f"{fn.__qualname__} is an async def and never blocks the interpreter")
@@ -84,6 +104,7 @@ def _make_external(kind: str, fn: Callable, blocking: bool) -> Callable:
             # Called from ordinary code (plain mode, or outside @poppy): run to completion.
             if _called_from_async(sys._getframe(1)):
                 return fn(*args, **kwargs)
+            from . import _loop
             return _loop.run_sync(fn(*args, **kwargs))
     else:
         @functools.wraps(fn)
@@ -154,6 +175,7 @@ def _load_core():
     global _core
     if _core is None:
         try:
+            import importlib
             core = importlib.import_module(__package__ + "._core")
         except ImportError as exc:
             raise ImportError(
@@ -181,11 +203,12 @@ def poppy(fn: Any = None, /) -> Any:
     """
     if fn is None:  # @poppy()
         return poppy
-    if not inspect.isfunction(fn):
+    if not isinstance(fn, types.FunctionType):
         raise TypeError(f"@poppy must decorate a Python function, got {type(fn).__name__}")
     fn.__poppy__ = True
     _registry.append(fn)
     if _core is not None and _core.is_enabled():
+        from . import _prologue
         _prologue.intercept(fn, _core)
     return fn
 
@@ -196,6 +219,8 @@ def enable() -> None:
     core = _load_core()
     # The runtime's Python support (intrinsics, classification), loaded now rather than by the
     # first translation (whose compile time would otherwise include this one-time import).
+    import importlib
+    from . import _prologue
     importlib.import_module(__package__ + "._rt")
     core.enable()
     for fn in _registry:
@@ -207,6 +232,7 @@ def disable() -> None:
     if _core is not None:
         _core.disable()
         for fn in _registry:
+            from . import _prologue
             _prologue.release(fn)
 
 
@@ -216,8 +242,13 @@ def is_enabled() -> bool:
 
 
 def stats() -> dict:
-    """Runtime counters (functions compiled, fallbacks, reductions, external calls, ...)."""
-    return _load_core().stats()
+    """Runtime counters (functions compiled, fallbacks, reductions, external calls, ...); with
+    the diagnosis of waits on (`run --why`), "waits": per call site, why calls waited."""
+    st = _load_core().stats()
+    from . import _why
+    if _why.active:
+        st["waits"] = _why.summary()["sites"]
+    return st
 
 
 def reset_stats() -> None:
@@ -263,7 +294,7 @@ def format_stats(st: dict) -> str:
             rows.append((key, str(value)))
 
     for key, value in st.items():
-        if key not in ("fallbacks", "compile_times"):  # compile_times: one entry per function
+        if key not in ("fallbacks", "compile_times", "waits"):  # one entry per function/site
             add(key, value)
     width = max((len(k) for k, _ in rows), default=0)
     lines = ["poppy_jit stats", "-" * 15]
@@ -286,12 +317,14 @@ def write_trace(path: str | None = None) -> str:
     """Write the trace recorded so far (Chrome trace-event JSON, opens in Perfetto) to `path`,
     default PYTHONPOPPY_TRACE's. Recording is on only when PYTHONPOPPY_TRACE was set at import
     or `start_trace()` was called. Returns the path written."""
+    from . import _trace
     return _trace.write_trace(path)
 
 
 def start_trace(path: str | None = None, include_args: bool = False) -> None:
     """Start recording a trace (as PYTHONPOPPY_TRACE does); `path` is written at exit if given
     (and whenever `write_trace()` is called without a path)."""
+    from . import _trace
     _trace.start(path, include_args)
 
 
@@ -304,8 +337,10 @@ def configure_from_env() -> None:
     trace_args = _flag("PYTHONPOPPY_TRACE_ARGS")
     trace_path = os.environ.get("PYTHONPOPPY_TRACE", "")
     if trace_path:
+        from . import _trace
         _trace.start(trace_path, include_args=trace_args)
     elif trace_args:
+        from . import _trace
         _trace._include_args = True  # for the OpenTelemetry spans' argument previews
     if _flag("PYTHONPOPPY_OTEL"):
         from . import _otel, _warnings

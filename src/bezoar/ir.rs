@@ -354,6 +354,10 @@ pub enum Intrinsic {
     /// A global the function itself assigns (`global x; x = ...`): read in program order
     /// (module globals, then builtins). Operands: [globals].
     LoadGlobal(String),
+    /// Internal region K of the function (`passes::regions`): a stretch of internal code run as
+    /// one generated Python function. Operands: its live-in values. Returns the tuple of its
+    /// live-out values, or None when it declined (then the stretch runs operation by operation).
+    Region(u32),
 }
 
 impl Intrinsic {
@@ -438,6 +442,7 @@ impl Intrinsic {
             Intrinsic::StarCall => "star_call".into(),
             Intrinsic::DictMerge => "dict_merge".into(),
             Intrinsic::LoadGlobal(_) => "load_global".into(),
+            Intrinsic::Region(_) => "region".into(),
         }
     }
 

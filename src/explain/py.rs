@@ -33,8 +33,8 @@ struct PyOracle<'py> {
     /// The stand-in of each owned container, and the reverse map by address.
     owned: HashMap<ObjId, Obj>,
     owned_by_key: HashMap<u64, ObjId>,
-    /// @poppy functions by address: (argcount, inlinable), compiled once.
-    internal: HashMap<usize, (Obj, Option<usize>)>,
+    /// (callee, nargs, kwnames) → whether a run inlines such a call (`inlined`).
+    internal: HashMap<(usize, usize, Vec<String>), (Obj, bool)>,
 }
 
 impl<'py> PyOracle<'py> {
@@ -144,28 +144,23 @@ impl<'py> PyOracle<'py> {
         }
     }
 
-    /// Whether a run inlines a call of `f` with `nargs` positional arguments: a @poppy function
-    /// that compiles, takes its arguments positionally and has no free variables
-    /// (`hook::inline_program`, which also needs the function marked by an enabled runtime:
-    /// explain may run without PYTHONPOPPY=1, so the mark is not required here).
+    /// Whether a run inlines a call of `f` with `nargs` arguments (the last `kwnames.len()` by
+    /// keyword): a @poppy function, or a function of a module named internal, that compiles, is
+    /// not a closure, takes no `*args`/`**kwargs`, and whose parameters the call binds
+    /// (`host::inlinable`, what the run's `inline_binding` checks; explain may run without
+    /// PYTHONPOPPY=1, so the mark of an enabled runtime is not required here).
     fn inlined(&mut self, f: &Bound<'py, PyAny>, nargs: usize, kwnames: &[String]) -> bool {
         let py = self.py;
-        if !kwnames.is_empty() || !f.is_instance_of::<PyFunction>() {
+        if !f.is_instance_of::<PyFunction>() {
             return false;
         }
-        if !f.getattr("__poppy__").and_then(|v| v.is_truthy()).unwrap_or(false) {
-            return false;
+        let key = (f.as_ptr() as usize, nargs, kwnames.to_vec());
+        if let Some((_, yes)) = self.internal.get(&key) {
+            return *yes;
         }
-        let entry = self.internal.entry(f.as_ptr() as usize).or_insert_with(|| {
-            let flags = f.getattr("__code__").and_then(|c| c.getattr("co_flags")).and_then(|v| v.extract::<u32>()).unwrap_or(0);
-            let argcount = if flags & (crate::py311::CO_VARARGS | crate::py311::CO_VARKEYWORDS) != 0 {
-                None
-            } else {
-                crate::pipeline::compile_function(py, f).ok().filter(|c| c.nfree == 0).map(|c| c.argcount)
-            };
-            (f.clone().unbind(), argcount)
-        });
-        entry.1 == Some(nargs)
+        let yes = crate::host::inlinable(py, f, nargs, kwnames);
+        self.internal.insert(key, (f.clone().unbind(), yes));
+        yes
     }
 
     /// The `__poppy_external__` spec of a decorated external, read as `host::describe` does.

@@ -3,11 +3,18 @@
 //! declaration says, from the arguments (immutable atoms: unordered as declared) or else from the
 //! annotation library (`poppy_jit._annotations.classify`); stand-in results for calls whose
 //! arguments are still pending.
+//!
+//! A callable that wraps a decorated external is that external with arguments bound in front:
+//! `functools.partial(ext, …)`, a bound method whose function is an external (a method annotated
+//! on its class), an object whose class's `__call__` is one. It is described as the external
+//! (same class, async/blocking dispatch), calling the undecorated function with the bound
+//! arguments, which count for its class like the call's own.
 use super::PyHost;
 use crate::control::Class;
 use crate::pyobj::{contract, rt_module, GlobalLoader, Obj};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFunction, PyString, PyTuple};
+use pyo3::types::{PyDict, PyFunction, PyString, PyTuple, PyType};
+use pyo3::sync::GILOnceCell;
 use std::rc::Rc;
 
 /// What the host knows about a callee, computed once per callee per run.
@@ -15,7 +22,9 @@ pub(super) enum Callee {
     Loader,
     /// Declared with @unordered/@readonly/@sequential; `returns` is a stand-in value of its
     /// declared return type when that is an immutable atom (str, int, float, bool, bytes, None).
-    External { class: Class, inner: Obj, is_async: bool, blocking: bool, returns: Option<Obj> },
+    /// `bound`: for a wrapper of the external (see the module doc), the decorated function and
+    /// the arguments the wrapper binds (they are judged with the call's own).
+    External { class: Class, inner: Obj, is_async: bool, blocking: bool, returns: Option<Obj>, bound: Option<(Obj, Vec<Obj>)> },
     Plain,
 }
 
@@ -27,9 +36,10 @@ impl<'py> PyHost<'py> {
             }
         }
         let b = f.bind(self.py);
-        // Only functions (decorated externals) and global loaders are described; anything else
-        // (builtins, bound methods, intrinsics) is a plain callee.
-        if !b.is_instance_of::<PyFunction>() && !b.is_instance_of::<GlobalLoader>() {
+        // Only functions (decorated externals), global loaders and what may wrap an external
+        // (Python bound methods, partials, instances of Python classes) are described; anything
+        // else (builtins, methods of builtins, intrinsics) is a plain callee.
+        if !b.is_instance_of::<PyFunction>() && !b.is_instance_of::<GlobalLoader>() && !may_wrap(b) {
             return self.plain.clone();
         }
         let key = f.as_ptr() as usize;
@@ -51,21 +61,105 @@ fn describe(f: &Bound<'_, PyAny>) -> PyResult<Callee> {
         return Ok(Callee::Loader);
     }
     if !f.is_instance_of::<PyFunction>() {
-        return Ok(Callee::Plain);
+        return match wrapped_external(f)? {
+            Some((wrapper, spec, inner, bound)) => external(f.py(), &spec, inner, Some((wrapper.unbind(), bound))),
+            None => Ok(Callee::Plain),
+        };
     }
-    let Some(spec) = f.getattr("__dict__")?.downcast_into::<PyDict>()?.get_item("__poppy_external__")? else {
+    let Some(spec) = spec_of(f)? else {
         return Ok(Callee::Plain);
     };
-    let class = contract::class_of_name(&spec.getattr("kind")?.extract::<String>()?).unwrap_or(Class::Sequential);
     let inner = spec.getattr("fn")?;
-    let returns = rt_module(f.py())?.call_method1("return_stand_in", (&inner,))?;
+    external(f.py(), &spec, inner, None)
+}
+
+fn external<'py>(py: Python<'py>, spec: &Bound<'py, PyAny>, inner: Bound<'py, PyAny>, bound: Option<(Obj, Vec<Obj>)>) -> PyResult<Callee> {
+    let class = contract::class_of_name(&spec.getattr("kind")?.extract::<String>()?).unwrap_or(Class::Sequential);
+    let returns = rt_module(py)?.call_method1("return_stand_in", (spec.getattr("fn")?,))?;
     Ok(Callee::External {
         class,
         is_async: spec.getattr("is_async")?.is_truthy()?,
         blocking: spec.getattr("blocking")?.is_truthy()?,
         returns: (!returns.is_none()).then(|| returns.getattr("value")).transpose()?.map(|v| v.unbind()),
         inner: inner.unbind(),
+        bound,
     })
+}
+
+/// The `__poppy_external__` spec of a decorated external function.
+fn spec_of<'py>(f: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if !f.is_instance_of::<PyFunction>() {
+        return Ok(None);
+    }
+    f.getattr("__dict__")?.downcast_into::<PyDict>()?.get_item("__poppy_external__")
+}
+
+/// Could `f` wrap an external: a Python bound method, a `functools.partial`, an instance of a
+/// class defined in Python (its `__call__`)?
+fn may_wrap(f: &Bound<'_, PyAny>) -> bool {
+    if is_method(f) || is_partial(f) {
+        return true;
+    }
+    // SAFETY: reading the flags of a live object's type, GIL held.
+    let flags = unsafe { pyo3::ffi::PyType_GetFlags(pyo3::ffi::Py_TYPE(f.as_ptr())) };
+    flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE != 0 && !f.is_instance_of::<PyType>()
+}
+
+fn is_partial(f: &Bound<'_, PyAny>) -> bool {
+    static T: GILOnceCell<Py<PyType>> = GILOnceCell::new();
+    is_exactly(f, &T, "functools", "partial")
+}
+
+/// A bound method of a Python function (`types.MethodType`).
+pub(super) fn is_method(f: &Bound<'_, PyAny>) -> bool {
+    static T: GILOnceCell<Py<PyType>> = GILOnceCell::new();
+    is_exactly(f, &T, "types", "MethodType")
+}
+
+fn is_exactly(f: &Bound<'_, PyAny>, cell: &GILOnceCell<Py<PyType>>, module: &str, name: &str) -> bool {
+    let py = f.py();
+    let t = cell.get_or_try_init(py, || -> PyResult<_> { Ok(py.import_bound(module)?.getattr(name)?.downcast_into::<PyType>()?.unbind()) });
+    t.is_ok_and(|t| f.get_type().is(t.bind(py)))
+}
+
+/// If `f` wraps a decorated external (module doc): (the decorated function, its spec, what to
+/// call instead of `f`: the undecorated function with the same bound arguments, those bound
+/// arguments).
+#[allow(clippy::type_complexity)]
+fn wrapped_external<'py>(f: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Vec<Obj>)>> {
+    let py = f.py();
+    let types = py.import_bound("types")?;
+    if is_method(f) {
+        let func = f.getattr("__func__")?;
+        let Some(spec) = spec_of(&func)? else { return Ok(None) };
+        let this = f.getattr("__self__")?;
+        let inner = types.getattr("MethodType")?.call1((spec.getattr("fn")?, &this))?;
+        return Ok(Some((func, spec, inner, vec![this.unbind()])));
+    }
+    if is_partial(f) {
+        let func = f.getattr("func")?;
+        let (wrapper, spec, base, mut bound) = if let Some(spec) = spec_of(&func)? {
+            let base = spec.getattr("fn")?;
+            (func, spec, base, Vec::new())
+        } else if let Some(w) = wrapped_external(&func)? {
+            w
+        } else {
+            return Ok(None);
+        };
+        let args = f.getattr("args")?.downcast_into::<PyTuple>()?;
+        let keywords = f.getattr("keywords")?.downcast_into::<PyDict>()?;
+        bound.extend(args.iter().map(|a| a.unbind()));
+        bound.extend(keywords.values().iter().map(|a| a.unbind()));
+        let mut pargs = vec![base];
+        pargs.extend(args.iter());
+        let inner = py.import_bound("functools")?.getattr("partial")?.call(PyTuple::new_bound(py, pargs), Some(&keywords))?;
+        return Ok(Some((wrapper, spec, inner, bound)));
+    }
+    // An object whose class's __call__ is an external (looked up on the type, as a call does).
+    let Ok(call) = f.get_type().getattr("__call__") else { return Ok(None) };
+    let Some(spec) = spec_of(&call)? else { return Ok(None) };
+    let inner = types.getattr("MethodType")?.call1((spec.getattr("fn")?, f))?;
+    Ok(Some((call, spec, inner, vec![f.clone().unbind()])))
 }
 
 pub(super) fn classify_callee<'py>(h: &mut PyHost<'py>, f: &Obj) -> Option<Class> {
@@ -103,16 +197,25 @@ pub(super) fn classify<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj], kwnames:
         return c;
     }
     let py = h.py;
-    if let Callee::External { .. } = &*h.callee(f) {
+    let callee = h.callee(f);
+    let mut judged = f.bind(py).clone();
+    let mut all: Vec<Obj> = Vec::new();
+    if let Callee::External { bound, .. } = &*callee {
         // Unordered as declared when every argument is an immutable atom (the common case,
-        // decided here); otherwise the annotation library judges the arguments.
-        if args.iter().all(|a| contract::is_atom(a.bind(py))) {
+        // decided here); otherwise the annotation library judges the arguments. A wrapper's
+        // bound arguments count as the call's own, judged for the decorated function.
+        if let Some((wrapper, pre)) = bound {
+            judged = wrapper.bind(py).clone();
+            all.extend(pre.iter().map(|a| a.clone_ref(py)));
+        }
+        if all.iter().chain(args).all(|a| contract::is_atom(a.bind(py))) {
             return Class::Unordered;
         }
     }
-    let a = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
+    all.extend(args.iter().map(|a| a.clone_ref(py)));
+    let a = PyTuple::new_bound(py, all.iter().map(|a| a.bind(py)));
     let k = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
-    match h.classify.call1((f.bind(py), a, k)).and_then(|c| c.extract::<u8>()) {
+    match h.classify.call1((judged, a, k)).and_then(|c| c.extract::<u8>()) {
         Ok(code) => contract::class_of_code(code).unwrap_or(Class::Sequential),
         // Classification itself failed: sequential is always sound (so is an unknown code).
         Err(_) => Class::Sequential,

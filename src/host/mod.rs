@@ -10,8 +10,9 @@
 //!   `time.sleep(x)` becomes a timer (both on the tokio runtime of `pool`).
 //! - `executor`: the futures in flight; done-callbacks stop the loop so `wait` returns as soon
 //!   as something finished (no polling).
-//! - `objects`: per-object ordering's keys and scopes. `inline`: inlining @poppy callees (their
-//!   translations from `pipeline`) within the recursion limit. `failure`: tracebacks and notes
+//! - `objects`: per-object ordering's keys and scopes. `inline`: inlining @poppy callees and the program's own internal
+//!   functions (their translations from `pipeline`), binding parameters as CPython does, within
+//!   the recursion limit. `failure`: tracebacks and notes
 //!   of a failed run. `trace`: call records for PYTHONPOPPY_TRACE.
 //!
 //! Uses `pipeline` (inlining) and `pyobj`; must not use `hook` or `api`.
@@ -32,6 +33,7 @@ mod dispatch;
 mod executor;
 mod failure;
 mod inline;
+pub use inline::inlinable;
 mod objects;
 pub mod pool;
 mod trace;
@@ -76,6 +78,9 @@ pub struct PyHost<'py> {
     /// Each inlined function with the number of times it was inlined in this run and the most
     /// it may be (see `inline_target`).
     inlined: Vec<(Obj, usize, usize)>,
+    /// Plain functions met as callees, by identity: whether they are the program's own code to
+    /// compile (`inline.rs`).
+    internal: HashMap<usize, (Obj, bool)>,
     /// sys.getrecursionlimit(), read when the run first inlines a call.
     recursion_limit: Option<usize>,
     /// A KeyboardInterrupt or SystemExit raised by a synchronous external: the run is aborted
@@ -114,6 +119,7 @@ impl<'py> PyHost<'py> {
             frame_on_stack: false,
             top_site: None,
             inlined: Vec::new(),
+            internal: HashMap::new(),
             recursion_limit: None,
             abort: None,
             objects: None,
@@ -162,7 +168,11 @@ impl<'py> Host for PyHost<'py> {
     }
 
     fn inline_target(&mut self, f: &Obj, nargs: usize, kwnames: &[String]) -> Option<ProgramRef<Obj>> {
-        inline::inline_target(self, f, nargs, kwnames)
+        inline::inline_binding(self, f, nargs, kwnames).map(|(p, _)| p)
+    }
+
+    fn inline_binding(&mut self, f: &Obj, nargs: usize, kwnames: &[String]) -> Option<(ProgramRef<Obj>, Vec<crate::lambda_o::Bind<Obj>>)> {
+        inline::inline_binding(self, f, nargs, kwnames)
     }
 
     // Global loads: made by the `xcall` itself (no controller).

@@ -75,8 +75,40 @@ use tokio::runtime::{Handle, Runtime};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
-/// Most blocking threads at once.
+/// Most blocking threads at once, by default (a setting: `set_blocking_threads`, the config's
+/// `[poppy] blocking_threads`, PYTHONPOPPY_BLOCKING_THREADS).
 pub const MAX_WORKERS: usize = 32;
+static MAX_WORKERS_SET: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The cap in effect: the setting, else PYTHONPOPPY_BLOCKING_THREADS, else `MAX_WORKERS`. Read
+/// once when the runtime is built (later changes do not resize a running pool).
+pub fn max_workers() -> usize {
+    match MAX_WORKERS_SET.load(Ordering::Relaxed) {
+        0 => {
+            let n = std::env::var("PYTHONPOPPY_BLOCKING_THREADS")
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|n| (1..=4096).contains(n))
+                .unwrap_or(MAX_WORKERS);
+            MAX_WORKERS_SET.store(n, Ordering::Relaxed);
+            n
+        }
+        n => n,
+    }
+}
+
+/// Set the blocking pool's cap; False when the pool is already built with another one.
+#[pyfunction]
+fn set_blocking_threads(n: usize) -> PyResult<bool> {
+    if !(1..=4096).contains(&n) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("blocking_threads must be from 1 to 4096 (got {n})")));
+    }
+    if current().is_some() {
+        return Ok(max_workers() == n);
+    }
+    MAX_WORKERS_SET.store(n, Ordering::Relaxed);
+    Ok(true)
+}
 /// A blocking thread (or the timer driver) idle this long exits.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The granularity of tokio's timers.
@@ -186,7 +218,7 @@ fn exec(py: Python<'_>) -> PyResult<&'static Exec> {
     }));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
-        .max_blocking_threads(MAX_WORKERS)
+        .max_blocking_threads(max_workers())
         .thread_keep_alive(IDLE_TIMEOUT)
         .thread_name("poppy-blocking")
         .thread_stack_size(stack_size(py))
@@ -300,7 +332,7 @@ pub fn submit(
         if st.closed {
             return Ok(false);
         }
-        if st.busy >= MAX_WORKERS && IS_WORKER.with(|w| w.get()) {
+        if st.busy >= max_workers() && IS_WORKER.with(|w| w.get()) {
             // A blocking external running a @poppy function that makes blocking calls, with
             // every thread taken: queueing could wait for this very thread (all of them could be
             // doing the same). Run it here instead.
@@ -737,7 +769,7 @@ fn blocking_pool_info(py: Python<'_>) -> PyResult<Py<PyDict>> {
     d.set_item("closed", closed)?;
     d.set_item("timers", timers)?;
     d.set_item("timer_driver", driver)?;
-    d.set_item("max_workers", MAX_WORKERS)?;
+    d.set_item("max_workers", max_workers())?;
     d.set_item("idle_timeout_s", IDLE_TIMEOUT.as_secs_f64())?;
     Ok(d.unbind())
 }
@@ -745,6 +777,7 @@ fn blocking_pool_info(py: Python<'_>) -> PyResult<Py<PyDict>> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BlockingCall>()?;
     m.add_function(wrap_pyfunction!(blocking_pool_info, m)?)?;
+    m.add_function(wrap_pyfunction!(set_blocking_threads, m)?)?;
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     let py = m.py();
     // Record the real time.sleep now, before anything can replace it.

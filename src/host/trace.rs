@@ -10,6 +10,22 @@ pub(super) fn record_calls<'py>(h: &mut PyHost<'py>, records: Vec<crate::lambda_
     let Some((m, name)) = &h.trace else { return };
     let Ok(clock) = Clock::new(py) else { return };
     let opt = |t: Option<std::time::Instant>| t.map(|t| clock.at(t));
+    // The diagnosis of waits (`poppy_jit._why`, on with `run --why`) gets the source line of
+    // each call and whether per-object ordering held it, and the run's function.
+    let why = py.import_bound("poppy_jit._why").ok().filter(|m| m.getattr("active").and_then(|a| a.is_truthy()).unwrap_or(false));
+    if let Some(why) = &why {
+        let extra: Vec<PyObject> = records
+            .iter()
+            .map(|r| {
+                let times = (clock.at(r.queued), clock.at(r.ready), opt(r.dispatched), opt(r.done));
+                (r.position, r.func.clone_ref(py), r.class.name(), times, r.ok, r.line, r.object_ordered).into_py(py)
+            })
+            .collect();
+        let func = h.frame.as_ref().map(|(f, _)| f.clone_ref(py));
+        if let Err(e) = why.call_method1("note_run", (name.as_str(), func, extra)) {
+            e.print(py);
+        }
+    }
     let recs: Vec<PyObject> = records
         .into_iter()
         .map(|r| {

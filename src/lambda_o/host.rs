@@ -19,9 +19,22 @@ pub struct CallRecord<P> {
     pub dispatched: Option<Instant>,
     pub done: Option<Instant>,
     pub ok: bool,
+    /// Source line of the call (0 when unknown) and whether it was ordered against an object
+    /// the run created (per-object ordering), for the diagnosis of waits.
+    pub line: u32,
+    pub object_ordered: bool,
 }
 
 pub type TaskId = u64;
+
+/// Where an inlined callee's parameter comes from (`Host::inline_binding`).
+#[derive(Clone, Debug)]
+pub enum Bind<P> {
+    /// The call's argument at this index (positional ones first, then the keyword values).
+    Arg(usize),
+    /// A value: a parameter's default, a bound method's receiver.
+    Value(P),
+}
 
 pub enum Dispatch<P, E> {
     /// The call ran to completion during `dispatch` (a cheap synchronous external).
@@ -65,6 +78,20 @@ pub trait Host {
         nargs: usize,
         kwnames: &[String],
     ) -> Option<ProgramRef<Self::Prim>>;
+
+    /// Like `inline_target`, with how the callee's parameters are bound from the call: each of
+    /// the program's parameters (after the order) is the call's argument `Bind::Arg(i)` or a
+    /// value the host supplies (`Bind::Value`: a default, a bound method's receiver). The
+    /// default binds the `nargs` arguments in order (`inline_target`).
+    fn inline_binding(
+        &mut self,
+        f: &Self::Prim,
+        nargs: usize,
+        kwnames: &[String],
+    ) -> Option<(ProgramRef<Self::Prim>, Vec<Bind<Self::Prim>>)> {
+        let prog = self.inline_target(f, nargs, kwnames)?;
+        Some((prog, (0..nargs).map(Bind::Arg).collect()))
+    }
 
     /// The class of calling `f` if it does not depend on the arguments (a decorated external), so
     /// that a readonly call can pass the order on before its arguments are known.

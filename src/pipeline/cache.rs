@@ -143,6 +143,26 @@ pub fn inline_program(py: Python<'_>, f: &Bound<'_, PyAny>, nargs: usize) -> Opt
     (compiled.nfree == 0 && compiled.argcount == nargs).then(|| compiled.program.clone())
 }
 
+/// The translation of `f` for a call from compiled code: a @poppy function's, or when `internal`
+/// (the program's own code, `poppy_jit._config.is_internal`) a plain function's, its code object
+/// marked now and compiled at this first call (cached like a @poppy function's). None: not
+/// compiled (a fallback, recorded with its reason).
+pub fn compiled_for_call(py: Python<'_>, f: &Bound<'_, PyAny>, internal: bool) -> Option<Rc<Compiled>> {
+    if !f.is_instance_of::<pyo3::types::PyFunction>() {
+        return None;
+    }
+    let code = f.getattr("__code__").ok()?;
+    let entry = match entry_of(&code) {
+        Some(e) => e,
+        None if internal => {
+            mark_poppy(py, &code).ok()?;
+            entry_of(&code)?
+        }
+        None => return None,
+    };
+    entry.get_or_compile(py, f)
+}
+
 unsafe extern "C" fn free_entry(p: *mut c_void) {
     if !p.is_null() {
         drop(Rc::from_raw(p as *const CodeEntry));

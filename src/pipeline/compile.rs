@@ -14,6 +14,8 @@ pub struct Compiled {
     /// The Bezoar the program was lowered from (after the passes), and its text.
     pub ir: Rc<bezoar::Function>,
     pub bezoar: String,
+    /// The internal regions' Python source (`passes::regions`), for explain.
+    pub regions: Vec<String>,
     pub argcount: usize,
     /// Which parameters are cell variables: in the frame (after MAKE_CELL) their slot holds the
     /// cell, and the argument is its contents.
@@ -50,8 +52,11 @@ pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>)
     let generation = super::globals::generation();
     let globals_obj = func.getattr("__globals__").map_err(|e| e.to_string())?;
     super::globals::order_global_reads(&mut bz, &super::globals::rebindable(py, &globals_obj)?);
+    // After the global reads are ordered: a global read in program order ends a region.
+    let regions = if passes::regions_enabled() { passes::form_regions(&mut bz) } else { Vec::new() };
     let mut factory = PyFactory::new(py, func).map_err(|e| e.to_string())?;
     factory.index_constants(&info, code);
+    factory.set_regions(&bz, regions.clone());
     let opts = LowerOptions { force_memory: force_memory() };
     let program = lower(&bz, &mut factory, &opts)?;
     let globals = globals_obj.unbind();
@@ -62,6 +67,7 @@ pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>)
     Ok(Compiled {
         program: Rc::new(program),
         bezoar: bz_text::print(&bz),
+        regions: regions.iter().map(region_text).collect(),
         argcount: bz.params.len(),
         cell_params,
         nfree,
@@ -70,6 +76,12 @@ pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>)
         generation,
         ir: Rc::new(bz),
     })
+}
+
+/// A region as explain shows it: its live-ins and live-outs, then its source.
+fn region_text(r: &passes::RegionCode) -> String {
+    let outs: Vec<&str> = r.outputs.iter().map(|v| v.as_str()).collect();
+    format!("# region.{} (line {}): in [{}] out [{}]\n{}", r.index, r.line, r.inputs.join(", "), outs.join(", "), r.source)
 }
 
 /// The λO text of a program, primitives shown by their (shortened) repr.

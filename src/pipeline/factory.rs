@@ -16,6 +16,12 @@ pub struct PyFactory<'py> {
     /// each was read as: a constant is that very object (so `is` and pickling see CPython's
     /// interned strings and shared tuples), not a copy with the same value.
     pub own: Vec<(Const, Obj)>,
+    /// The function's internal regions (`passes::regions`) and its constants, which their code
+    /// refers to.
+    regions: Vec<crate::bezoar::passes::RegionCode>,
+    region_consts: Vec<Const>,
+    qualname: String,
+    filename: String,
 }
 
 impl<'py> PyFactory<'py> {
@@ -25,7 +31,43 @@ impl<'py> PyFactory<'py> {
         let consts = code.getattr("co_consts")?.downcast_into::<PyTuple>()?;
         let globals = func.getattr("__globals__")?.downcast_into::<PyDict>()?;
         let loader = Py::new(py, GlobalLoader::new(py, globals)?)?.into_any();
-        Ok(PyFactory { py, rt, consts, loader, own: Vec::new() })
+        Ok(PyFactory {
+            py,
+            rt,
+            consts,
+            loader,
+            own: Vec::new(),
+            regions: Vec::new(),
+            region_consts: Vec::new(),
+            qualname: String::new(),
+            filename: String::new(),
+        })
+    }
+
+    /// The regions `intrinsic(Region(k))` builds, formed on `f`.
+    pub fn set_regions(&mut self, f: &crate::bezoar::Function, regions: Vec<crate::bezoar::passes::RegionCode>) {
+        self.regions = regions;
+        self.region_consts = f.consts.clone();
+        self.qualname = f.qualname.clone();
+        self.filename = f.filename.clone();
+    }
+
+    /// The callable of region `k` (`poppy_jit._regions.make`): its source compiled once, with
+    /// its constants as the function's globals.
+    fn region(&mut self, k: u32) -> Obj {
+        let r = self.regions[k as usize].clone();
+        let py = self.py;
+        let consts = PyDict::new_bound(py);
+        for &i in &r.consts {
+            let c = self.region_consts[i as usize].clone();
+            let o = self.constant(&c);
+            consts.set_item(format!("k{i}"), o).expect("a str key");
+        }
+        let label = format!("<poppy region {}#{k} {}:{}>", self.qualname, self.filename, r.line);
+        py.import_bound("poppy_jit._regions")
+            .and_then(|m| m.call_method1("make", (&r.name, &r.source, label, consts)))
+            .expect("poppy_jit._regions.make builds every region")
+            .unbind()
     }
 
     /// Index the constants of `info` (read from `code`) and of the code nested in it.
@@ -101,6 +143,9 @@ impl<'py> PrimFactory for PyFactory<'py> {
     }
 
     fn intrinsic(&mut self, i: &Intrinsic) -> Obj {
+        if let Intrinsic::Region(k) = i {
+            return self.region(*k);
+        }
         self.rt
             .getattr("intrinsic")
             .and_then(|f| f.call1((i.key(),)))

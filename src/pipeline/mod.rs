@@ -17,7 +17,7 @@ mod compile;
 mod factory;
 pub mod globals;
 
-pub use cache::{ensure_init, entry_rc, inline_program, mark_poppy, set_mark, take_new_fallbacks, CodeEntry};
+pub use cache::{compiled_for_call, ensure_init, entry_rc, inline_program, mark_poppy, set_mark, take_new_fallbacks, CodeEntry};
 pub use compile::{program_text, Compiled};
 pub use factory::{const_to_py, PyFactory};
 

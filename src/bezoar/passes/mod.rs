@@ -2,7 +2,8 @@
 //! `variables` (promotable variables, assigned and deleted sets), `defined` (definite
 //! assignment), `fresh` (fresh display operands). Rewrites run by the compile pipeline before
 //! lowering: `loop_iterable` (a check: loops that may change what they iterate fall back),
-//! `dead_lets`, `split_getitem`. `normalize`: the lifter's clean-up of what it translated.
+//! `dead_lets`, `split_getitem`, `regions` (internal stretches run as one generated Python
+//! function). `normalize`: the lifter's clean-up of what it translated.
 //!
 //! Depends on `bezoar::ir` only.
 use super::ir::*;
@@ -13,6 +14,7 @@ mod defined;
 mod fresh;
 mod loop_iterable;
 mod normalize;
+mod regions;
 mod split_getitem;
 mod variables;
 
@@ -25,6 +27,7 @@ pub use normalize::{
     always_leaves, drop_tail_continues, has_return, nest_after_exits, returns_in_loops, tail_returns_to,
     tail_returns_to_local, tidy,
 };
+pub use regions::{form_regions, regions_enabled, RegionCode};
 pub use split_getitem::fuse_split_getitem;
 pub use variables::{assigned, deleted, promotable, variables};
 

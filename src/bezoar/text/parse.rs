@@ -233,6 +233,7 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             Intrinsic::CellGet { name: n.to_string(), free: head == "free_get" }
         }
         ("unpack_sequence", n) => Intrinsic::UnpackSequence(n.parse().ok()?),
+        ("region", k) => Intrinsic::Region(k.parse().ok()?),
         ("unpack_ex", counts) => {
             let (before, after) = counts.split_once('.')?;
             Intrinsic::UnpackEx { before: before.parse().ok()?, after: after.parse().ok()? }

@@ -112,6 +112,7 @@ fn intrinsic_name(op: &Intrinsic) -> String {
         Intrinsic::UnpackEx { before, after } => format!("unpack_ex.{before}.{after}"),
         Intrinsic::IsConsumer(n) => format!("is_consumer.{n}"),
         Intrinsic::LoadGlobal(n) => format!("load_global.{n}"),
+        Intrinsic::Region(k) => format!("region.{k}"),
         Intrinsic::CellGet { name, free } => format!("{}.{name}", if *free { "free_get" } else { "cell_get" }),
         other => other.key(),
     }

@@ -183,8 +183,9 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         let mut params = vec![seq];
         params.extend_from_slice(&self.ctl[cid].args);
         let (prog, fid, env) = match fv {
-            Value::Prim(p) => match self.host.inline_target(&p, nargs, &self.ctl[cid].kwnames) {
-                Some(prog) => {
+            Value::Prim(p) => match self.host.inline_binding(&p, nargs, &self.ctl[cid].kwnames) {
+                Some((prog, binds)) => {
+                    params = self.bind_params(seq, &self.ctl[cid].args.clone(), binds);
                     let entry = prog.entry;
                     (prog, entry, Vec::new())
                 }

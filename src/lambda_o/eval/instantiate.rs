@@ -100,6 +100,20 @@ impl<'a, H: Host> Eval<'a, H> {
     }
 
     /// Instantiate and make `dst` follow the result (errors become the value of `dst`).
+    /// The parameters of an inlined call: the order, then each parameter as `binds` says (the
+    /// call's argument slots or new slots for the values the host supplies).
+    pub(super) fn bind_params(&mut self, seq: SlotId, args: &[SlotId], binds: Vec<crate::lambda_o::Bind<H::Prim>>) -> Vec<SlotId> {
+        let mut params = Vec::with_capacity(binds.len() + 1);
+        params.push(seq);
+        for b in binds {
+            params.push(match b {
+                crate::lambda_o::Bind::Arg(i) => args[i],
+                crate::lambda_o::Bind::Value(p) => self.new_slot(Value::Prim(p)),
+            });
+        }
+        params
+    }
+
     pub(super) fn call_into(&mut self, prog: &ProgramRef<H::Prim>, fid: FuncId, captures: &[SlotId], params: &[SlotId], dst: SlotId) {
         match self.instantiate_into(prog, fid, captures, params, Some(dst)) {
             Ok(ret) if ret == dst => {}

@@ -230,9 +230,10 @@ impl<'a, H: Host> Eval<'a, H> {
                             }
                         }
                     }
-                    Value::Prim(p) => match self.host.inline_target(&p, arg_slots.len(), kwnames) {
-                        Some(prog) => {
+                    Value::Prim(p) => match self.host.inline_binding(&p, arg_slots.len(), kwnames) {
+                        Some((prog, binds)) => {
                             self.stats.inlined_calls += 1;
+                            let params = self.bind_params(seq, &arg_slots, binds);
                             self.call_into(&prog, prog.entry, &[], &params, dst);
                         }
                         None => self.queue_call(seq, callee, Some(p), arg_slots, kwnames.clone(), dst, stmt.line),

@@ -20,6 +20,8 @@ impl<'a, H: Host> Eval<'a, H> {
                 dispatched: c.dispatched_at,
                 done: c.done_at,
                 ok: c.done && !failed.contains(&cid),
+                line: c.line,
+                object_ordered: c.obj.is_some(),
             });
         }
         out

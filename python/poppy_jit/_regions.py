@@ -1,0 +1,90 @@
+"""Internal regions: a stretch of a @poppy function that runs as one generated Python function.
+
+The compiler (src/bezoar/passes/regions.rs) chooses stretches that contain a loop and whose
+operations, on builtin data, touch nothing but their operands, and writes each as the source of
+a function of its live-in values returning its live-out values. `make` compiles that source once
+per translation. A `Region` call runs it only when every live-in is *closed*: an immutable atom,
+a tuple or frozenset of closed values, or one of the builtins in `_BUILTINS` (by identity). From
+closed values, every operation a region may contain reaches only builtin data the region was
+given or made, so the run is pure: the call is unordered, and declining is always possible. It
+declines (returns None) on any other live-in and on any exception; the compiled code then runs
+the stretch operation by operation, which raises exactly where CPython does.
+"""
+from __future__ import annotations
+
+import builtins
+
+# Immutable atoms whose operations run only builtin code.
+_ATOMS = frozenset({int, float, complex, str, bytes, bool, type(None), range, type(...)})
+# Builtins a region may call (they call back only what they are given, which is closed too); the
+# compiler lists the same names (REGION_BUILTINS in src/bezoar/passes/regions.rs).
+_BUILTINS = frozenset(id(f) for f in (
+    abs, all, any, ascii, bin, bool, bytes, chr, complex, dict, divmod, enumerate, filter, float,
+    format, frozenset, hash, hex, int, isinstance, iter, len, list, map, max, min, next, oct, ord,
+    pow, range, repr, reversed, round, set, slice, sorted, str, sum, tuple, zip))
+_MAX_DEPTH = 20
+
+
+def closed(x, depth: int = 0) -> bool:
+    t = type(x)
+    if t in _ATOMS:
+        return True
+    if t is tuple or t is frozenset:
+        if depth >= _MAX_DEPTH:
+            return False
+        for item in x:
+            if type(item) not in _ATOMS and not closed(item, depth + 1):
+                return False
+        return True
+    return id(x) in _BUILTINS
+
+
+class Region:
+    """One region's callable: `region(*live_ins)` -> tuple of live-outs, or None (declined)."""
+
+    __slots__ = ("fn", "__name__", "__qualname__", "source", "runs", "declined")
+    # Classified unordered whatever its arguments (`_annotations.classify`): it reads nothing but
+    # the exact types of its arguments unless they are all closed.
+    __poppy_unordered_loader__ = True
+
+    def __init__(self, fn, name: str, source: str) -> None:
+        self.fn = fn
+        self.__name__ = self.__qualname__ = name
+        self.source = source
+        self.runs = 0
+        self.declined = 0
+
+    def __call__(self, *args):
+        fn = self.fn
+        if fn is not None:
+            for a in args:
+                if type(a) not in _ATOMS and not closed(a):
+                    break
+            else:
+                try:
+                    out = fn(*args)
+                except Exception:
+                    pass
+                else:
+                    self.runs += 1
+                    return out
+        self.declined += 1
+        return None
+
+    def __repr__(self) -> str:
+        return f"<poppy_jit region {self.__name__}>"
+
+
+def make(name: str, source: str, label: str, consts: dict) -> Region:
+    """Compile a region's source (`label` names it in code objects). A region whose constants
+    are not all closed, or whose source does not compile, always declines."""
+    fn = None
+    if all(closed(c) for c in consts.values()):
+        namespace = {"__builtins__": builtins, "__name__": "poppy_jit._regions"}
+        namespace.update(consts)
+        try:
+            exec(compile(source, label, "exec"), namespace)
+            fn = namespace[name]
+        except SyntaxError:  # a bug in the generator: the stretch runs operation by operation
+            fn = None
+    return Region(fn, f"{label}", source)

@@ -1,0 +1,278 @@
+"""Why did nothing overlap? The diagnosis of waits (`python -m poppy_jit run --why`, or
+`poppy_jit._why.enable()` then `report()`).
+
+For every external call of a run the runtime records (as for PYTHONPOPPY_TRACE) when it was
+reached, when its arguments were known, when it started and finished, its class, its source line
+and whether per-object ordering held it. From those, each call that could not start at once is
+given the cause of its wait:
+
+- `argument`: it waited for an argument, the result of an earlier call (which one);
+- `order`: it waited for the order of earlier calls — the call that finished just before it
+  started, with both classes (a sequential call waits for every earlier call, a readonly one for
+  earlier sequential ones, per PopPy §6.2), or an earlier call whose class was not known yet;
+- `object`: it was ordered against an object the run created (a list/dict/set it touches);
+- `thread cap`: every thread of the blocking pool was busy;
+- `fallback`: the call is of a compiled function that fell back (it runs as one sequential call).
+
+Causes are summed per call site (callee and line) over the run. A run in which at most one call
+ran at a time although several could have (unordered or readonly calls whose only wait was
+another call finishing) says so. Nothing here changes how a program runs; recording costs what a
+trace costs.
+
+This module owns the analysis and its report; the records come from `host::trace`.
+"""
+from __future__ import annotations
+
+import linecache
+import re
+import sys
+from collections import defaultdict
+
+active = False
+_runs: list = []  # (qualname, func, [record, ...])
+# A wait shorter than this is not a wait (scheduling noise), in seconds.
+_MIN_WAIT = 0.002
+
+
+def enable() -> None:
+    """Record what the diagnosis needs (the runtime's call records) from now on."""
+    global active
+    from . import _trace
+    active = True
+    if not _trace.enabled:
+        _trace.start(None)
+
+
+def note_run(qualname: str, func, records: list) -> None:
+    """Called by the runtime after each run while `active` (host::trace)."""
+    calls = []
+    for (position, callee, cls, times, ok, line, object_ordered) in records:
+        t_queued, t_ready, t_dispatch, t_done = times
+        calls.append({"position": position, "callee": callee, "class": cls,
+                      "t_queued": t_queued, "t_ready": t_ready, "t_dispatch": t_dispatch,
+                      "t_done": t_done, "ok": ok, "line": line, "object": object_ordered})
+    _runs.append((qualname, func, calls))
+
+
+def clear() -> None:
+    _runs.clear()
+
+
+def _name(f) -> str:
+    q = getattr(f, "__qualname__", None) or getattr(type(f), "__qualname__", "?")
+    return q
+
+
+def _is_intrinsic(f) -> bool:
+    return getattr(f, "__module__", "") in ("poppy_jit._intrinsics", "poppy_jit._rt")
+
+
+def _blocking(f) -> bool:
+    for g in (f, getattr(f, "__func__", None), getattr(f, "func", None),
+              getattr(type(f), "__call__", None)):
+        spec = getattr(g, "__poppy_external__", None)
+        if spec is not None:
+            return bool(spec.blocking)
+    return False
+
+
+def _fallbacks() -> dict:
+    try:
+        from . import _decorators
+        if _decorators._core is None:
+            return {}
+        return {fb["function"]: fb["reason"] for fb in _decorators._core.stats()["fallbacks"]}
+    except Exception:  # the diagnosis never breaks a program
+        return {}
+
+
+def _cap() -> int:
+    try:
+        from . import _decorators
+        return int(_decorators._core.blocking_pool_info()["max_workers"])
+    except Exception:
+        return 32
+
+
+def diagnose(calls: list, fallbacks: dict | None = None, cap: int | None = None) -> list:
+    """Each call with a `wait` (seconds) and `cause` (kind, text) added, in program order."""
+    fallbacks = _fallbacks() if fallbacks is None else fallbacks
+    cap = _cap() if cap is None else cap
+    done = sorted((c for c in calls if c["t_done"] is not None), key=lambda c: c["t_done"])
+    order = sorted(calls, key=lambda c: (c["position"] is None, c["position"] or 0))
+
+    def finished_near(t, before_pos):
+        """The earlier call that finished last at or just before `t`."""
+        best = None
+        for c in done:
+            if c["t_done"] > t + _MIN_WAIT:
+                break
+            if before_pos is not None and c["position"] is not None and c["position"] >= before_pos:
+                continue
+            best = c
+        if best is not None and t - best["t_done"] <= _MIN_WAIT * 2:
+            return best
+        return None
+
+    for c in order:
+        c["wait"], c["cause"] = 0.0, None
+        name = _name(c["callee"])
+        if name in fallbacks:
+            c["cause"] = ("fallback", f"{name} fell back ({fallbacks[name]}): it runs as one "
+                                      "sequential call")
+        ready = c["t_ready"] if c["t_ready"] is not None else c["t_queued"]
+        start = c["t_dispatch"] if c["t_dispatch"] is not None else ready
+        args_wait = ready - c["t_queued"]
+        order_wait = start - ready
+        # A wait counts when it is long against the call itself (scheduling noise is not a cause).
+        own = (c["t_done"] - start) if c["t_done"] is not None else 0.0
+        floor = max(_MIN_WAIT, 0.25 * own)
+        if args_wait >= floor and args_wait >= order_wait:
+            c["wait"] = args_wait
+            src = finished_near(c["t_ready"], c["position"])
+            what = f"the result of #{src['position']} {_name(src['callee'])} (line {src['line']})" \
+                if src else "an argument computed by earlier calls"
+            c["cause"] = c["cause"] or ("argument", f"waited for an argument: {what}")
+        elif order_wait >= floor:
+            c["wait"] = order_wait
+            if c["object"]:
+                c["cause"] = c["cause"] or (
+                    "object", "ordered against an object the run created (a list/dict/set it "
+                              "reads or writes): waited for earlier calls on it")
+                continue
+            if _blocking(c["callee"]):
+                busy = sum(1 for o in calls if o is not c and o["t_dispatch"] is not None
+                           and _blocking(o["callee"]) and o["t_dispatch"] <= c["t_ready"]
+                           and (o["t_done"] is None or o["t_done"] > c["t_ready"]))
+                if busy >= cap:
+                    c["cause"] = c["cause"] or ("thread cap", f"all {cap} threads of the blocking "
+                                                "pool were busy ([poppy] blocking_threads)")
+                    continue
+            src = finished_near(c["t_dispatch"], c["position"])
+            if src is not None:
+                held = {"sequential": ("readonly", "sequential"), "readonly": ("sequential",)}
+                if src["class"] in held.get(c["class"], ()):
+                    rule = {"sequential": "a sequential call waits for earlier readonly and "
+                                          "sequential calls",
+                            "readonly": "a readonly call waits for earlier sequential calls"}[
+                        c["class"]]
+                else:
+                    rule = (f"a {c['class']} call does not wait for a {src['class']} one by "
+                            "their classes: the order was passed on late (a class or callee "
+                            "known late, an inlined call, an object it involves)")
+                c["cause"] = c["cause"] or (
+                    "order", f"{c['class']}, waited for #{src['position']} "
+                             f"{_name(src['callee'])} ({src['class']}, line {src['line']}) to "
+                             f"finish: {rule}")
+            else:
+                c["cause"] = c["cause"] or ("order", "waited for the order of earlier calls")
+    return order
+
+
+def _peak(calls: list) -> int:
+    events = []
+    for c in calls:
+        if c["t_dispatch"] is not None and c["t_done"] is not None:
+            events += [(c["t_dispatch"], 1), (c["t_done"], -1)]
+    live = peak = 0
+    for _, d in sorted(events, key=lambda e: (e[0], e[1])):
+        live += d
+        peak = max(peak, live)
+    return peak
+
+
+def summary() -> dict:
+    """Per call site (callee, line): calls, calls that waited, seconds waited, causes (kind →
+    count); and per run whether calls could have overlapped but did not."""
+    fallbacks, cap = _fallbacks(), _cap()
+    sites: dict = {}
+    runs = []
+    for qualname, func, calls in _runs:
+        calls = [c for c in calls if not _is_intrinsic(c["callee"])]
+        diagnosed = diagnose(calls, fallbacks, cap)
+        for c in diagnosed:
+            key = (_name(c["callee"]), c["line"])
+            s = sites.setdefault(key, {"callee": key[0], "line": key[1], "calls": 0, "waited": 0,
+                                       "wait_s": 0.0, "causes": defaultdict(int), "why": {}})
+            s["calls"] += 1
+            if c["cause"] is not None and c["wait"] > 0:
+                s["waited"] += 1
+                s["wait_s"] += c["wait"]
+                if c["cause"][0] != "argument":
+                    s["serialising_s"] = s.get("serialising_s", 0.0) + c["wait"]
+                s["causes"][c["cause"][0]] += 1
+                text = re.sub(r"#\d+ ", "", c["cause"][1])  # grouped over the calls of the site
+                s["why"].setdefault(text, 0)
+                s["why"][text] += 1
+        movable = [c for c in diagnosed if c["class"] in ("unordered", "readonly")]
+        serialised = [c for c in movable if c["cause"] is not None and c["cause"][0] == "order"
+                      and c["wait"] > 0]
+        runs.append({"function": qualname, "calls": len(diagnosed), "peak": _peak(diagnosed),
+                     "could_overlap": len(movable) >= 2 and _peak(diagnosed) <= 1
+                     and bool(serialised), "file": getattr(getattr(func, "__code__", None),
+                                                           "co_filename", None)})
+    for s in sites.values():
+        s["causes"] = dict(s["causes"])
+        s.setdefault("serialising_s", 0.0)
+    ranked = sorted(sites.values(), key=lambda s: (-s["serialising_s"], -s["wait_s"]))
+    return {"sites": ranked, "runs": runs}
+
+
+def report(top: int = 8) -> str:
+    """The text `run --why` prints: the call sites that waited longest, with their causes and
+    source lines, and runs whose calls could have overlapped but did not."""
+    s = summary()
+    lines = ["poppy_jit: why calls did not overlap", "-" * 36]
+    fell_back = _fallbacks()
+    if fell_back:
+        lines.append("functions that fell back run as plain CPython (their calls one after "
+                     "another, and each is one sequential call of its caller):")
+        lines += [f"    {name}: {reason}" for name, reason in fell_back.items()]
+    if not s["runs"]:
+        lines.append("no compiled run made external calls (nothing was compiled, or every "
+                     "function fell back: see stats()['fallbacks'])")
+        return "\n".join(lines)
+    files = [r["file"] for r in s["runs"] if r["file"]]
+    for r in s["runs"]:
+        if r["could_overlap"]:
+            lines.append(f"{r['function']}: calls could have overlapped but did not (at most "
+                         f"{r['peak']} at a time of {r['calls']}); causes below")
+    waited = [x for x in s["sites"] if x["waited"]]
+    if not waited:
+        lines.append("no call waited to start (calls started as soon as they were reached)")
+    serialising = [x for x in waited if x["serialising_s"] > 0]
+    data = [x for x in waited if x["serialising_s"] == 0]
+    if serialising:
+        lines.append("serialising causes (calls held back by the order of other calls, an "
+                     "object, the thread cap or a fallback), longest first:")
+    for x in serialising[:top]:
+        lines.append(f"{x['callee']} (line {x['line']}): {x['waited']} of {x['calls']} calls "
+                     f"waited {x['serialising_s'] * 1000:.0f} ms in all")
+        src = _source(files, x["line"], x["callee"])
+        if src:
+            lines.append(f"    {src}")
+        whys = [(w, n) for w, n in x["why"].items() if not w.startswith("waited for an argument")]
+        for why, n in sorted(whys, key=lambda kv: -kv[1])[:3]:
+            lines.append(f"    {n}× {why}")
+    if data:
+        total = sum(x["wait_s"] for x in data)
+        worst = ", ".join(f"{x['callee']} (line {x['line']})" for x in data[:3])
+        lines.append(f"{sum(x['waited'] for x in data)} calls at {len(data)} sites waited only "
+                     f"for their arguments ({total * 1000:.0f} ms; data dependences, e.g. {worst})")
+    return "\n".join(lines)
+
+
+def _source(files: list, line: int, callee: str) -> str:
+    short = callee.split(".")[-1]
+    for f in dict.fromkeys(files):
+        text = linecache.getline(f, line).strip()
+        if text and short in text:
+            return text
+    return ""
+
+
+def report_at_exit() -> None:
+    """`run --why`: record from now on, print the report to stderr at exit."""
+    import atexit
+    enable()
+    atexit.register(lambda: print(report(), file=sys.stderr))

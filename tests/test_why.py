@@ -1,0 +1,152 @@
+"""The diagnosis of waits (`run --why`, poppy_jit._why): the cause it gives each call, on
+synthetic call records, and its report on programs made sequential on purpose."""
+import subprocess
+import sys
+import textwrap
+
+from poppy_jit import _why
+from subproc import poppy_env
+
+
+def model(x):
+    return x
+
+
+def other(x):
+    return x
+
+
+def rec(pos, callee, cls, queued, ready, dispatch, done, line=10, obj=False):
+    return {"position": pos, "callee": callee, "class": cls, "t_queued": queued,
+            "t_ready": ready, "t_dispatch": dispatch, "t_done": done, "ok": True, "line": line,
+            "object": obj}
+
+
+def causes(calls, **kw):
+    return {c["position"]: c["cause"] for c in _why.diagnose(calls, kw.get("fallbacks", {}),
+                                                              kw.get("cap", 32))}
+
+
+def test_order_wait_names_the_call_and_both_classes():
+    calls = [rec(1, model, "sequential", 0.0, 0.0, 0.0, 0.2, line=5),
+             rec(2, model, "sequential", 0.0, 0.0, 0.2005, 0.4, line=5)]
+    got = causes(calls)
+    assert got[1] is None
+    kind, text = got[2]
+    assert kind == "order"
+    assert "waited for #1 model (sequential, line 5)" in text
+    assert "sequential call waits for earlier readonly and sequential calls" in text
+
+
+def test_argument_object_cap_and_fallback():
+    calls = [rec(1, model, "unordered", 0.0, 0.0, 0.0, 0.2),
+             rec(2, other, "unordered", 0.0, 0.2003, 0.2003, 0.3),  # its argument is #1's result
+             rec(3, other, "unordered", 0.0, 0.0, 0.1, 0.2, obj=True)]
+    got = causes(calls)
+    assert got[2][0] == "argument" and "#1 model" in got[2][1]
+    assert got[3][0] == "object"
+    got = causes(calls, fallbacks={"model": "exception handling at line 3"})
+    assert got[1][0] == "fallback" and "exception handling" in got[1][1]
+
+
+def test_thread_cap():
+    from poppy_jit import unordered
+
+    @unordered(blocking=True)
+    def fetch(x):
+        return x
+
+    calls = [rec(1, fetch, "unordered", 0.0, 0.0, 0.0, 0.2),
+             rec(2, fetch, "unordered", 0.0, 0.0, 0.0, 0.2),
+             rec(3, fetch, "unordered", 0.0, 0.0, 0.2004, 0.4)]
+    got = causes(calls, cap=2)
+    assert got[3][0] == "thread cap" and "all 2 threads" in got[3][1]
+
+
+SCRIPT = """\
+    import time
+
+    def ask(q):
+        time.sleep(0.2)
+        return q.upper()
+
+    def main():
+        return [ask(f"q{i}") for i in range(4)]
+
+    if __name__ == "__main__":
+        print(main())
+"""
+
+
+def _launch(tmp_path, config, *opts):
+    (tmp_path / "prog.py").write_text(textwrap.dedent(SCRIPT))
+    (tmp_path / "poppy.toml").write_text(textwrap.dedent(config))
+    return subprocess.run([sys.executable, "-m", "poppy_jit", "run", *opts, "prog.py"],
+                          cwd=tmp_path, capture_output=True, text=True, env=poppy_env(False),
+                          timeout=120)
+
+
+def test_why_names_a_sequential_annotation(tmp_path):
+    r = _launch(tmp_path, """\
+        [poppy]
+        functions = ["__main__:main"]
+        [externals]
+        "__main__:ask" = { kind = "sequential", blocking = true }
+    """, "--why")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "['Q0', 'Q1', 'Q2', 'Q3']\n"
+    assert "why calls did not overlap" in r.stderr
+    assert "ask (line 8): 3 of 4 calls waited" in r.stderr
+    assert 'return [ask(f"q{i}") for i in range(4)]' in r.stderr  # the source line
+    assert "sequential, waited for ask (sequential, line 8) to finish" in r.stderr
+
+
+def test_why_when_calls_overlap(tmp_path):
+    r = _launch(tmp_path, """\
+        [poppy]
+        functions = ["__main__:main"]
+        [externals]
+        "__main__:ask" = { kind = "unordered", blocking = true }
+    """, "--why")
+    assert r.returncode == 0, r.stderr
+    assert "ask (line" not in r.stderr  # no call of ask waited
+    assert "could have overlapped" not in r.stderr
+
+
+def test_why_when_nothing_is_compiled(tmp_path):
+    r = _launch(tmp_path, "[poppy]\n", "--why")
+    assert r.returncode == 0, r.stderr
+    assert "no compiled run made external calls" in r.stderr
+
+
+def test_why_names_fallbacks(tmp_path):
+    r = _launch(tmp_path, """\
+        [poppy]
+        functions = ["__main__:main", "__main__:ask"]
+    """, "--why")
+    (tmp_path / "prog.py").write_text(textwrap.dedent(SCRIPT).replace(
+        "    time.sleep(0.2)", "    try:\n        time.sleep(0.01)\n    finally:\n        pass"))
+    r = subprocess.run([sys.executable, "-m", "poppy_jit", "run", "--why", "prog.py"],
+                       cwd=tmp_path, capture_output=True, text=True, env=poppy_env(False),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "functions that fell back run as plain CPython" in r.stderr
+    assert "ask: exception handling" in r.stderr
+
+
+def test_stats_has_the_waits_per_call_site(tmp_path):
+    (tmp_path / "prog.py").write_text(textwrap.dedent(SCRIPT).replace(
+        "    print(main())", "    print(main())\n    import poppy_jit\n"
+        "    w = poppy_jit.stats()['waits']\n    print([(x['callee'], x['calls'], "
+        "x['waited'], sorted(x['causes'])) for x in w if x['callee'] == 'ask'])"))
+    (tmp_path / "poppy.toml").write_text(textwrap.dedent("""\
+        [poppy]
+        functions = ["__main__:main"]
+        [externals]
+        "__main__:ask" = { kind = "sequential", blocking = true }
+    """))
+    r = subprocess.run([sys.executable, "-m", "poppy_jit", "run", "prog.py"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(poppy_env(False), PYTHONPOPPY_WHY="1"))
+    assert r.returncode == 0, r.stderr
+    assert "[('ask', 4, 3, ['order'])]" in r.stdout
