@@ -1,13 +1,18 @@
-/* CPython 3.11 internals for intercepting @poppy functions (the only C, and the only code that
- * includes internal headers).
+/* CPython internals for intercepting @poppy functions (the only C, and the only code that
+ * includes internal headers). Written for CPython 3.11, 3.12 and 3.13: the frame layout differs
+ * between them, and each difference is one `#if` below (see docs/versions.md).
  *
- * poppy_jit installs no PEP 523 eval-frame function (that would make CPython 3.11 stop inlining
+ * poppy_jit installs no PEP 523 eval-frame function (that would make CPython stop inlining
  * Python-to-Python calls and specialising CALL for every Python function). A @poppy function
  * gets a copy of its code with a prologue instead (python/poppy_jit/_prologue.py) whose runtime
  * object reads the running frame through this file: its function and the arguments CPython has
  * already bound in localsplus. The frame stays CPython's, which clears and pops it as usual.
  * Here too: the co_extra index for the per-code translation cache, and frame objects standing for
  * @poppy frames that inlining replaced, for tracebacks.
+ *
+ * On 3.12 and 3.13 the frame accessors build and follow those versions' layouts, but no frame
+ * reaches them yet: the compiled path runs on 3.11 only (src/pyver), elsewhere @poppy functions
+ * get no prologue and run in CPython with a recorded fallback reason.
  */
 #include "poppy_shim.h"
 #include <stddef.h>
@@ -15,19 +20,47 @@
 #include "internal/pycore_frame.h"
 #include "internal/pycore_code.h"
 
-#if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION != 11
-#error "poppy_shim.c is written against CPython 3.11's frame layout"
+#if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION < 11 || PY_MINOR_VERSION > 13
+#error "poppy_shim.c is written against the frame layouts of CPython 3.11, 3.12 and 3.13"
+#endif
+
+/* One name per version for the frame fields this file reads and writes. */
+#if PY_MINOR_VERSION == 11
+#define FRAME_FUNC(fr) ((PyObject *)(fr)->f_func)
+#define FRAME_CODE(fr) ((PyObject *)(fr)->f_code)
+#define FRAME_INSTR(fr) ((fr)->prev_instr) /* the last instruction executed */
+#define CURRENT_FRAME(ts) ((ts)->cframe->current_frame)
+#elif PY_MINOR_VERSION == 12
+#define FRAME_FUNC(fr) ((fr)->f_funcobj)
+#define FRAME_CODE(fr) ((PyObject *)(fr)->f_code)
+#define FRAME_INSTR(fr) ((fr)->prev_instr)
+#define CURRENT_FRAME(ts) ((ts)->cframe->current_frame)
+#else /* 3.13 */
+#define FRAME_FUNC(fr) ((fr)->f_funcobj)
+#define FRAME_CODE(fr) ((fr)->f_executable)
+#define FRAME_INSTR(fr) ((fr)->instr_ptr) /* the instruction executing */
+#define CURRENT_FRAME(ts) ((ts)->current_frame)
+#endif
+
+#if PY_MINOR_VERSION >= 12
+#define REQUEST_CODE_EXTRA_INDEX PyUnstable_Eval_RequestCodeExtraIndex
+#define CODE_SET_EXTRA PyUnstable_Code_SetExtra
+#define CODE_GET_EXTRA PyUnstable_Code_GetExtra
+#else
+#define REQUEST_CODE_EXTRA_INDEX _PyEval_RequestCodeExtraIndex
+#define CODE_SET_EXTRA _PyCode_SetExtra
+#define CODE_GET_EXTRA _PyCode_GetExtra
 #endif
 
 /* Layout assumptions this file and the Rust side (src/py311: byte offsets = 2 x code units,
  * positions and exception-table encodings read by the lifter) rely on: a mismatch fails the
  * build, not a user's program. */
-_Static_assert(sizeof(_Py_CODEUNIT) == 2, "3.11 code units are two bytes (opcode, oparg)");
+_Static_assert(sizeof(_Py_CODEUNIT) == 2, "code units are two bytes (opcode, oparg)");
 _Static_assert(offsetof(PyFrameObject, f_frame) > 0, "PyFrameObject keeps its _PyInterpreterFrame pointer");
 _Static_assert(sizeof(((_PyInterpreterFrame *)0)->localsplus[0]) == sizeof(PyObject *),
                "localsplus holds object pointers");
-_Static_assert(sizeof(((_PyInterpreterFrame *)0)->prev_instr) == sizeof(_Py_CODEUNIT *),
-               "prev_instr points at a code unit");
+_Static_assert(sizeof(FRAME_INSTR((_PyInterpreterFrame *)0)) == sizeof(_Py_CODEUNIT *),
+               "the frame's instruction pointer points at a code unit");
 
 static Py_ssize_t extra_index = -1;
 
@@ -35,7 +68,7 @@ int poppy_shim_init(void (*free_payload)(void *)) {
     if (extra_index >= 0) {
         return 0;
     }
-    extra_index = _PyEval_RequestCodeExtraIndex(free_payload);
+    extra_index = REQUEST_CODE_EXTRA_INDEX(free_payload);
     return extra_index < 0 ? -1 : 0;
 }
 
@@ -44,12 +77,12 @@ int poppy_shim_set_mark(PyObject *code, void *payload) {
         PyErr_SetString(PyExc_TypeError, "poppy_jit: can only mark code objects");
         return -1;
     }
-    return _PyCode_SetExtra(code, extra_index, payload);
+    return CODE_SET_EXTRA(code, extra_index, payload);
 }
 
 void *poppy_shim_get_mark(PyObject *code) {
     void *mark = NULL;
-    if (extra_index < 0 || !PyCode_Check(code) || _PyCode_GetExtra(code, extra_index, &mark) != 0) {
+    if (extra_index < 0 || !PyCode_Check(code) || CODE_GET_EXTRA(code, extra_index, &mark) != 0) {
         PyErr_Clear();
         return NULL;
     }
@@ -59,8 +92,8 @@ void *poppy_shim_get_mark(PyObject *code) {
 /* A frame object for `func`'s code, standing for a @poppy frame that the λO run replaced, for a
  * traceback entry (the frame CPython would have had on the stack when the external failed).
  * PyFrame_New gives a frame of the right code whose function is a stand-in without closure;
- * it is replaced by `func` itself (f_globals/f_builtins are borrowed from the function in 3.11,
- * so they follow it), so that f_locals works even for code with free variables. The arguments
+ * it is replaced by `func` itself (f_globals/f_builtins are borrowed from the function in
+ * 3.11-3.13, so they follow it), so that f_locals works even for code with free variables. The arguments
  * and free variables are filled in as CPython would have them, and the frame is positioned at
  * code unit `lasti / 2` (or at the first unit when lasti < 0) so f_lineno is right. */
 PyObject *poppy_shim_frame(PyObject *func, PyObject *const *args, Py_ssize_t nargs, int lasti) {
@@ -75,8 +108,12 @@ PyObject *poppy_shim_frame(PyObject *func, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     _PyInterpreterFrame *fr = f->f_frame;
-    PyFunctionObject *stand_in = fr->f_func;
+    PyObject *stand_in = FRAME_FUNC(fr);
+#if PY_MINOR_VERSION == 11
     fr->f_func = (PyFunctionObject *)Py_NewRef(func);
+#else
+    fr->f_funcobj = Py_NewRef(func);
+#endif
     fr->f_globals = fn->func_globals;
     fr->f_builtins = fn->func_builtins;
     Py_XDECREF(stand_in);
@@ -88,26 +125,26 @@ PyObject *poppy_shim_frame(PyObject *func, PyObject *const *args, Py_ssize_t nar
     }
     PyObject *closure = fn->func_closure;
     if (closure != NULL && PyTuple_Check(closure) && PyTuple_GET_SIZE(closure) == code->co_nfreevars) {
-        int offset = code->co_nlocals + code->co_nplaincellvars;
+        int offset = code->co_nlocalsplus - code->co_nfreevars;
         for (int i = 0; i < code->co_nfreevars; i++) {
             Py_XSETREF(fr->localsplus[offset + i], Py_NewRef(PyTuple_GET_ITEM(closure, i)));
         }
     }
     Py_ssize_t units = Py_SIZE(code);
     Py_ssize_t at = lasti >= 0 ? lasti / 2 : 0;
-    fr->prev_instr = _PyCode_CODE(code) + (at < units ? at : 0);
+    FRAME_INSTR(fr) = _PyCode_CODE(code) + (at < units ? at : 0);
     return (PyObject *)f;
 }
 
 /* The Python frame currently executing on this thread (the caller of a C function or slot):
  * its function, code and localsplus (all borrowed). Returns -1 if there is none. */
 int poppy_shim_current_frame(PyObject **func, PyObject **code, PyObject *const **locals) {
-    _PyInterpreterFrame *fr = PyThreadState_Get()->cframe->current_frame;
+    _PyInterpreterFrame *fr = CURRENT_FRAME(PyThreadState_Get());
     if (fr == NULL) {
         return -1;
     }
-    *func = (PyObject *)fr->f_func;
-    *code = (PyObject *)fr->f_code;
+    *func = FRAME_FUNC(fr);
+    *code = FRAME_CODE(fr);
     *locals = fr->localsplus;
     return 0;
 }
@@ -118,24 +155,32 @@ int poppy_shim_current_frame(PyObject **func, PyObject **code, PyObject *const *
  * handling is unaffected: CPython 3.11 looks the handler up from the instruction it actually
  * executed (INSTR_OFFSET, from next_instr), not from prev_instr. */
 void poppy_shim_point_frame_at(PyObject *code, int offset) {
-    _PyInterpreterFrame *fr = PyThreadState_Get()->cframe->current_frame;
-    if (fr == NULL || (PyObject *)fr->f_code != code || offset < 0 || offset / 2 >= Py_SIZE(code)) {
+    _PyInterpreterFrame *fr = CURRENT_FRAME(PyThreadState_Get());
+    if (fr == NULL || FRAME_CODE(fr) != code || offset < 0 || offset / 2 >= Py_SIZE(code)) {
         return;
     }
-    fr->prev_instr = _PyCode_CODE(fr->f_code) + offset / 2;
+    FRAME_INSTR(fr) = _PyCode_CODE((PyCodeObject *)code) + offset / 2;
 }
 
 /* Byte offset of the currently executing frame's last instruction, if its code is `code`. */
 int poppy_shim_frame_offset(PyObject *code) {
-    _PyInterpreterFrame *fr = PyThreadState_Get()->cframe->current_frame;
-    if (fr == NULL || (PyObject *)fr->f_code != code) {
+    _PyInterpreterFrame *fr = CURRENT_FRAME(PyThreadState_Get());
+    if (fr == NULL || FRAME_CODE(fr) != code) {
         return -1;
     }
-    return (int)(fr->prev_instr - _PyCode_CODE(fr->f_code)) * 2;
+    return (int)(FRAME_INSTR(fr) - _PyCode_CODE((PyCodeObject *)code)) * 2;
 }
 
-/* The version tag of a dict (CPython 3.11 `ma_version_tag`): changes whenever the dict is
- * modified. The guard on the globals a run read eagerly compares it (src/host/globals_guard). */
+/* The version tag of a dict (`ma_version_tag`): changes whenever the dict is modified. The guard
+ * on the globals a run read eagerly compares it (src/host/globals_guard). Deprecated (not gone)
+ * in 3.12 and 3.13, where dict watchers are the public way; removed in 3.14. */
 unsigned long long poppy_shim_dict_version(PyObject *dict) {
+#if PY_MINOR_VERSION >= 12
+    _Pragma("GCC diagnostic push")
+    _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
+#endif
     return (unsigned long long)((PyDictObject *)dict)->ma_version_tag;
+#if PY_MINOR_VERSION >= 12
+    _Pragma("GCC diagnostic pop")
+#endif
 }

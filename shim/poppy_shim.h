@@ -1,5 +1,5 @@
-/* The C side of poppy_jit's interception of @poppy frames. Everything that touches CPython 3.11's
- * internal frame layout is in poppy_shim.c; Rust sees only this interface. */
+/* The C side of poppy_jit's interception of @poppy frames. Everything that touches CPython's
+ * internal frame layout (3.11, 3.12, 3.13) is in poppy_shim.c; Rust sees only this interface. */
 #ifndef POPPY_SHIM_H
 #define POPPY_SHIM_H
 #include <Python.h>

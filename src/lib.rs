@@ -1,5 +1,6 @@
-//! poppy_jit: CPython 3.11 bytecode → Bezoar → λO, run by an opportunistic evaluator whose
-//! external calls are ordered by concurrency controllers. See docs/ARCHITECTURE.md.
+//! poppy_jit: CPython bytecode → Bezoar → λO, run by an opportunistic evaluator whose external
+//! calls are ordered by concurrency controllers. See docs/ARCHITECTURE.md (and docs/versions.md:
+//! 3.11 compiles; 3.12 and 3.13 build and run every @poppy function in CPython, see `pyver`).
 pub mod api;
 pub mod bezoar;
 pub mod control;
@@ -11,7 +12,10 @@ pub mod lift;
 pub mod lower;
 pub mod pipeline;
 pub mod py311;
+pub mod py312;
+pub mod py313;
 pub mod pyobj;
+pub mod pyver;
 pub mod stats;
 
 use pyo3::prelude::*;

@@ -25,9 +25,19 @@ prologue (the others fall back anyway).
 from __future__ import annotations
 
 import dis
+import sys
 
 _OP = dis.opmap
-_CACHES = {op: n for op, n in enumerate(dis._inline_cache_entries) if n}
+# 3.11/3.12: a list indexed by opcode; 3.13: a dict by name.
+_CACHES = ({_OP[name]: n for name, n in dis._inline_cache_entries.items() if n}
+           if isinstance(dis._inline_cache_entries, dict)
+           else {op: n for op, n in enumerate(dis._inline_cache_entries) if n})
+# The CPython versions whose bytecode the compiler translates (keep in step with src/pyver).
+# Elsewhere @poppy functions get no prologue: they run in plain CPython with this reason.
+COMPILED_VERSIONS = ((3, 11),)
+_VERSION = sys.version_info[:2]
+UNSUPPORTED = (None if _VERSION in COMPILED_VERSIONS
+               else f"CPython {_VERSION[0]}.{_VERSION[1]}: compiled path not supported yet")
 _NOT_SIMPLE = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR | COROUTINE | ITERABLE_COROUTINE | ASYNC_GENERATOR
 
 
@@ -44,6 +54,8 @@ class Inert:
 
 def ineligible(code) -> str | None:
     """Why `code` cannot get a prologue, or None."""
+    if UNSUPPORTED:
+        return f"{UNSUPPORTED} at line {code.co_firstlineno}"
     if code.co_flags & _NOT_SIMPLE:
         return "generator or coroutine"
     if _resume_unit(code) is None:

@@ -40,6 +40,7 @@ fn force_memory() -> bool {
 /// Compile `func` from `code` (its code object, or for a @poppy function the original the
 /// interception prologue was added to). Err is the fallback reason.
 pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>) -> Result<Compiled, String> {
+    crate::pyver::compiled_path(code)?;
     let info = py311::code_info(code).map_err(|e| format!("reading the code object: {e}"))?;
     let written_free = super::globals::written_free_vars(py, func, code)?;
     let mut bz = lift::lift_with(&info, &written_free).map_err(|fb| fb.to_string())?;

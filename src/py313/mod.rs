@@ -1,0 +1,26 @@
+//! Everything specific to CPython 3.13 bytecode, beside `py311/`: opcode numbers and
+//! inline-cache sizes (`opcode`, checked against the interpreter's `opcode`/`dis` when built
+//! for 3.13) and decoding (`decode`). Reading a code object (`CodeInfo`) and the exception-table
+//! format are unchanged from 3.11 and re-exported (the tests here check that on 3.13).
+//!
+//! Not yet here: the normalisation of 3.13 instructions into the forms the lifter translates
+//! (docs/versions.md lists them); until it exists the compiled path is off on 3.13 (`pyver`).
+//! Depends on `py311` (shared code-object reading) and `pyver` (the table macro, the decoder).
+pub mod opcode;
+
+pub use crate::py311::exception_table;
+pub use crate::py311::{code_info, CodeInfo};
+
+pub mod decode {
+    //! `co_code` → instructions, with 3.13's cache sizes.
+    pub use crate::pyver::decode::RawInstr;
+
+    pub fn instructions(code: &[u8], lines: &[(u32, u32, u32)]) -> Vec<RawInstr> {
+        crate::pyver::decode::instructions(code, lines, super::opcode::cache_entries, super::opcode::EXTENDED_ARG)
+    }
+
+    #[cfg(all(test, poppy_py = "3.13"))]
+    mod tests {
+        crate::pyver::decode::decoder_tests!();
+    }
+}
