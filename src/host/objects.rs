@@ -14,6 +14,9 @@ pub(super) struct ObjectsApi<'py> {
     pending: Bound<'py, PyAny>,
     owned_ok: Bound<'py, PyAny>,
     maker: Bound<'py, PyAny>,
+    /// `poppy_jit._regions.Region`: a region call reaches no container (it declines on any
+    /// live-in that is not closed, before touching it), so it is no escape.
+    region: Bound<'py, PyAny>,
 }
 
 /// The key of an exact list, dict or set (its address), if `o` is one.
@@ -60,6 +63,7 @@ impl<'py> PyHost<'py> {
                 pending: m.getattr("PENDING").ok()?,
                 owned_ok: m.getattr("owned_ok").ok()?,
                 maker: m.getattr("maker").ok()?,
+                region: self.py.import_bound("poppy_jit._regions").ok()?.getattr("Region").ok()?,
             });
         }
         self.objects.as_ref()
@@ -91,6 +95,11 @@ pub(super) fn fresh_key<'py>(h: &mut PyHost<'py>, f: &Obj, result: &Obj) -> Opti
 
 pub(super) fn object_keys<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj]) -> Vec<u64> {
     let py = h.py;
+    // A region never touches a list, dict or set it is given: passing one is not an escape
+    // (which would put every later operation on that object in the global order).
+    if h.objects_api().is_some_and(|api| f.bind(py).get_type().is(&api.region)) {
+        return Vec::new();
+    }
     let mut out = arg_keys(h, args);
     out.extend(method_receiver_key(f.bind(py)));
     out
