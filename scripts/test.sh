@@ -69,7 +69,7 @@ find_python() {  # $1 = 3.12: prints a working interpreter for that version, or 
 }
 
 run_other() {  # $1 = 3.12
-    local v="$1" py target="target/py$1"
+    local v="$1" py target="$PWD/target/py$1"
     py="$(find_python "$v")"
     if [ -z "$py" ]; then
         summary+=("$v: skipped (no CPython $v found: set PYTHON${v/./}, or put python$v on PATH)")
