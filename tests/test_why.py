@@ -113,6 +113,23 @@ def test_why_when_calls_overlap(tmp_path):
     assert "could have overlapped" not in r.stderr
 
 
+def test_why_reports_executor_calls_with_their_hand_over(tmp_path):
+    r = _launch(tmp_path, """\
+        [poppy]
+        functions = ["__main__:main"]
+        [externals]
+        "__main__:ask" = { kind = "unordered", executor = "process" }
+    """, "--why")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "['Q0', 'Q1', 'Q2', 'Q3']\n"
+    assert "calls run by executors" in r.stderr
+    line = next(x for x in r.stderr.splitlines() if "ask on process" in x)
+    assert "4 calls" in line and "failed" not in line
+    queue, pickle, run, reply = (float(v) for v in line.rsplit(", ", 1)[1].split(" / "))
+    assert run >= 150  # each call sleeps 0.2 s in its worker
+    assert min(queue, pickle, reply) >= 0
+
+
 def test_why_when_nothing_is_compiled(tmp_path):
     r = _launch(tmp_path, "[poppy]\n", "--why")
     assert r.returncode == 0, r.stderr

@@ -231,7 +231,7 @@ def report(top: int = 8) -> str:
     if not s["runs"]:
         lines.append("no compiled run made external calls (nothing was compiled, or every "
                      "function fell back: see stats()['fallbacks'])")
-        return "\n".join(lines)
+        return "\n".join(lines + _remote_lines())
     files = [r["file"] for r in s["runs"] if r["file"]]
     for r in s["runs"]:
         if r["could_overlap"]:
@@ -259,7 +259,35 @@ def report(top: int = 8) -> str:
         worst = ", ".join(f"{x['callee']} (line {x['line']})" for x in data[:3])
         lines.append(f"{sum(x['waited'] for x in data)} calls at {len(data)} sites waited only "
                      f"for their arguments ({total * 1000:.0f} ms; data dependences, e.g. {worst})")
-    return "\n".join(lines)
+    return "\n".join(lines + _remote_lines())
+
+
+def _remote_lines() -> list:
+    """Calls run by an executor engine (`executor="process"|"ray"`), per engine and callee: what
+    the hand-over cost before the worker started (the engine's queue and the transfer), the
+    pickling, the work itself and the reply."""
+    from . import _trace
+
+    groups = defaultdict(list)
+    for c in _trace.remote_calls():
+        groups[(c["engine"], c["callee"])].append(c)
+    if not groups:
+        return []
+    out = ["calls run by executors (ms per call, median: queue and transfer / pickling / run / "
+           "reply):"]
+    for (engine, callee), cs in groups.items():
+        def med(xs):
+            xs = sorted(xs)
+            return xs[len(xs) // 2] * 1000
+        queue = med([c["t_start"] - c["t_submit"] for c in cs])
+        run = med([c["t_end"] - c["t_start"] for c in cs])
+        reply = med([c["t_recv"] - c["t_end"] for c in cs])
+        pickle = sorted(c["pickle_ms"] for c in cs)[len(cs) // 2]
+        failed = sum(not c["ok"] for c in cs)
+        out.append(f"    {callee} on {engine}: {len(cs)} calls"
+                   + (f" ({failed} failed)" if failed else "")
+                   + f", {queue:.1f} / {pickle:.1f} / {run:.1f} / {reply:.1f}")
+    return out
 
 
 def _source(files: list, line: int, callee: str) -> str:
