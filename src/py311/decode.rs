@@ -1,5 +1,6 @@
 //! Decoding `co_code` into instructions: `EXTENDED_ARG` prefixes folded into the argument, inline
-//! `CACHE` entries skipped, each instruction tagged with its source line.
+//! `CACHE` entries skipped, each instruction tagged with its source line (the decoding step is
+//! `pyver::decode::next_instr`, shared by every version; `Instr` adds 3.11's jump meanings).
 use super::opcode::{self, EXTENDED_ARG};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,20 +47,8 @@ impl Iterator for Instructions<'_> {
     type Item = Instr;
 
     fn next(&mut self) -> Option<Instr> {
-        let start = self.pos;
-        let mut ext: u32 = 0;
-        while self.pos + 1 < self.code.len() {
-            let (op, arg) = (self.code[self.pos], self.code[self.pos + 1] as u32);
-            let op_offset = self.pos as u32;
-            self.pos += 2 * (1 + opcode::cache_entries(op));
-            if op == EXTENDED_ARG {
-                ext = (ext | arg) << 8;
-                continue;
-            }
-            let line = self.lines.iter().find(|&&(s, e, _)| s <= op_offset && op_offset < e).map_or(0, |l| l.2);
-            return Some(Instr { offset: start as u32, op_offset, opcode: op, arg: ext | arg, line });
-        }
-        None
+        let r = crate::pyver::decode::next_instr(self.code, self.lines, &mut self.pos, opcode::cache_entries, EXTENDED_ARG)?;
+        Some(Instr { offset: r.offset, op_offset: r.op_offset, opcode: r.opcode, arg: r.arg, line: r.line })
     }
 }
 

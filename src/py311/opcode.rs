@@ -3,34 +3,9 @@
 //! The table mirrors `Lib/opcode.py` of CPython 3.11 (`opmap` and `_inline_cache_entries`); the test
 //! at the bottom checks it against the running interpreter's `opcode` module.
 
-/// Defines one `pub const NAME: u8` per opcode plus the lookup functions over the same table, so the
-/// numbers, names and cache sizes cannot drift apart.
-macro_rules! opcodes {
-    ($($name:ident = $num:literal, $cache:literal;)*) => {
-        $(pub const $name: u8 = $num;)*
-
-        /// Every 3.11 opcode as `(name, number, inline cache entries)`.
-        pub const OPCODES: &[(&str, u8, usize)] = &[$((stringify!($name), $num, $cache)),*];
-
-        /// The opcode's name, or `"<unknown>"` for numbers 3.11 does not define.
-        pub fn name(op: u8) -> &'static str {
-            match op {
-                $($num => stringify!($name),)*
-                _ => "<unknown>",
-            }
-        }
-
-        /// Number of 2-byte `CACHE` entries that follow the instruction in `co_code`.
-        pub fn cache_entries(op: u8) -> usize {
-            match op {
-                $($num => $cache,)*
-                _ => 0,
-            }
-        }
-    };
-}
-
-opcodes! {
+// One `pub const NAME: u8` per opcode plus `OPCODES`, `name` and `cache_entries` over the same
+// table (the macro every version's table uses).
+crate::pyver::opcode_table! {
     CACHE = 0, 0;
     POP_TOP = 1, 0;
     PUSH_NULL = 2, 0;

@@ -23,25 +23,35 @@ pub fn instructions(
     cache_entries: fn(u8) -> usize,
     extended_arg: u8,
 ) -> Vec<RawInstr> {
-    let mut out = Vec::new();
     let mut pos = 0;
-    while pos + 1 < code.len() {
-        let start = pos;
-        let mut ext: u32 = 0;
-        while pos + 1 < code.len() {
-            let (op, arg) = (code[pos], code[pos + 1] as u32);
-            let op_offset = pos as u32;
-            pos += 2 * (1 + cache_entries(op));
-            if op == extended_arg {
-                ext = (ext | arg) << 8;
-                continue;
-            }
-            let line = lines.iter().find(|&&(s, e, _)| s <= op_offset && op_offset < e).map_or(0, |l| l.2);
-            out.push(RawInstr { offset: start as u32, op_offset, opcode: op, arg: ext | arg, line });
-            break;
+    std::iter::from_fn(|| next_instr(code, lines, &mut pos, cache_entries, extended_arg)).collect()
+}
+
+/// Decodes the instruction at byte `*pos` of `code` and moves `*pos` past it (its
+/// `EXTENDED_ARG` prefixes and inline caches); None at the end. Every version's decoder is this
+/// step with its own cache sizes.
+#[inline]
+pub fn next_instr(
+    code: &[u8],
+    lines: &[(u32, u32, u32)],
+    pos: &mut usize,
+    cache_entries: impl Fn(u8) -> usize,
+    extended_arg: u8,
+) -> Option<RawInstr> {
+    let start = *pos;
+    let mut ext: u32 = 0;
+    while *pos + 1 < code.len() {
+        let (op, arg) = (code[*pos], code[*pos + 1] as u32);
+        let op_offset = *pos as u32;
+        *pos += 2 * (1 + cache_entries(op));
+        if op == extended_arg {
+            ext = (ext | arg) << 8;
+            continue;
         }
+        let line = lines.iter().find(|&&(s, e, _)| s <= op_offset && op_offset < e).map_or(0, |l| l.2);
+        return Some(RawInstr { offset: start as u32, op_offset, opcode: op, arg: ext | arg, line });
     }
-    out
+    None
 }
 
 /// The test of a version's decoder against `dis.get_instructions`, on a function that needs
