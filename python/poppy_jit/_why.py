@@ -276,13 +276,10 @@ def _remote_lines() -> list:
     out = ["calls run by executors (ms per call, median: queue and transfer / pickling / run / "
            "reply):"]
     for (engine, callee), cs in groups.items():
-        def med(xs):
-            xs = sorted(xs)
-            return xs[len(xs) // 2] * 1000
-        queue = med([c["t_start"] - c["t_submit"] for c in cs])
-        run = med([c["t_end"] - c["t_start"] for c in cs])
-        reply = med([c["t_recv"] - c["t_end"] for c in cs])
-        pickle = sorted(c["pickle_ms"] for c in cs)[len(cs) // 2]
+        queue = _median([c["t_start"] - c["t_submit"] for c in cs]) * 1000
+        run = _median([c["t_end"] - c["t_start"] for c in cs]) * 1000
+        reply = _median([c["t_recv"] - c["t_end"] for c in cs]) * 1000
+        pickle = _median([c["pickle_ms"] for c in cs])
         failed = sum(not c["ok"] for c in cs)
         out.append(f"    {callee} on {engine}: {len(cs)} calls"
                    + (f" ({failed} failed)" if failed else "")
@@ -304,3 +301,8 @@ def report_at_exit() -> None:
     import atexit
     enable()
     atexit.register(lambda: print(report(), file=sys.stderr))
+
+
+def _median(xs: list) -> float:
+    """The upper median (a value that occurred)."""
+    return sorted(xs)[len(xs) // 2]
