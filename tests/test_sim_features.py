@@ -1,5 +1,6 @@
 """poppy_jit.sim: streaming (SSE), embeddings, n choices, injected faults, max concurrency —
 driven by the official SDK."""
+import time
 import threading
 
 import openai
@@ -95,5 +96,10 @@ def test_max_concurrent_is_observed():
         for t in threads:
             t.join()
         assert sim.max_concurrent == 4 == max(r.concurrent for r in sim.requests)
+        # A client has its answer slightly before the handler leaves service; clear_log keeps
+        # what is still in service, so wait for the handlers to finish first.
+        deadline = time.monotonic() + 10
+        while sim.in_service and time.monotonic() < deadline:
+            time.sleep(0.01)
         sim.clear_log()
         assert sim.max_concurrent == 0

@@ -427,6 +427,13 @@ class SimServer:
                 self._in_service -= 1
 
     @property
+    def in_service(self) -> int:
+        """Requests the server is serving now (a client may have its answer a moment before its
+        handler leaves service)."""
+        with self._lock:
+            return self._in_service
+
+    @property
     def max_concurrent(self) -> int:
         """The most requests in service at once since start (or the last clear_log)."""
         with self._lock:
