@@ -11,16 +11,10 @@ use std::collections::BTreeSet;
 enum Def {
     /// A decorated external: its class and whether it is async.
     Ext(Class, bool),
-    /// A @poppy function.
-    Internal,
     /// print and friends: sequential, inline.
     Print,
-    /// len/sum: reads its argument (per-object read on an owned container).
-    Len,
     /// sum: reads its argument without being a scoped operation (an escape).
     Sum,
-    /// list(): makes a list.
-    MakeList,
 }
 
 struct Table {
@@ -103,24 +97,13 @@ impl Oracle for Table {
                     }
                     info.objects = ObjFacts { keys: keys.clone(), scope: None };
                 }
-                Def::Internal => info.internal = true,
                 Def::Print => {
                     info.class = Some(Class::Sequential);
                     info.objects = ObjFacts { keys: keys.clone(), scope: None };
                 }
-                Def::Len => {
-                    info.class = Some(if atoms(args) { Class::Unordered } else { Class::Readonly });
-                    if let Some(AVal::Obj(o, _)) = args.first() {
-                        info.objects = ObjFacts { keys: keys.clone(), scope: Some((*o, Some(false), vec![])) };
-                    }
-                }
                 Def::Sum => {
                     info.class = Some(if atoms(args) { Class::Unordered } else { Class::Readonly });
                     info.objects = ObjFacts { keys: keys.clone(), scope: None };
-                }
-                Def::MakeList => {
-                    info.class = Some(Class::Unordered);
-                    info.makes = Some(Ctype::List);
                 }
             },
             Callee::Value(AVal::Method(recv, name)) => match &**recv {
