@@ -151,5 +151,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_frame, m)?)?;
     m.add_function(wrap_pyfunction!(_note_fallback, m)?)?;
     m.add_class::<hook::Prologue>()?;
+    m.add_class::<hook::AsyncRun>()?;
+    m.add_class::<hook::Waker>()?;
     Ok(())
 }

@@ -15,6 +15,9 @@
 //! Uses `pipeline` (translations) and `host` (running them); the `_core` functions are in `api`.
 //! Shared state is only touched with the GIL held (every `_core` function and slot holds it),
 //! which is what makes the `Cell`s and `RefCell`s below sound.
+mod async_run;
+pub use async_run::{AsyncRun, Waker};
+
 use crate::host::PyHost;
 use crate::lambda_o::eval;
 use crate::pipeline::{entry_rc, set_mark, take_new_fallbacks, CodeEntry};
@@ -95,6 +98,41 @@ fn run_frame(
     let Some(compiled) = compiled else {
         return Ok(None);
     };
+    let Some(args) = frame_args(py, &compiled, func, locals)? else {
+        return Ok(None);
+    };
+    let nargs = compiled.argcount - compiled.nfree;
+    let mut host = PyHost::new(py, &qualname(func))?;
+    host.set_frame(func.clone().unbind(), args[..nargs].iter().map(|a| a.clone_ref(py)).collect(), on_stack);
+    let mut stats = RunStats::default();
+    let time = py.import_bound("time")?;
+    let cpu0: f64 = time.call_method0("thread_time")?.extract()?;
+    ACTIVE.with(|a| a.set(true));
+    let guard = ActiveGuard;
+    let start = Instant::now();
+    let result = eval::run(&mut host, compiled.program.clone(), args, &mut stats);
+    let finished = host.finish();
+    let ns = start.elapsed().as_nanos() as u64;
+    drop(guard);
+    *site = host.top_site();
+    let cpu1: f64 = time.call_method0("thread_time")?.extract()?;
+    counters::record_run(&stats, ns, ((cpu1 - cpu0).max(0.0) * 1e9) as u64);
+    let value = result.map_err(|e| e.to_pyerr(py))?;
+    finished?;
+    if stats.peak_in_flight <= 1 && stats.dispatched_of(Class::Sequential) >= 2 {
+        notify(py, "one_at_a_time", (func, stats.peak_in_flight))?;
+    }
+    Ok(Some(value))
+}
+
+/// The arguments CPython bound in the frame (`locals`), as the compiled program takes them:
+/// parameters, then a closure's free variables. None: run plainly (an empty free cell).
+fn frame_args(
+    py: Python<'_>,
+    compiled: &crate::pipeline::Compiled,
+    func: &Bound<'_, PyAny>,
+    locals: *const *mut ffi::PyObject,
+) -> PyResult<Option<Vec<Obj>>> {
     let nargs = compiled.argcount - compiled.nfree;
     let mut args: Vec<Obj> = (0..nargs)
         .map(|i| {
@@ -126,27 +164,7 @@ fn run_frame(
             return Ok(None);
         }
     }
-    let mut host = PyHost::new(py, &qualname(func))?;
-    host.set_frame(func.clone().unbind(), args[..nargs].iter().map(|a| a.clone_ref(py)).collect(), on_stack);
-    let mut stats = RunStats::default();
-    let time = py.import_bound("time")?;
-    let cpu0: f64 = time.call_method0("thread_time")?.extract()?;
-    ACTIVE.with(|a| a.set(true));
-    let guard = ActiveGuard;
-    let start = Instant::now();
-    let result = eval::run(&mut host, compiled.program.clone(), args, &mut stats);
-    let finished = host.finish();
-    let ns = start.elapsed().as_nanos() as u64;
-    drop(guard);
-    *site = host.top_site();
-    let cpu1: f64 = time.call_method0("thread_time")?.extract()?;
-    counters::record_run(&stats, ns, ((cpu1 - cpu0).max(0.0) * 1e9) as u64);
-    let value = result.map_err(|e| e.to_pyerr(py))?;
-    finished?;
-    if stats.peak_in_flight <= 1 && stats.dispatched_of(Class::Sequential) >= 2 {
-        notify(py, "one_at_a_time", (func, stats.peak_in_flight))?;
-    }
-    Ok(Some(value))
+    Ok(Some(args))
 }
 
 /// Tell `poppy_jit._warnings` what the user should hear of (a fallback, a frame declined because
@@ -190,6 +208,8 @@ pub struct Prologue {
 
 struct PrologueState {
     entry: Rc<CodeEntry>,
+    /// The function is an `async def`: the prologue awaits an `AsyncRun` (async_run.rs).
+    is_async: bool,
     decline: Obj,
     /// Address of the code object with the prologue (set by `_bind`).
     code: Cell<usize>,
@@ -211,7 +231,9 @@ impl Prologue {
     #[new]
     fn new(code: &Bound<'_, PyAny>, decline: Obj) -> PyResult<Self> {
         let entry = entry_rc(code).ok_or_else(|| PyRuntimeError::new_err("poppy_jit: code is not marked"))?;
-        let state = PrologueState { entry, decline, code: Cell::new(0), sites: RefCell::new(None), home: Cell::new(-1) };
+        let flags: u32 = code.getattr("co_flags")?.extract()?;
+        let is_async = flags & crate::py311::CO_COROUTINE != 0;
+        let state = PrologueState { entry, is_async, decline, code: Cell::new(0), sites: RefCell::new(None), home: Cell::new(-1) };
         Ok(Prologue { inner: GilOnly(state) })
     }
 
@@ -243,6 +265,11 @@ impl Prologue {
             return Ok(st.decline.clone_ref(py));
         }
         let func = unsafe { Bound::from_borrowed_ptr(py, func) };
+        if st.is_async {
+            let run = std::panic::catch_unwind(AssertUnwindSafe(|| async_run::enter(py, st, &func, locals)));
+            let run = run.unwrap_or_else(|_| Err(PyRuntimeError::new_err("poppy_jit: internal error (panic) while starting a @poppy async def")));
+            return Ok(run?.unwrap_or_else(|| st.decline.clone_ref(py)));
+        }
         // Only the instruction actually executed (next_instr) decides exception handling in
         // 3.11, so moving prev_instr for the duration of the run is safe.
         let at = unsafe { poppy_shim_frame_offset(code) };

@@ -628,7 +628,7 @@ def _external_spec(f):
 
 _INPLACE = frozenset(id(INTRINSICS["inplace_" + n]) for n in _BINARY)
 _PURE_ALWAYS = frozenset(id(f) for f in (_is, _is_not, _build_tuple, _build_list, bound_check,
-                                         builtins.id, builtins.callable))
+                                         builtins.id, builtins.callable, INTRINSICS["await_call"]))
 # The 28 operators and the pure building intrinsics: classified by their arguments' levels.
 _SHALLOW_INTRINSICS = ("iter", "iter_live", "unpack_sequence", "unpack_ex", "list_to_tuple", "truth", "not")
 _BY_ARGS = frozenset(id(f) for k, f in INTRINSICS.items()

@@ -500,3 +500,9 @@ def intrinsic_fresh(key: str, fresh: int):
     if f is None:
         f = _fresh_cache[(key, fresh)] = FreshArgs(INTRINSICS[key], fresh)
     return f
+
+
+# `await` in a compiled `async def` (src/lift/awaits.rs).
+from ._awaits import await_call_of as _await_call_of, await_value as _await_value  # noqa: E402
+
+INTRINSICS.update({"await": _await_value, "await_call": _await_call_of})

@@ -19,8 +19,21 @@ call, so the traceback entry CPython adds for the real frame shows that line.
 
 Only code that starts with RESUME (after a closure's COPY_FREE_VARS and the MAKE_CELLs of its cell
 variables: the prologue follows them, so a parameter that is a cell is read from its cell, and
-free variables are read from the function's closure) and is not a generator or coroutine gets a
-prologue (the others fall back anyway).
+free variables are read from the function's closure) and is not a generator gets a prologue (the
+others fall back anyway).
+
+An `async def` (its body starts with RETURN_GENERATOR; POP_TOP; RESUME) gets the prologue after
+that RESUME, so it runs at the coroutine's first `send`, with the arguments bound. There the
+runtime answers DECLINE or an awaitable run of the frame (src/hook/async_run.rs) that the prologue
+awaits with the loop CPython compiles for `await` (which `gen_throw` and `cr_await` rely on):
+
+    LOAD_CONST entry; LOAD_CONST None; BINARY_SUBSCR
+    COPY 1; LOAD_CONST DECLINE; IS_OP 0
+    POP_JUMP_FORWARD_IF_TRUE +6
+    LOAD_CONST None
+    SEND +3; YIELD_VALUE; RESUME 3; JUMP_BACKWARD_NO_INTERRUPT -4   # return await run
+    RETURN_VALUE
+    POP_TOP                                               # declined: the body, same frame
 """
 from __future__ import annotations
 
@@ -38,7 +51,8 @@ COMPILED_VERSIONS = ((3, 11),)
 _VERSION = sys.version_info[:2]
 UNSUPPORTED = (None if _VERSION in COMPILED_VERSIONS
                else f"CPython {_VERSION[0]}.{_VERSION[1]}: compiled path not supported yet")
-_NOT_SIMPLE = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR | COROUTINE | ITERABLE_COROUTINE | ASYNC_GENERATOR
+_NOT_SIMPLE = 0x20 | 0x100 | 0x200  # GENERATOR | ITERABLE_COROUTINE | ASYNC_GENERATOR
+_COROUTINE = 0x80
 
 
 class DECLINE:
@@ -57,7 +71,7 @@ def ineligible(code) -> str | None:
     if UNSUPPORTED:
         return f"{UNSUPPORTED} at line {code.co_firstlineno}"
     if code.co_flags & _NOT_SIMPLE:
-        return "generator or coroutine"
+        return "generator"
     if _resume_unit(code) is None:
         return "code does not start with RESUME"
     return None
@@ -72,6 +86,10 @@ def _resume_unit(code):
         i = 1
     while 2 * i < len(units) and units[2 * i] == _OP["MAKE_CELL"]:
         i += 1
+    if code.co_flags & _COROUTINE:
+        if units[2 * i:2 * i + 1] != bytes((_OP["RETURN_GENERATOR"],)) or units[2 * i + 2] != _OP["POP_TOP"]:
+            return None
+        i += 2
     if 2 * i < len(units) and units[2 * i] == _OP["RESUME"]:
         return i
     return None
@@ -176,8 +194,19 @@ def build(code, entry):
     pro.append((_OP["COPY"], 1))
     _load_const(pro, k_decline)
     pro.append((_OP["IS_OP"], 0))
-    pro.append((_OP["POP_JUMP_FORWARD_IF_TRUE"], 1))
-    pro.append((_OP["RETURN_VALUE"], 0))
+    if code.co_flags & _COROUTINE:
+        wait: list = []
+        _load_const(wait, k_none)
+        wait.append((_OP["SEND"], 3))
+        wait.append((_OP["YIELD_VALUE"], 0))
+        wait.append((_OP["RESUME"], 3))
+        wait.append((_OP["JUMP_BACKWARD_NO_INTERRUPT"], 4))
+        wait.append((_OP["RETURN_VALUE"], 0))
+        pro.append((_OP["POP_JUMP_FORWARD_IF_TRUE"], len(wait)))
+        pro.extend(wait)
+    else:
+        pro.append((_OP["POP_JUMP_FORWARD_IF_TRUE"], 1))
+        pro.append((_OP["RETURN_VALUE"], 0))
     pro.append((_OP["POP_TOP"], 0))
     shift = 2 * len(pro)
     r = _resume_unit(code)  # the prologue follows unit r

@@ -368,6 +368,13 @@ pub enum Intrinsic {
     /// `from m import name` (`IMPORT_FROM`): CPython's own attribute-or-submodule lookup, with its
     /// ImportError. Operands: [module].
     ImportFrom(String),
+    /// `await x` of a coroutine (`GET_AWAITABLE` … `SEND` loop): the awaited value, awaited on
+    /// the caller's event loop as one sequential external. Operands: [x].
+    Await,
+    /// `await f(...)`: the callable that makes the call and awaits it (an annotated external
+    /// keeps its class; a @poppy `async def` is inlined; anything else is one sequential
+    /// external). Operands: [f].
+    AwaitCall,
 }
 
 impl Intrinsic {
@@ -456,6 +463,8 @@ impl Intrinsic {
             Intrinsic::Region(_) => "region".into(),
             Intrinsic::ImportName(_) => "import_name".into(),
             Intrinsic::ImportFrom(_) => "import_from".into(),
+            Intrinsic::Await => "await".into(),
+            Intrinsic::AwaitCall => "await_call".into(),
         }
     }
 

@@ -2,6 +2,10 @@
 //! on this thread's event loop, blocking ones and timers on the runtime's executor (`pool`). Every
 //! future gets a done-callback that queues its completion and stops the loop, so `wait` returns as
 //! soon as something finished (no polling). Also cancelling a call and reaping an aborted run.
+//!
+//! A run of a compiled `async def` (`PyHost::set_async`) uses its caller's running loop instead:
+//! the done-callbacks call the run's waker (which completes the future the run awaits) instead
+//! of stopping the loop, and the run takes what finished with `take_finished` (no `wait`).
 use super::{pool, PyErrRef, PyHost};
 use crate::lambda_o::TaskId;
 use crate::pyobj::Obj;
@@ -47,15 +51,18 @@ pub(super) struct Executor<'py> {
     queue: DoneQueue,
     running: Running,
     pub(super) loop_: Bound<'py, PyAny>,
-    /// `_loop.release_runtime_loop`, called when the executor is dropped (the run is over).
-    release: Bound<'py, PyAny>,
+    /// `_loop.release_runtime_loop`, called when the executor is dropped (the run is over);
+    /// None on a caller's running loop (an async run), which it never marked.
+    release: Option<Bound<'py, PyAny>>,
 }
 
 impl Drop for Executor<'_> {
     fn drop(&mut self) {
         // However the run ended (finished, or an error before `finish`), the loop is free again.
-        if let Err(e) = self.release.call0() {
-            e.print(self.release.py());
+        if let Some(release) = &self.release {
+            if let Err(e) = release.call0() {
+                e.print(release.py());
+            }
         }
     }
 }
@@ -73,10 +80,23 @@ impl<'py> Executor<'py> {
         // done-callbacks stop it.
         loops.call_method0("runtime_loop")?;
         Ok(Executor {
-            release,
+            release: Some(release),
             create_task: loop_.getattr("create_task")?,
             run_forever: loop_.getattr("run_forever")?,
             stop: loop_.getattr("stop")?.unbind(),
+            queue: Rc::new(RefCell::new(Vec::new())),
+            running: Running::default(),
+            loop_,
+        })
+    }
+
+    /// On the caller's running loop `loop_`: completions call `waker` (an async run).
+    fn on_running_loop(loop_: Bound<'py, PyAny>, waker: Obj) -> PyResult<Self> {
+        Ok(Executor {
+            release: None,
+            create_task: loop_.getattr("create_task")?,
+            run_forever: loop_.getattr("run_forever")?,
+            stop: waker,
             queue: Rc::new(RefCell::new(Vec::new())),
             running: Running::default(),
             loop_,
@@ -131,7 +151,10 @@ impl Running {
 impl<'py> PyHost<'py> {
     pub(super) fn executor(&mut self) -> PyResult<&mut Executor<'py>> {
         if self.executor.is_none() {
-            self.executor = Some(Executor::new(self.py)?);
+            self.executor = Some(match &self.running_loop {
+                Some((lp, waker)) => Executor::on_running_loop(lp.bind(self.py).clone(), waker.clone_ref(self.py))?,
+                None => Executor::new(self.py)?,
+            });
         }
         Ok(self.executor.as_mut().unwrap())
     }
@@ -184,6 +207,38 @@ pub(super) fn wait<'py>(h: &mut PyHost<'py>) -> Result<Vec<(TaskId, Result<Obj, 
         out.push((task, r));
     }
     Ok(out)
+}
+
+/// An async run: the calls that finished since the last time (their done-callbacks ran).
+pub(super) fn take_finished(h: &mut PyHost<'_>) -> Vec<(TaskId, Result<Obj, PyErrRef>)> {
+    let py = h.py;
+    let Some(ex) = h.executor.as_mut() else { return Vec::new() };
+    let done: Vec<(TaskId, Obj)> = std::mem::take(&mut *ex.queue.borrow_mut());
+    done.into_iter()
+        .map(|(task, fut)| {
+            ex.running.remove(&task);
+            let r = fut.bind(py).call_method0(pyo3::intern!(py, "result")).map(|v| v.unbind()).map_err(PyErrRef::new);
+            (task, r)
+        })
+        .collect()
+}
+
+/// An async run that ends early: cancel what is in flight; the asyncio futures among them,
+/// for the caller to await (so no task of the run outlives it).
+pub(super) fn cancel_in_flight(h: &mut PyHost<'_>) -> PyResult<Vec<Obj>> {
+    let py = h.py;
+    let mut left = Vec::new();
+    if let Some(mut ex) = h.executor.take() {
+        let asyncio = py.import_bound("asyncio")?;
+        for fut in ex.running.drain() {
+            fut.bind(py).call_method0("cancel")?;
+            if asyncio.call_method1("isfuture", (fut.bind(py),))?.is_truthy()? {
+                left.push(fut);
+            }
+        }
+        ex.queue.borrow_mut().clear();
+    }
+    Ok(left)
 }
 
 /// End of a run: cancel and reap what is still in flight (see `PyHost::finish`).

@@ -57,6 +57,9 @@ pub struct PyHost<'py> {
     rt: Bound<'py, PyModule>,
     classify: Bound<'py, PyAny>,
     executor: Option<Executor<'py>>,
+    /// A compiled `async def`'s run: its caller's running loop and the run's waker (see
+    /// `set_async`); None for a run that drives this thread's own loop.
+    running_loop: Option<(Obj, Obj)>,
     /// `poppy_jit._trace` when PYTHONPOPPY_TRACE is on, with the run's function name.
     trace: Option<(Bound<'py, PyAny>, String)>,
     /// perf_counter() when the run started (tracing only).
@@ -109,6 +112,7 @@ impl<'py> PyHost<'py> {
             rt,
             classify,
             executor: None,
+            running_loop: None,
             trace,
             run_start,
             run_name: name.to_string(),
@@ -132,6 +136,29 @@ impl<'py> PyHost<'py> {
     pub fn set_frame(&mut self, func: Obj, args: Vec<Obj>, on_stack: bool) {
         self.frame = Some((func, args));
         self.frame_on_stack = on_stack;
+    }
+
+    /// Run on the caller's running event loop `loop_` (a compiled `async def`): completions of
+    /// async, blocking and timer calls call `waker` instead of stopping a loop, and the run takes
+    /// them with `take_finished` between its steps instead of blocking in `wait`.
+    pub fn set_async(&mut self, loop_: Obj, waker: Obj) {
+        self.running_loop = Some((loop_, waker));
+    }
+
+    /// An async run: the calls that finished since the last call.
+    pub fn take_finished(&mut self) -> Vec<(TaskId, Result<Obj, PyErrRef>)> {
+        executor::take_finished(self)
+    }
+
+    /// An async run that ends early: cancels what is in flight, returns the asyncio futures
+    /// among them (to await, so nothing of the run outlives it).
+    pub fn cancel_in_flight(&mut self) -> PyResult<Vec<Obj>> {
+        executor::cancel_in_flight(self)
+    }
+
+    /// The KeyboardInterrupt or SystemExit that aborted the run, if one did.
+    pub fn aborted(&self) -> Option<PyErrRef> {
+        self.abort.clone()
     }
 
     /// Where the run's own frame should point after a failure (see `frame_on_stack`).

@@ -3,7 +3,8 @@
 //!
 //! Stages, in the order `lift` runs them:
 //! 1. Here: `check_code_object` and the opcode check reject what is outside the fragment
-//!    (generators, coroutines, try/with, unsupported opcodes), each with a reason and a line.
+//!    (generators, try/with, unsupported opcodes), each with a reason and a line. An `async def`
+//!    body has its `await` loops folded first (`awaits`).
 //!    Closures are in the fragment: a @poppy function's free variables become parameters after
 //!    its arguments (`params`), inner functions and lambdas are inlined or made real function
 //!    objects (`inline`).
@@ -51,6 +52,7 @@
 //!   "x", v)` and `load_global.x(globals)` reads; `del x`: `del x`.
 //!
 //! The `$` names are `bezoar::VarName`s of the matching `VarKind`.
+mod awaits;
 mod calls;
 mod cfg;
 mod conditions;
@@ -132,7 +134,10 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
 /// cell and read at each use in program order instead of once at entry.
 pub fn lift_with(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> {
     check_code_object(ci)?;
-    let instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+    let mut instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+    if ci.flags & CO_COROUTINE != 0 {
+        awaits::rewrite(&mut instrs)?;
+    }
     if let Some(bad) = instrs.iter().find(|i| !is_supported(i.opcode)) {
         return Err(Fallback::unsupported(bad));
     }
@@ -266,8 +271,8 @@ fn check_code_object(ci: &CodeInfo) -> Result<()> {
     if flag(CO_ASYNC_GENERATOR) {
         return at_def("async generator function");
     }
-    if flag(CO_COROUTINE) || flag(CO_ITERABLE_COROUTINE) {
-        return at_def("coroutine (async def)");
+    if flag(CO_ITERABLE_COROUTINE) {
+        return at_def("coroutine (types.coroutine)");
     }
     if flag(CO_GENERATOR) {
         return at_def("generator function");
@@ -360,6 +365,8 @@ fn is_supported(op: u8) -> bool {
             | COPY_FREE_VARS
             | RETURN_GENERATOR
             | YIELD_VALUE
+            // `await` in an `async def` body (folded by `awaits::rewrite`).
+            | GET_AWAITABLE
     )
 }
 

@@ -113,6 +113,8 @@ mod tests {
             Intrinsic::BuildString,
             Intrinsic::IterSnapshot,
             Intrinsic::IterLive,
+            Intrinsic::Await,
+            Intrinsic::AwaitCall,
             Intrinsic::ImportName("os.path".into()),
             Intrinsic::ImportName("".into()),
             Intrinsic::ImportFrom("path".into()),

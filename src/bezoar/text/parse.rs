@@ -264,6 +264,8 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "build_string" => Intrinsic::BuildString,
             "iter_snapshot" => Intrinsic::IterSnapshot,
             "iter_live" => Intrinsic::IterLive,
+            "await" => Intrinsic::Await,
+            "await_call" => Intrinsic::AwaitCall,
             "next_or_stop" => Intrinsic::NextOrStop,
             "setitem" => Intrinsic::SetItem,
             "delitem" => Intrinsic::DelItem,

@@ -18,7 +18,7 @@
 //!
 //! Files: `slots` (variables, follow edges, reclamation), `instantiate` (function templates),
 //! `step` (the driver loop and statement reduction), `calls` (queueing a controller; `Env`),
-//! `trace` (call records). Depends on `control`, `stats` and the λO terms and host trait;
+//! `trace` (call records), `resume` (a run in steps, parked between them, for an awaiting caller). Depends on `control`, `stats` and the λO terms and host trait;
 //! `control` does not depend on it.
 use super::host::{CallRecord, Dispatch, Host, TaskId};
 use super::term::*;
@@ -30,9 +30,12 @@ use std::time::Instant;
 
 mod calls;
 mod instantiate;
+mod resume;
 mod slots;
 mod step;
 mod trace;
+
+pub use resume::{abandon, resume, start, Parked, Progress};
 
 type SlotId = control::SlotId;
 type WorkId = control::WorkId;

@@ -1,0 +1,84 @@
+//! `async def` bodies (`@poppy async def`): CPython 3.11 compiles `await e` as
+//! `GET_AWAITABLE; LOAD_CONST None; SEND out; YIELD_VALUE; RESUME 3;
+//! JUMP_BACKWARD_NO_INTERRUPT SEND; out:` and starts the body with `RETURN_GENERATOR; POP_TOP`.
+//! `rewrite` checks that shape and folds each loop into its `GET_AWAITABLE` (the rest become
+//! NOPs), so the CFG sees straight-line code; `Translator::await_op` then translates
+//! `GET_AWAITABLE` as "the awaited value": `await f(...)` as a call of `op await_call(f)` (an
+//! annotated external keeps its class), any other `await x` as `op await(x)` (one sequential
+//! external). In 3.11 an `await` has no exception-table entry of its own (checked by the
+//! caller's `check_code_object`: any protected range still falls back with its reason).
+//!
+//! Depends on `py311` instructions and `bezoar::ir`; nothing here runs code.
+use super::state::{pop_reg, stmt, Stack, Translator, Val};
+use super::{Fallback, Result};
+use crate::bezoar::ir::*;
+use crate::py311::decode::Instr;
+use crate::py311::opcode::*;
+
+fn nop(i: &mut Instr) {
+    i.opcode = NOP;
+    i.arg = 0;
+}
+
+/// Folds the `RETURN_GENERATOR` prologue and every `await` loop of a coroutine's instructions.
+pub(super) fn rewrite(instrs: &mut [Instr]) -> Result<()> {
+    let mut i = 0;
+    while i < instrs.len() {
+        match instrs[i].opcode {
+            RETURN_GENERATOR => {
+                if instrs.get(i + 1).map(|n| n.opcode) != Some(POP_TOP) {
+                    return Err(Fallback::shape("RETURN_GENERATOR", instrs[i].line));
+                }
+                nop(&mut instrs[i]);
+                nop(&mut instrs[i + 1]);
+                i += 2;
+            }
+            GET_AWAITABLE => {
+                let line = instrs[i].line;
+                let Some(w) = instrs.get(i..i + 7) else {
+                    return Err(Fallback::shape("await", line));
+                };
+                let ok = w[1].opcode == LOAD_CONST
+                    && w[2].opcode == SEND
+                    && w[2].jump_target() == Some(w[6].offset)
+                    && w[3].opcode == YIELD_VALUE
+                    && w[4].opcode == RESUME
+                    && w[4].arg == 3
+                    && w[5].opcode == JUMP_BACKWARD_NO_INTERRUPT
+                    && w[5].jump_target() == Some(w[2].offset);
+                if !ok {
+                    return Err(Fallback::shape("await", line));
+                }
+                for k in i + 1..i + 6 {
+                    nop(&mut instrs[k]);
+                }
+                i += 6;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
+impl Translator<'_> {
+    /// `GET_AWAITABLE` after `rewrite`: replaces the top of the stack by the awaited value.
+    pub(super) fn await_op(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
+        let line = ins.line;
+        let v = pop_reg(stack, line)?;
+        // `await f(...)`: the call was the last statement and its result is used by nothing else.
+        let fused = !stack.contains(&Val::Reg(v))
+            && matches!(out.last(), Some(Stmt { kind: StmtKind::Let(r, Expr::Call { .. }), .. }) if *r == v);
+        if fused {
+            let g = self.em.new_reg();
+            let call = out.pop().expect("checked above");
+            let StmtKind::Let(r, Expr::Call { func, args, kwnames }) = call.kind else { unreachable!() };
+            out.push(stmt(StmtKind::Let(g, Expr::Op(Intrinsic::AwaitCall, vec![func])), call.line));
+            out.push(stmt(StmtKind::Let(r, Expr::Call { func: g, args, kwnames }), call.line));
+            stack.push(Val::Reg(r));
+        } else {
+            let r = self.em.bind(Expr::Op(Intrinsic::Await, vec![v]), line, out);
+            stack.push(Val::Reg(r));
+        }
+        Ok(())
+    }
+}
