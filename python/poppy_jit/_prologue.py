@@ -227,7 +227,12 @@ def build(code, entry):
     for i in range(body_units):
         if orig[2 * i] == _OP["CALL"] and positions[i][0] is not None:
             sites[(positions[i][0], 2 * i)] = 2 * (1 + len(pro) + body_units - 1 + len(dead_pos))
-            dead_pos.append(positions[i])
+            pos = positions[i]
+            # `await f(...)`: CPython's traceback shows the await expression (its SEND).
+            j = i + 1 + _CACHES.get(_OP["CALL"], 0)
+            if 2 * j + 4 < len(orig) and orig[2 * j] == _OP["GET_AWAITABLE"] and orig[2 * j + 4] == _OP["SEND"]:
+                pos = positions[j + 2]
+            dead_pos.append(pos)
 
     new_code = bytearray(orig[:2 * (r + 1)])
     for op, arg in pro:
@@ -235,7 +240,13 @@ def build(code, entry):
     new_code += orig[2 * (r + 1):]
     for _ in dead_pos:
         new_code += bytes((_OP["NOP"], 0))
-    new_positions = positions[:r + 1] + [(None, None, None, None)] * len(pro) + positions[r + 1:] + dead_pos
+    # A coroutine's await of its run shows the `def` line (where the suspended frame is).
+    pro_pos = [(None, None, None, None)] * len(pro)
+    if code.co_flags & _COROUTINE:
+        at_def = (code.co_firstlineno, code.co_firstlineno, None, None)
+        pro_pos = [at_def if op in (_OP["SEND"], _OP["YIELD_VALUE"], _OP["RESUME"], _OP["JUMP_BACKWARD_NO_INTERRUPT"])
+                   else p for (op, _), p in zip(pro, pro_pos)]
+    new_positions = positions[:r + 1] + pro_pos + positions[r + 1:] + dead_pos
 
     table = []
     for e in dis._parse_exception_table(code):

@@ -17,8 +17,17 @@ use pyo3::types::{PyDict, PyFunction, PyTuple};
 pub(super) fn inline_binding<'py>(h: &mut PyHost<'py>, f: &Obj, nargs: usize, kwnames: &[String]) -> Option<(ProgramRef<Obj>, Vec<Bind<Obj>>)> {
     let py = h.py;
     let b = f.bind(py);
+    // `await f(...)` of a @poppy `async def` (`poppy_jit._awaits.AwaitedPoppy`): f's body in
+    // place. Any other call of an `async def` makes a coroutine object: never inlined.
+    let awaited = !b.is_instance_of::<PyFunction>() && b.hasattr(pyo3::intern!(py, "__poppy_awaited__")).unwrap_or(false);
     // A bound method of a Python function: its receiver is the first argument.
-    let (func, receiver) = if b.is_instance_of::<PyFunction>() {
+    let (func, receiver) = if awaited {
+        let func = b.getattr("fn").ok()?;
+        if !func.is_instance_of::<PyFunction>() {
+            return None;
+        }
+        (func, None)
+    } else if b.is_instance_of::<PyFunction>() {
         (b.clone(), None)
     } else if super::callee::is_method(b) {
         let func = b.getattr("__func__").ok()?;
@@ -35,6 +44,9 @@ pub(super) fn inline_binding<'py>(h: &mut PyHost<'py>, f: &Obj, nargs: usize, kw
     // (A @poppy callee that is not inlined runs as a nested plain run, as it always has; the
     // program's own functions compiled transitively record why they are not inlined.)
     let marked = crate::pipeline::entry_rc(&code).is_some();
+    if (flags & py311::CO_COROUTINE != 0) != awaited {
+        return None;
+    }
     if flags & (py311::CO_VARARGS | py311::CO_VARKEYWORDS) != 0 {
         if internal && !marked {
             not_inlined(&func, &code, "it takes *args or **kwargs");
@@ -77,7 +89,7 @@ pub fn inlinable(py: Python<'_>, f: &Bound<'_, PyAny>, nargs: usize, kwnames: &[
     }
     let Ok(code) = f.getattr("__code__") else { return false };
     let flags: u32 = code.getattr("co_flags").and_then(|v| v.extract()).unwrap_or(0);
-    if flags & (py311::CO_VARARGS | py311::CO_VARKEYWORDS) != 0 {
+    if flags & (py311::CO_VARARGS | py311::CO_VARKEYWORDS | py311::CO_COROUTINE) != 0 {
         return false;
     }
     match crate::pipeline::compile_function(py, f) {
