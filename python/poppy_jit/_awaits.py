@@ -2,7 +2,8 @@
 
 `await x` of any awaitable is `await_value(x)`: one sequential external, awaited as a task on the
 running loop of the caller (the host makes a task of every `async def` external). `await f(...)`
-is a call of `await_call_of(f)` (a cheap unordered operation, made as soon as `f` is known):
+is a call of `await_call_of(f)` (cheap and unobservable: made by the statement itself as soon as
+`f` is known, like a global load, so that the call's callee is known when it is reached):
 
 - an annotated `async def` external (or a method, partial or callable object wrapping one): `f`
   itself, so the call keeps its reordering class and overlaps as its class allows;
@@ -85,3 +86,7 @@ def await_call_of(f):
             and f.__code__.co_flags & _CO_COROUTINE):
         return AwaitedPoppy(f)
     return functools.partial(_await_sequential, f)
+
+
+# Made by the statement itself as soon as `f` is known, like a global load (host/callee.rs).
+await_call_of.__poppy_eager__ = True

@@ -20,6 +20,9 @@ use std::rc::Rc;
 /// What the host knows about a callee, computed once per callee per run.
 pub(super) enum Callee {
     Loader,
+    /// A cheap, synchronous, unobservable Python helper of the runtime (`__poppy_eager__`, e.g.
+    /// `poppy_jit._awaits.await_call_of`): called by the statement itself, like a global load.
+    Eager,
     /// Declared with @unordered/@readonly/@sequential; `returns` is a stand-in value of its
     /// declared return type when that is an immutable atom (str, int, float, bool, bytes, None).
     /// `bound`: for a wrapper of the external (see the module doc), the decorated function and
@@ -67,7 +70,8 @@ fn describe(f: &Bound<'_, PyAny>) -> PyResult<Callee> {
         };
     }
     let Some(spec) = spec_of(f)? else {
-        return Ok(Callee::Plain);
+        let eager = f.getattr("__dict__")?.downcast_into::<PyDict>()?.get_item("__poppy_eager__")?.is_some();
+        return Ok(if eager { Callee::Eager } else { Callee::Plain });
     };
     let inner = spec.getattr("fn")?;
     external(f.py(), &spec, inner, None)
@@ -164,7 +168,7 @@ fn wrapped_external<'py>(f: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, P
 
 pub(super) fn classify_callee<'py>(h: &mut PyHost<'py>, f: &Obj) -> Option<Class> {
     match &*h.callee(f) {
-        Callee::Loader => Some(Class::Unordered),
+        Callee::Loader | Callee::Eager => Some(Class::Unordered),
         // An unordered external is readonly when an argument is mutable (it must see the
         // argument as it is at its place in program order): that needs the arguments.
         Callee::External { class: Class::Unordered, .. } => None,
@@ -182,7 +186,7 @@ pub(super) fn result_hint<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Option<Obj>
     let py = h.py;
     match &*h.callee(f) {
         Callee::External { returns, .. } => returns.as_ref().map(|r| r.clone_ref(py)),
-        Callee::Loader => None,
+        Callee::Loader | Callee::Eager => None,
         Callee::Plain => {
             let args: Option<Vec<Obj>> = args.iter().map(|a| a.as_ref().map(|o| o.clone_ref(py))).collect();
             let args = PyTuple::new_bound(py, args?);

@@ -208,10 +208,14 @@ impl<'py> Host for PyHost<'py> {
 
     // Global loads: made by the `xcall` itself (no controller).
     fn is_eager(&mut self, f: &Obj) -> bool {
-        matches!(&*self.callee(f), Callee::Loader)
+        matches!(&*self.callee(f), Callee::Loader | Callee::Eager)
     }
 
     fn eager_call(&mut self, f: &Obj, args: &[Obj]) -> Result<Obj, PyErrRef> {
+        if let Callee::Eager = &*self.callee(f) {
+            let args = PyTuple::new_bound(self.py, args.iter().map(|a| a.bind(self.py)));
+            return f.bind(self.py).call1(args).map(|v| v.unbind()).map_err(PyErrRef::new);
+        }
         self.eager_global(f, &args[0]).map_err(PyErrRef::new)
     }
 
