@@ -336,6 +336,8 @@ impl PrimFactory for TestHost {
         TPrim::Ext(match i.key().as_str() {
             "binary_add" => "add".into(),
             "iter" => "u_iter".into(),
+            // `await f(...)` gives the callable itself (unordered); `await x` is sequential.
+            "await_call" => "u_await_call".into(),
             k => k.to_string(),
         })
     }

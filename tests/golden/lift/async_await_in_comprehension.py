@@ -1,0 +1,2 @@
+async def f(xs):
+    return [await llm(x) for x in xs]
