@@ -10,7 +10,8 @@
 //! user's warnings). No PEP 523 eval-frame function is
 //! installed: on CPython 3.11 any such function slows every Python-to-Python call (see
 //! docs/benchmarks.md). Also here: the frame primitives of the shim (stand-in frames for
-//! tracebacks).
+//! tracebacks). A compiled `async def` is run by `async_run` (an awaitable on the caller's
+//! running loop) instead of `run_frame`.
 //!
 //! Uses `pipeline` (translations) and `host` (running them); the `_core` functions are in `api`.
 //! Shared state is only touched with the GIL held (every `_core` function and slot holds it),
