@@ -532,7 +532,7 @@ def test_a_poppy_coroutine_that_is_not_intercepted_warns(tmp_path):
 
         @poppy
         async def agent(x):
-            return x
+            return [await asyncio.sleep(0, v) for v in (x,)][0]   # await in a comprehension
 
         print(asyncio.run(agent(3)))
     ''', PYTHONPOPPY="1")
