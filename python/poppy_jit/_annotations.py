@@ -628,13 +628,16 @@ def _external_spec(f):
 
 _INPLACE = frozenset(id(INTRINSICS["inplace_" + n]) for n in _BINARY)
 _PURE_ALWAYS = frozenset(id(f) for f in (_is, _is_not, _build_tuple, _build_list, bound_check,
-                                         builtins.id, builtins.callable, INTRINSICS["await_call"]))
+                                         builtins.id, builtins.callable, INTRINSICS["await_call"],
+                                         INTRINSICS["match_sequence"], INTRINSICS["match_mapping"]))
 # The 28 operators and the pure building intrinsics: classified by their arguments' levels.
-_SHALLOW_INTRINSICS = ("iter", "iter_live", "unpack_sequence", "unpack_ex", "list_to_tuple", "truth", "not")
+_SHALLOW_INTRINSICS = ("iter", "iter_live", "unpack_sequence", "unpack_ex", "list_to_tuple", "truth", "not",
+                       "get_len")
 _BY_ARGS = frozenset(id(f) for k, f in INTRINSICS.items()
                      if not k.startswith("inplace_") and k not in (
                          "is", "is_not", "tuple", "list", "getattr", "getitem", "setattr", "delattr", "setitem", "delitem",
-                         "list_extend", "dict_update", "set_update") + _SHALLOW_INTRINSICS)
+                         "list_extend", "dict_update", "set_update", "match_keys", "match_class")
+                     + _SHALLOW_INTRINSICS)
 # Operations that move elements around without calling their methods.
 _SHALLOW = frozenset([id(INTRINSICS[k]) for k in _SHALLOW_INTRINSICS] + [
     id(f) for f in (len, list, tuple, enumerate, zip, reversed, iter, bool)])
@@ -711,6 +714,30 @@ def _plain_class_attr(t) -> bool:
         _static_lookup(t, "__class__")[0] is object
 
 
+_MATCH_KEYS = INTRINSICS["match_keys"]
+_MATCH_CLASS = INTRINSICS["match_class"]
+
+
+def _match_class_class(subject, cls, names, nargs) -> int:
+    """A class pattern: an isinstance check, then attribute look-ups (`__match_args__` for the
+    positional sub-patterns)."""
+    try:
+        if not isinstance(cls, type):
+            return SEQUENTIAL  # raises; keep it in order
+        c = _isinstance_class(isinstance, subject, cls)
+        attrs = list(names)
+        if nargs:
+            match_args = type.__getattribute__(cls, "__match_args__") if hasattr(cls, "__match_args__") else ()
+            if type(match_args) is not tuple:
+                return SEQUENTIAL
+            attrs += [n for n in match_args[:nargs] if type(n) is str]
+        for name in attrs:
+            c = max(c, _getattr_class(subject, name))
+        return c
+    except Exception:  # noqa: BLE001 - any doubt: in program order
+        return SEQUENTIAL
+
+
 def _isinstance_class(f, x, cls) -> int:
     """isinstance/issubclass read no state of `x` except its type; the class side may run a
     metaclass's __instancecheck__/__subclasscheck__."""
@@ -740,6 +767,14 @@ def classify(f, args: tuple, kwnames: tuple) -> int:
         if type(args[0]) in (str, bytes) and all(type(a) in _LEVEL0_ATOMS or type(a) is slice for a in args[1:]):
             return UNORDERED
         return SEQUENTIAL
+    if f is _MATCH_KEYS:
+        # A mapping pattern's look-ups: reads of a builtin dict (like a subscript); any other
+        # mapping's `get` is user code.
+        if type(args[0]) is dict:
+            return max(shallow_level(args[0]), args_class(args[1:]))
+        return SEQUENTIAL
+    if f is _MATCH_CLASS:
+        return _match_class_class(*args)
     if f is _next_or_stop and type(args[0]) is LazyIter and args[0].builtin:
         # One step of a private iterator over builtin containers: reads them, runs no user code.
         return READONLY

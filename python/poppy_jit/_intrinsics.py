@@ -506,3 +506,10 @@ def intrinsic_fresh(key: str, fresh: int):
 from ._awaits import await_call_of as _await_call_of, await_value as _await_value  # noqa: E402
 
 INTRINSICS.update({"await": _await_value, "await_call": _await_call_of})
+
+# `match` statements (src/lift/patterns.rs).
+from ._patterns import get_len as _get_len, match_class as _match_class, match_keys as _match_keys  # noqa: E402
+from ._patterns import match_mapping as _match_mapping, match_sequence as _match_sequence  # noqa: E402
+
+INTRINSICS.update({"match_sequence": _match_sequence, "match_mapping": _match_mapping, "get_len": _get_len,
+                   "match_keys": _match_keys, "match_class": _match_class})

@@ -375,6 +375,22 @@ pub enum Intrinsic {
     /// keeps its class; a @poppy `async def` is inlined; anything else is one sequential
     /// external). Operands: [f].
     AwaitCall,
+    /// `match` (3.11 `MATCH_SEQUENCE`): whether the subject's type is a sequence for pattern
+    /// matching (`Py_TPFLAGS_SEQUENCE`). Operands: [subject].
+    MatchSequence,
+    /// `MATCH_MAPPING`: whether the subject's type is a mapping (`Py_TPFLAGS_MAPPING`).
+    /// Operands: [subject].
+    MatchMapping,
+    /// `GET_LEN`: `len(x)` of a sequence or mapping pattern's subject. Operands: [x].
+    GetLen,
+    /// `MATCH_KEYS`: the tuple of the subject's values for the keys (looked up with its `get`),
+    /// or None when one is missing; CPython's ValueError on a duplicate key. Operands:
+    /// [subject, keys].
+    MatchKeys,
+    /// `MATCH_CLASS n`: the tuple of the n positional (`__match_args__`) and the keyword
+    /// attributes of the subject if it is an instance of the class, else None; CPython's
+    /// TypeErrors. Operands: [subject, cls, keyword names].
+    MatchClass(u32),
 }
 
 impl Intrinsic {
@@ -465,6 +481,11 @@ impl Intrinsic {
             Intrinsic::ImportFrom(_) => "import_from".into(),
             Intrinsic::Await => "await".into(),
             Intrinsic::AwaitCall => "await_call".into(),
+            Intrinsic::MatchSequence => "match_sequence".into(),
+            Intrinsic::MatchMapping => "match_mapping".into(),
+            Intrinsic::GetLen => "get_len".into(),
+            Intrinsic::MatchKeys => "match_keys".into(),
+            Intrinsic::MatchClass(_) => "match_class".into(),
         }
     }
 
@@ -476,7 +497,7 @@ impl Intrinsic {
             | Intrinsic::ImportFrom(n) => {
                 vec![Const::Str(n.clone())]
             }
-            Intrinsic::UnpackSequence(n) => vec![Const::Int(*n as i64)],
+            Intrinsic::UnpackSequence(n) | Intrinsic::MatchClass(n) => vec![Const::Int(*n as i64)],
             Intrinsic::CellGet { name, free } => vec![Const::Str(name.clone()), Const::Bool(*free)],
             Intrinsic::UnpackEx { before, after } => {
                 vec![Const::Int(*before as i64), Const::Int(*after as i64)]

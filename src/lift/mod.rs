@@ -61,6 +61,7 @@ mod control;
 mod inline;
 mod loads;
 mod operators;
+mod patterns;
 mod state;
 mod structure;
 #[cfg(test)]
@@ -192,7 +193,7 @@ pub fn lift_with(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Functi
             yield_mode: None,
         };
         let shared = Shared {
-            budget: 4 * instrs.len() + 64,
+            budget: patterns::budget_per_instr(&instrs) * instrs.len() + 64,
             ncomp: 0,
             stored_globals: instrs
                 .iter()
@@ -367,6 +368,12 @@ fn is_supported(op: u8) -> bool {
             | YIELD_VALUE
             // `await` in an `async def` body (folded by `awaits::rewrite`).
             | GET_AWAITABLE
+            // `match` statements (`patterns`).
+            | MATCH_SEQUENCE
+            | MATCH_MAPPING
+            | MATCH_KEYS
+            | MATCH_CLASS
+            | GET_LEN
     )
 }
 

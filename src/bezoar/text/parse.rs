@@ -235,6 +235,7 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             Intrinsic::CellGet { name: n.to_string(), free: head == "free_get" }
         }
         ("unpack_sequence", n) => Intrinsic::UnpackSequence(n.parse().ok()?),
+        ("match_class", n) => Intrinsic::MatchClass(n.parse().ok()?),
         ("region", k) => Intrinsic::Region(k.parse().ok()?),
         ("unpack_ex", counts) => {
             let (before, after) = counts.split_once('.')?;
@@ -266,6 +267,10 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "iter_live" => Intrinsic::IterLive,
             "await" => Intrinsic::Await,
             "await_call" => Intrinsic::AwaitCall,
+            "match_sequence" => Intrinsic::MatchSequence,
+            "match_mapping" => Intrinsic::MatchMapping,
+            "get_len" => Intrinsic::GetLen,
+            "match_keys" => Intrinsic::MatchKeys,
             "next_or_stop" => Intrinsic::NextOrStop,
             "setitem" => Intrinsic::SetItem,
             "delitem" => Intrinsic::DelItem,

@@ -110,6 +110,7 @@ fn intrinsic_name(op: &Intrinsic) -> String {
         Intrinsic::SetAttr(a) => format!("setattr.{a}"),
         Intrinsic::DelAttr(a) => format!("delattr.{a}"),
         Intrinsic::UnpackSequence(n) => format!("unpack_sequence.{n}"),
+        Intrinsic::MatchClass(n) => format!("match_class.{n}"),
         Intrinsic::UnpackEx { before, after } => format!("unpack_ex.{before}.{after}"),
         Intrinsic::IsConsumer(n) => format!("is_consumer.{n}"),
         Intrinsic::LoadGlobal(n) => format!("load_global.{n}"),
