@@ -9,10 +9,18 @@ closed values, every operation a region may contain reaches only builtin data th
 given or made, so the run is pure: the call is unordered, and declining is always possible. It
 declines (returns None) on any other live-in and on any exception; the compiled code then runs
 the stretch operation by operation, which raises exactly where CPython does.
+
+A run returns its live-outs as `Outputs`, a tuple that also names the lists, dicts and sets among
+them that the run made itself and that nothing else reaches (`fresh`): the runtime owns those
+exactly as if the compiled code had built them (per-object ordering, src/host/regions.rs). An
+output that is a live-in, that appears twice, or that another output reaches (a list inside a
+returned tuple or list) is not fresh: in the compiled code storing it anywhere is an escape.
 """
 from __future__ import annotations
 
 import builtins
+
+from ._contract import ATOMS as _KEY_ATOMS
 
 # Immutable atoms whose operations run only builtin code.
 _ATOMS = frozenset({int, float, complex, str, bytes, bool, type(None), range, type(...)})
@@ -23,6 +31,75 @@ _BUILTINS = frozenset(id(f) for f in (
     format, frozenset, hash, hex, int, isinstance, iter, len, list, map, max, min, next, oct, ord,
     pow, range, repr, reversed, round, set, slice, sorted, str, sum, tuple, zip))
 _MAX_DEPTH = 20
+_CONTAINERS = (list, dict, set)
+# Non-atom values `fresh` looks at inside outputs before it gives up (then nothing is fresh).
+_SCAN_BUDGET = 100_000
+
+
+class Outputs(tuple):
+    """A region run's live-outs; `fresh` holds those the runtime may own (module doc). Its items
+    are read by `getitem` only, which touches none of them (the annotation library classifies it
+    as a tuple), and per-object ordering does not look inside it: the fresh containers are owned
+    from the region call on, the others are no more reachable than before."""
+
+    fresh = ()
+
+
+_SEQS = (list, dict, set, tuple, frozenset)
+
+
+def _inner_ids(outs, budget: int):
+    """Ids of the containers reachable from the outputs `outs` through at least one container
+    or tuple, or None past `budget` values or at any other object (an iterator or a bound
+    method of a list reaches the list)."""
+    seen = set()
+    stack = []
+    for o in outs:
+        t = type(o)
+        if t in _SEQS:
+            stack.append(o)
+        elif t not in _ATOMS:
+            return None
+    count = 0
+    while stack:
+        o = stack.pop()
+        for part in ((o.keys(), o.values()) if type(o) is dict else (o,)):
+            if set(map(type, part)) <= _ATOMS:
+                continue  # the common case, without a loop in Python
+            for x in part:
+                tx = type(x)
+                if tx in _ATOMS:
+                    continue
+                count += 1
+                if count > budget or tx not in _SEQS:
+                    return None
+                if id(x) not in seen:
+                    seen.add(id(x))
+                    stack.append(x)
+    return seen
+
+
+def _fresh(outs: tuple) -> tuple:
+    """The outputs the runtime may own: exact lists, dicts and sets (dicts and sets only with
+    atom keys, which per-object ordering needs) that appear once and that no output reaches."""
+    cands = []
+    ids = set()
+    dup = set()
+    for o in outs:
+        t = type(o)
+        if t in _CONTAINERS:
+            if id(o) in ids:
+                dup.add(id(o))
+            else:
+                ids.add(id(o))
+                if t is list or set(map(type, o)) <= _KEY_ATOMS:
+                    cands.append(o)
+    if not cands:
+        return ()
+    inner = _inner_ids(outs, _SCAN_BUDGET)
+    if inner is None:
+        return ()
+    return tuple(o for o in cands if id(o) not in dup and id(o) not in inner)
 
 
 def closed(x, depth: int = 0) -> bool:
@@ -67,7 +144,9 @@ class Region:
                     pass
                 else:
                     self.runs += 1
-                    return out
+                    res = Outputs(out)
+                    res.fresh = _fresh(out)
+                    return res
         self.declined += 1
         return None
 
