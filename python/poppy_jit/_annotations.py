@@ -36,6 +36,7 @@ from typing import Any, Callable, Literal
 
 from ._contract import ATOMS, READONLY, SEQUENTIAL, UNORDERED
 from ._regions import Outputs as _RegionOutputs
+from ._regions import Region as _Region
 from ._contract import CLASS_BY_NAME as _CLASS_BY_NAME
 from ._intrinsics import (INTRINSICS, _BINARY, FreshArgs, LazyIter, _split_getitem, _build_tuple, _build_list,
                           _is, _is_not, _iter_snapshot, _next_or_stop, bound_check)
@@ -744,6 +745,8 @@ def classify(f, args: tuple, kwnames: tuple) -> int:
     if f is _next_or_stop and type(args[0]) is LazyIter and args[0].builtin:
         # One step of a private iterator over builtin containers: reads them, runs no user code.
         return READONLY
+    if type(f) is _Region:
+        return f.classify(args)
     fid = id(f)
     if fid in _BY_ARGS:
         return args_class(args)

@@ -46,3 +46,12 @@ pub(super) fn fresh_outputs<'py>(h: &mut PyHost<'py>, f: &Obj, result: &Obj) -> 
     }
     Some(keys)
 }
+
+/// The containers among `args` region `f` may read (`Region.reached`; None if asking fails).
+pub(super) fn reached(f: &Bound<'_, PyAny>, args: &[Obj]) -> Option<Vec<Obj>> {
+    let py = f.py();
+    let t = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
+    let r = f.call_method1(pyo3::intern!(py, "reached"), (t,)).ok()?;
+    let r = r.downcast_into_exact::<PyTuple>().ok()?;
+    Some(r.iter().map(|x| x.unbind()).collect())
+}
