@@ -202,6 +202,10 @@ class Region:
         reads = self.reads
         if reads is None:
             return ()
+        if len(args) != len(reads):
+            # The known arguments of a call still waiting for others (per-object ordering's
+            # walk): positions are lost, so any container among them may be read.
+            return tuple(a for a in args if type(a) not in _ATOMS and not closed(a))
         out = ()
         for i, a in enumerate(args):
             if type(a) in _ATOMS or closed(a):
