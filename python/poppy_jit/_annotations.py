@@ -35,6 +35,8 @@ import weakref
 from typing import Any, Callable, Literal
 
 from ._contract import ATOMS, READONLY, SEQUENTIAL, UNORDERED
+from ._regions import Outputs as _RegionOutputs
+from ._regions import Region as _Region
 from ._contract import CLASS_BY_NAME as _CLASS_BY_NAME
 from ._intrinsics import (INTRINSICS, _BINARY, FreshArgs, LazyIter, _split_getitem, _build_tuple, _build_list,
                           _is, _is_not, _iter_snapshot, _next_or_stop, bound_check)
@@ -62,7 +64,7 @@ _LEVEL0_ATOMS = ATOMS | frozenset({complex, range, type(...), type(NotImplemente
 
 _TYPE_KIND: dict = {t: K_ATOM for t in _LEVEL0_ATOMS}
 _TYPE_KIND.update({
-    tuple: K_SEQ_IMM, frozenset: K_SEQ_IMM,
+    tuple: K_SEQ_IMM, frozenset: K_SEQ_IMM, _RegionOutputs: K_SEQ_IMM,
     list: K_SEQ_MUT, set: K_SEQ_MUT, bytearray: K_SEQ_MUT, collections.deque: K_SEQ_MUT,
     type({}.keys()): K_SEQ_MUT, type({}.values()): K_SEQ_MUT, type({}.items()): K_SEQ_MUT,
     dict: K_DICT,
@@ -778,6 +780,8 @@ def classify(f, args: tuple, kwnames: tuple) -> int:
     if f is _next_or_stop and type(args[0]) is LazyIter and args[0].builtin:
         # One step of a private iterator over builtin containers: reads them, runs no user code.
         return READONLY
+    if type(f) is _Region:
+        return f.classify(args)
     fid = id(f)
     if fid in _BY_ARGS:
         return args_class(args)

@@ -17,6 +17,7 @@ import builtins
 import operator
 
 from ._contract import ATOMS
+from ._regions import Region as _Region
 from ._intrinsics import FreshArgs, _build_list, _build_map, _build_set, _contains, _iter_snapshot, \
     _not_contains, _setitem
 
@@ -57,6 +58,8 @@ def scope(f, args: tuple, kwnames: tuple):
         return None
     if type(f) is FreshArgs:
         f = f.fn
+    if type(f) is _Region:
+        return f.scope(args)
     n = len(args)
     if type(f) is _BUILTIN_METHOD and type(f.__self__) in (list, dict, set, str):
         recv = f.__self__

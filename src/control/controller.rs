@@ -378,7 +378,7 @@ fn complete<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
     objects::wake_done(e, cid);
     if let Ok(v) = &r {
         if e.ctl()[cid].func.is_some() {
-            if let Some(k) = e.fresh_key(cid, v) {
+            for k in e.fresh_keys(cid, v) {
                 e.ctl().owned.insert(k, cid);
             }
         }

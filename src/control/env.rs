@@ -105,7 +105,8 @@ pub trait Env {
     fn dispatch(&mut self, cid: CtrlId) -> Option<Result<Self::Prim, Self::Error>>;
     fn cancel(&mut self, cid: CtrlId);
     fn internal_error(&mut self, kind: &str, msg: &str) -> Self::Error;
-    fn fresh_key(&mut self, cid: CtrlId, result: &Self::Prim) -> Option<u64>;
+    /// The fresh containers the finished call made (`Host::fresh_keys`).
+    fn fresh_keys(&mut self, cid: CtrlId, result: &Self::Prim) -> Vec<u64>;
     fn object_keys(&mut self, cid: CtrlId, args: &[Self::Prim]) -> Vec<u64>;
     fn arg_keys(&mut self, args: &[Self::Prim]) -> Vec<u64>;
     #[allow(clippy::type_complexity)]

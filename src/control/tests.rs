@@ -180,8 +180,8 @@ impl Env for Mock {
     }
     // Objects: values from OBJ up are lists; MAKE's result is a new one (owned), APPEND(lst, x)
     // touches its first argument alone and stores the second.
-    fn fresh_key(&mut self, cid: CtrlId, v: &i64) -> Option<u64> {
-        (self.ctl[cid].func == Some(MAKE) && *v >= OBJ).then_some(*v as u64)
+    fn fresh_keys(&mut self, cid: CtrlId, v: &i64) -> Vec<u64> {
+        (self.ctl[cid].func == Some(MAKE) && *v >= OBJ).then_some(*v as u64).into_iter().collect()
     }
     fn object_keys(&mut self, _: CtrlId, args: &[i64]) -> Vec<u64> {
         self.arg_keys(args)

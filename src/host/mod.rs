@@ -13,7 +13,8 @@
 //! - `objects`: per-object ordering's keys and scopes. `inline`: inlining @poppy callees and the program's own internal
 //!   functions (their translations from `pipeline`), binding parameters as CPython does, within
 //!   the recursion limit. `failure`: tracebacks and notes
-//!   of a failed run. `trace`: call records for PYTHONPOPPY_TRACE.
+//!   of a failed run. `trace`: call records for PYTHONPOPPY_TRACE. `regions`: the containers an
+//!   internal region returns that it made itself are owned like those the compiled code builds.
 //!
 //! Uses `pipeline` (inlining) and `pyobj`; must not use `hook` or `api`.
 use crate::control::Class;
@@ -36,6 +37,7 @@ mod inline;
 pub use inline::inlinable;
 mod objects;
 pub mod pool;
+mod regions;
 mod trace;
 
 /// A Python exception as a λO error value (PyErr itself is not Clone).
@@ -180,6 +182,13 @@ impl<'py> Host for PyHost<'py> {
     // Per-object ordering (objects.rs).
     fn fresh_key(&mut self, f: &Obj, result: &Obj) -> Option<u64> {
         objects::fresh_key(self, f, result)
+    }
+
+    fn fresh_keys(&mut self, f: &Obj, result: &Obj) -> Vec<u64> {
+        if let Some(keys) = regions::fresh_outputs(self, f, result) {
+            return keys;
+        }
+        objects::fresh_key(self, f, result).into_iter().collect()
     }
 
     fn object_keys(&mut self, f: &Obj, args: &[Obj]) -> Vec<u64> {

@@ -14,8 +14,8 @@ pub(super) struct ObjectsApi<'py> {
     pending: Bound<'py, PyAny>,
     owned_ok: Bound<'py, PyAny>,
     maker: Bound<'py, PyAny>,
-    /// `poppy_jit._regions.Region`: a region call reaches no container (it declines on any
-    /// live-in that is not closed, before touching it), so it is no escape.
+    /// `poppy_jit._regions.Region`: a region call that declines on every container reaches
+    /// none, so it is no escape (`object_keys`).
     region: Bound<'py, PyAny>,
 }
 
@@ -95,10 +95,17 @@ pub(super) fn fresh_key<'py>(h: &mut PyHost<'py>, f: &Obj, result: &Obj) -> Opti
 
 pub(super) fn object_keys<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj]) -> Vec<u64> {
     let py = h.py;
-    // A region never touches a list, dict or set it is given: passing one is not an escape
-    // (which would put every later operation on that object in the global order).
+    // A region reaches only the containers it may read (`regions::reached`): passing it one it
+    // declines on without touching is not an escape (which would put every later operation on
+    // that object in the global order).
     if h.objects_api().is_some_and(|api| f.bind(py).get_type().is(&api.region)) {
-        return Vec::new();
+        if let Some(reached) = super::regions::reached(f.bind(py), args) {
+            let mut out = Vec::new();
+            for a in reached {
+                collect_keys(a.bind(py), &mut out, 0);
+            }
+            return out;
+        }
     }
     let mut out = arg_keys(h, args);
     out.extend(method_receiver_key(f.bind(py)));

@@ -53,6 +53,11 @@ pub trait Host {
     fn fresh_key(&mut self, _f: &Self::Prim, _result: &Self::Prim) -> Option<u64> {
         None
     }
+    /// The keys of every fresh container the finished call made: `fresh_key`'s, or for a call
+    /// that makes several at once (an internal region's outputs) each of them.
+    fn fresh_keys(&mut self, f: &Self::Prim, result: &Self::Prim) -> Vec<u64> {
+        self.fresh_key(f, result).into_iter().collect()
+    }
     /// Keys of the mutable containers a call of `f` with `args` can reach directly: the
     /// arguments (looking into tuples) and the object `f` is a method of.
     fn object_keys(&mut self, _f: &Self::Prim, _args: &[Self::Prim]) -> Vec<u64> {

@@ -79,9 +79,19 @@ pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>)
 }
 
 /// A region as explain shows it: its live-ins and live-outs, then its source.
+/// `reads [..]`: the live-ins it may be given as containers of closed values, which it only reads.
 fn region_text(r: &passes::RegionCode) -> String {
     let outs: Vec<&str> = r.outputs.iter().map(|v| v.as_str()).collect();
-    format!("# region.{} (line {}): in [{}] out [{}]\n{}", r.index, r.line, r.inputs.join(", "), outs.join(", "), r.source)
+    let reads: Vec<&str> = r.inputs.iter().zip(&r.reads).filter(|(_, &ok)| ok).map(|(i, _)| i.as_str()).collect();
+    format!(
+        "# region.{} (line {}): in [{}] out [{}] reads [{}]\n{}",
+        r.index,
+        r.line,
+        r.inputs.join(", "),
+        outs.join(", "),
+        reads.join(", "),
+        r.source
+    )
 }
 
 /// The λO text of a program, primitives shown by their (shortened) repr.

@@ -65,7 +65,7 @@ impl<'py> PyFactory<'py> {
         }
         let label = format!("<poppy region {}#{k} {}:{}>", self.qualname, self.filename, r.line);
         py.import_bound("poppy_jit._regions")
-            .and_then(|m| m.call_method1("make", (&r.name, &r.source, label, consts)))
+            .and_then(|m| m.call_method1("make", (&r.name, &r.source, label, consts, r.reads.clone())))
             .expect("poppy_jit._regions.make builds every region")
             .unbind()
     }

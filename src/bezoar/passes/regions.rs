@@ -44,6 +44,10 @@ pub struct RegionCode {
     pub inputs: Vec<String>,
     /// Live-outs, in the order of the returned tuple.
     pub outputs: Vec<VarName>,
+    /// Per live-in: whether it may be a list, dict or set of closed values (the caller's, or one
+    /// the run owns) — the stretch mutates nothing it did not make itself, so running it on that
+    /// container only reads it (`containers_read`). Otherwise the live-in must be closed.
+    pub reads: Vec<bool>,
 }
 
 /// Whether regions are formed (`PYTHONPOPPY_REGIONS=0` turns them off).
@@ -517,9 +521,102 @@ impl Former {
         }
         let mut shown = outputs.clone();
         shown.extend(temps.iter().cloned());
-        self.regions.push(RegionCode { index, line, name, source, consts, inputs, outputs: shown });
+        let reads = containers_read(s, &exposed, globals.len(), outer_regs.len());
+        self.regions.push(RegionCode { index, line, name, source, consts, inputs, outputs: shown, reads });
         Some((out, renamed))
     }
+}
+
+/// Method names that change a list, dict or set (the only mutable objects a region can reach
+/// when its containers hold closed values).
+const MUTATORS: &[&str] = &[
+    "add", "append", "clear", "difference_update", "discard", "extend", "insert", "intersection_update", "pop",
+    "popitem", "remove", "reverse", "setdefault", "sort", "symmetric_difference_update", "update",
+];
+
+/// Which live-ins (exposed variables, then `globals` globals, then `outer` registers: the
+/// parameter order) may be containers of closed values the region only reads. A list, dict or
+/// set given to a region, holding closed values, is the only mutable object it can reach that
+/// it did not make; so the region only reads it if every operation that could change an object
+/// (item stores and deletes, `extend`/`update`, in-place operators, the methods in `MUTATORS`)
+/// changes one the stretch made itself: its receiver is a display or a constant, or a variable
+/// that the stretch assigns only such values (then not a live-in). An in-place operator on a
+/// variable that is a live-in (`total += x` where `total` was set before the stretch) is fine
+/// when that live-in is closed: such a live-in must be. Anything else: every live-in must be
+/// closed (the region declines on a container without touching it, as before).
+fn containers_read(s: &[Stmt], exposed: &[VarName], globals: usize, outer: usize) -> Vec<bool> {
+    let mut defs: HashMap<Reg, Expr> = HashMap::new();
+    let mut stores: HashMap<VarName, Vec<Reg>> = HashMap::new();
+    visit(s, &mut |k| match k {
+        StmtKind::Let(r, e) => {
+            defs.insert(*r, e.clone());
+        }
+        StmtKind::Store(v, r) => stores.entry(v.clone()).or_default().push(*r),
+        _ => {}
+    });
+    let makes = |e: &Expr| match e {
+        Expr::Const(_) => true,
+        Expr::Op(op, _) => matches!(
+            op,
+            Intrinsic::Binary { inplace: false, .. }
+                | Intrinsic::Unary(_)
+                | Intrinsic::Compare(_)
+                | Intrinsic::Is { .. }
+                | Intrinsic::Contains { .. }
+                | Intrinsic::Truth
+                | Intrinsic::BuildTuple
+                | Intrinsic::BuildList
+                | Intrinsic::BuildMap
+                | Intrinsic::BuildSet
+                | Intrinsic::BuildSlice
+                | Intrinsic::FormatValue { .. }
+                | Intrinsic::BuildString
+                | Intrinsic::ListToTuple
+        ),
+        _ => false,
+    };
+    // A variable the stretch assigns only values it makes (or in-place updates of itself).
+    let own_var = |v: &VarName| {
+        stores.get(v).map_or(true, |rs| {
+            rs.iter().all(|r| match defs.get(r) {
+                Some(Expr::Op(Intrinsic::Binary { inplace: true, .. }, a)) => {
+                    matches!(defs.get(&a[0]), Some(Expr::Load(x)) if x == v)
+                }
+                Some(e) => makes(e),
+                None => false,
+            })
+        })
+    };
+    let mut closed: HashSet<VarName> = HashSet::new();
+    let mut ok = true;
+    visit(s, &mut |k| {
+        let StmtKind::Let(_, Expr::Op(op, args)) = k else { return };
+        let changes = match op {
+            Intrinsic::SetItem | Intrinsic::DelItem | Intrinsic::ListExtend | Intrinsic::SetUpdate => true,
+            Intrinsic::Binary { inplace, .. } => *inplace,
+            Intrinsic::GetAttr(name) => MUTATORS.contains(&name.as_str()),
+            _ => false,
+        };
+        if !changes {
+            return;
+        }
+        match defs.get(&args[0]) {
+            Some(e) if makes(e) => {}
+            Some(Expr::Load(v)) if own_var(v) => {
+                if exposed.contains(v) {
+                    closed.insert(v.clone()); // it may still hold the live-in: that must be closed
+                }
+            }
+            _ => ok = false,
+        }
+    });
+    if !ok {
+        return vec![false; exposed.len() + globals + outer];
+    }
+    let mut reads: Vec<bool> = exposed.iter().map(|v| !closed.contains(v)).collect();
+    reads.extend(std::iter::repeat(false).take(globals)); // builtins: closed
+    reads.extend(std::iter::repeat(true).take(outer));
+    reads
 }
 
 /// Walk `b` in order: variables loaded while not surely assigned in the stretch (`exposed`),

@@ -287,9 +287,9 @@ impl<'a, H: Host> Env for Eval<'a, H> {
     }
 
     #[inline]
-    fn fresh_key(&mut self, cid: CtrlId, result: &H::Prim) -> Option<u64> {
-        let f = self.ctl[cid].func.as_ref()?;
-        self.host.fresh_key(f, result)
+    fn fresh_keys(&mut self, cid: CtrlId, result: &H::Prim) -> Vec<u64> {
+        let Some(f) = self.ctl[cid].func.as_ref() else { return Vec::new() };
+        self.host.fresh_keys(f, result)
     }
 
     fn object_keys(&mut self, cid: CtrlId, args: &[H::Prim]) -> Vec<u64> {
