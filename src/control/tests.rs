@@ -189,12 +189,15 @@ impl Env for Mock {
     fn arg_keys(&mut self, args: &[i64]) -> Vec<u64> {
         args.iter().filter(|&&a| a >= OBJ).map(|&a| a as u64).collect()
     }
-    fn scope(&mut self, cid: CtrlId, args: &[i64]) -> Option<(u64, Option<bool>, Vec<i64>)> {
-        (self.ctl[cid].func == Some(APPEND) && args[0] >= OBJ).then(|| (args[0] as u64, Some(true), args[1..].to_vec()))
+    fn scope(&mut self, cid: CtrlId, args: &[i64]) -> Option<Scope<i64>> {
+        (self.ctl[cid].func == Some(APPEND) && args[0] >= OBJ).then(|| Scope { recv: args[0] as u64, write: Some(true), part: None, rest: args[1..].to_vec() })
     }
-    fn scope_pending(&mut self, cid: CtrlId, args: &[Option<i64>]) -> Option<(u64, bool)> {
-        let recv = args[0].filter(|&r| r >= OBJ)?;
-        (self.ctl[cid].func == Some(APPEND) && args.len() == 2).then_some((recv as u64, true))
+    fn scope_pending(&mut self, cid: CtrlId, args: &[Partial<i64>]) -> Option<(u64, bool, Option<u64>)> {
+        let recv = match args[0] {
+            Partial::Known(r) if r >= OBJ => r,
+            _ => return None,
+        };
+        (self.ctl[cid].func == Some(APPEND) && args.len() == 2).then_some((recv as u64, true, None))
     }
 }
 
