@@ -124,6 +124,14 @@ def _scope(f, args: tuple, kwnames: tuple):
         return args[0], True, args[1:]
     if (f is _iter_snapshot or f is builtins.len) and n == 1 and type(args[0]) in _CONTAINERS:
         return args[0], False, ()
+    if (f is builtins.tuple or f is builtins.list) and n == 1 and type(args[0]) in _CONTAINERS:
+        # A copy of the items (a dict's keys): iterating a builtin container runs no user code
+        # and the items are only referenced — a read of the whole container.
+        return args[0], False, ()
+    if (f is builtins.dict and n == 1 and type(args[0]) is dict) or \
+            (f is builtins.set and n == 1 and type(args[0]) is set):
+        # An owned dict's/set's keys are atoms (`owned_ok`): copying rehashes them only.
+        return args[0], False, ()
     if (f is _contains or f is _not_contains) and n == 2:
         x, o = args
         if _atom(x) and type(o) in (dict, set):
