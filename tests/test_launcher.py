@@ -295,3 +295,15 @@ def test_blocking_threads_setting(tmp_path):
     r = _run([PY, "-m", "poppy_jit", "run", "--config", "cap.toml", "cap.py", "6"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert "peak 2" in r.stderr
+
+
+def test_why_says_the_scripts_top_level_code_is_not_compiled(tmp_path):
+    """Module-level code is not compiled (the lifter translates functions only): `run --why`
+    says so, naming the script, so calls made there one after another have a visible reason."""
+    _write(tmp_path, "par.py", PARALLEL_SCRIPT)
+    _write(tmp_path, "poppy.toml", CONFIG)
+    plain = _run([PY, "par.py", "4"], tmp_path)
+    launched = _run([PY, "-m", "poppy_jit", "run", "--why", "par.py", "4"], tmp_path)
+    assert launched.returncode == 0, launched.stderr
+    assert launched.stdout == plain.stdout
+    assert "top-level code of par.py is not compiled" in launched.stderr

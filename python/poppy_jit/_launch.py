@@ -237,6 +237,8 @@ def _run_script(path: str, entries: list) -> None:
         "__cached__": None,
     })
     sys.modules["__main__"] = main
+    from . import _why
+    _why.note_main(absolute)
     code = _compile_main(source, absolute, entries)
     exec(code, main.__dict__)
 

@@ -5,8 +5,9 @@ a comprehension) against the other operations on that object only — not agains
 sequential call — as long as the object has not escaped (been given to any other call). See
 `ObjInfo` in src/lambda_o/eval.rs. This module is the Python side: `MAKERS` and `scope`.
 
-`scope(f, args, kwnames)` is `(receiver, writes, other_args)` (`writes` None: touches no state)
-when calling `f` touches nothing but
+`scope(f, args, kwnames)` is `(receiver, writes, other_args, part)` (`writes` None: touches no
+state; `part`: the hash of the one dict/set key it touches, None: the whole receiver) when calling
+`f` touches nothing but
 `receiver` (an exact list/dict/set) — no user code can run (keys are immutable atoms in a
 container whose keys all are, indices are ints), nothing else is read — else None. Values it stores
 (`append(x)`) are in `other_args`, so an owned object stored into another escapes.
@@ -19,7 +20,7 @@ import operator
 from ._contract import ATOMS
 from ._regions import Region as _Region
 from ._intrinsics import FreshArgs, _build_list, _build_map, _build_set, _contains, _iter_snapshot, \
-    _not_contains, _setitem
+    _list_extend, _not_contains, _setitem
 
 # Calls whose result is a new list/dict/set nobody else has seen.
 MAKERS = frozenset(id(f) for f in (_build_list, _build_map, _build_set, list, dict, set, sorted))
@@ -54,6 +55,20 @@ def owned_ok(o) -> bool:
 
 
 def scope(f, args: tuple, kwnames: tuple):
+    """`(receiver, writes, other_args, part)` or None (module doc); `part` is the hash of the
+    dict's or set's key the call touches alone (an atom: hashing it runs no user code; equal
+    keys hash equal), None when it touches the whole receiver."""
+    r = _scope(f, args, kwnames)
+    if r is None or len(r) == 4:
+        return r
+    return r + (None,)
+
+
+def _keyed(recv, write, rest, key):
+    return recv, write, rest, hash(key)
+
+
+def _scope(f, args: tuple, kwnames: tuple):
     if kwnames:
         return None
     if type(f) is FreshArgs:
@@ -76,14 +91,14 @@ def scope(f, args: tuple, kwnames: tuple):
                 return recv, True, ()
         elif t is dict:
             if name == "get" and n in (1, 2) and _atom(args[0]):
-                return recv, False, args[1:]
+                return _keyed(recv, False, args[1:], args[0])
             if name == "pop" and n in (1, 2) and _atom(args[0]):
-                return recv, True, args[1:]
+                return _keyed(recv, True, args[1:], args[0])
             if name == "setdefault" and n in (1, 2) and _atom(args[0]):
-                return recv, True, args[1:]
+                return _keyed(recv, True, args[1:], args[0])
         elif t is set:
             if name in ("add", "discard", "remove") and n == 1 and _atom(args[0]):
-                return recv, True, ()
+                return _keyed(recv, True, (), args[0])
         elif t is str and name == "join" and n == 1 and type(args[0]) is list:
             # str.join reads str items directly and raises on anything else: no user code.
             return args[0], False, ()
@@ -94,20 +109,36 @@ def scope(f, args: tuple, kwnames: tuple):
         return args[0], None, ()
     if f is operator.getitem and n == 2:
         o, k = args
-        if (type(o) is list and _index(k)) or (type(o) is dict and _atom(k)):
+        if type(o) is list and _index(k):
             return o, False, ()
+        if type(o) is dict and _atom(k):
+            return _keyed(o, False, (), k)
         return None
     if f is _setitem and n == 3:
         o, k, v = args
-        if (type(o) is list and type(k) is int) or (type(o) is dict and _atom(k)):
+        if type(o) is list and type(k) is int:
             return o, True, (v,)
+        if type(o) is dict and _atom(k):
+            return _keyed(o, True, (v,), k)
         return None
+    if f is _list_extend and n == 2 and type(args[0]) is list and type(args[1]) is tuple:
+        # A comprehension's append (`LIST_APPEND` is `_list_extend(lst, (x,))`) or `[a, *t]`
+        # with a tuple: iterating a tuple runs no user code; the items are only stored.
+        return args[0], True, args[1:]
     if (f is _iter_snapshot or f is builtins.len) and n == 1 and type(args[0]) in _CONTAINERS:
+        return args[0], False, ()
+    if (f is builtins.tuple or f is builtins.list) and n == 1 and type(args[0]) in _CONTAINERS:
+        # A copy of the items (a dict's keys): iterating a builtin container runs no user code
+        # and the items are only referenced — a read of the whole container.
+        return args[0], False, ()
+    if (f is builtins.dict and n == 1 and type(args[0]) is dict) or \
+            (f is builtins.set and n == 1 and type(args[0]) is set):
+        # An owned dict's/set's keys are atoms (`owned_ok`): copying rehashes them only.
         return args[0], False, ()
     if (f is _contains or f is _not_contains) and n == 2:
         x, o = args
         if _atom(x) and type(o) in (dict, set):
-            return o, False, ()
+            return _keyed(o, False, (), x)
     return None
 
 
@@ -123,7 +154,7 @@ PENDING = _Pending()
 
 
 def scope_pending(f, args: tuple, kwnames: tuple):
-    """`(receiver, writes)` for a call some of whose arguments are `PENDING`, when it touches
+    """`(receiver, writes, part)` for a call some of whose arguments are `PENDING`, when it touches
     nothing but `receiver` whatever values they turn out to be: they are only stored into it
     (`lst.append(x)`, `lst.insert(i, x)`, `d[k] = x` with an atom key), so the call is an
     operation on its receiver alone (what the stored value is decides only whether it escapes).
@@ -134,12 +165,17 @@ def scope_pending(f, args: tuple, kwnames: tuple):
     if type(f) is _BUILTIN_METHOD and type(f.__self__) is list:
         name = f.__name__
         if name == "append" and n == 1:
-            return f.__self__, True
+            return f.__self__, True, None
         if name == "insert" and n == 2 and type(args[0]) is int:
-            return f.__self__, True
+            return f.__self__, True, None
         return None
     if f is _setitem and n == 3:
         o, k, _ = args
-        if (type(o) is list and type(k) is int) or (type(o) is dict and _atom(k)):
-            return o, True
+        if type(o) is list and type(k) is int:
+            return o, True, None
+        if type(o) is dict and _atom(k):
+            return o, True, hash(k)
+    if f is _list_extend and n == 2 and type(args[0]) is list and type(args[1]) is tuple:
+        # A comprehension's append: the host passes a tuple with pending items as a tuple.
+        return args[0], True, None
     return None

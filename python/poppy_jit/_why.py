@@ -24,12 +24,15 @@ This module owns the analysis and its report; the records come from `host::trace
 from __future__ import annotations
 
 import linecache
+import os
 import re
 import sys
 from collections import defaultdict
 
 active = False
 _runs: list = []  # (qualname, func, [record, ...])
+# The launched script, whose top-level code runs as plain CPython (see `note_main`).
+_main_script: str | None = None
 # A wait shorter than this is not a wait (scheduling noise), in seconds.
 _MIN_WAIT = 0.002
 
@@ -56,6 +59,15 @@ def note_run(qualname: str, func, records: list) -> None:
 
 def clear() -> None:
     _runs.clear()
+
+
+def note_main(path: str) -> None:
+    """Called by the launcher with the script it runs: its module-level code (including the
+    `if __name__ == "__main__":` block) is not compiled — the lifter translates functions only
+    (module code reads and writes its variables by name) — so the report says so: the calls it
+    makes directly run one after another, whatever their classes."""
+    global _main_script
+    _main_script = path
 
 
 def _name(f) -> str:
@@ -228,6 +240,11 @@ def report(top: int = 8) -> str:
         lines.append("functions that fell back run as plain CPython (their calls one after "
                      "another, and each is one sequential call of its caller):")
         lines += [f"    {name}: {reason}" for name, reason in fell_back.items()]
+    if _main_script:
+        lines.append(f"top-level code of {os.path.basename(_main_script)} is not compiled (module "
+                     "code, `if __name__ == \"__main__\":` included): it runs as plain CPython, so "
+                     "the calls it makes itself run one after another; the functions it calls "
+                     "are compiled as configured")
     if not s["runs"]:
         lines.append("no compiled run made external calls (nothing was compiled, or every "
                      "function fell back: see stats()['fallbacks'])")

@@ -22,6 +22,31 @@ pub enum Peek<P> {
     Other,
 }
 
+/// An argument of a call not all of whose arguments are known yet (`Env::scope_pending`).
+pub enum Partial<P> {
+    Known(P),
+    /// Pending: the result of an external call that does not carry an owned object.
+    Pending,
+    /// A tuple the program builds, some of whose items are pending: its leaves (items of
+    /// nested tuples included), in order.
+    Tuple(Vec<Partial<P>>),
+}
+
+/// A call that touches nothing but one container, its receiver (`Env::scope`).
+pub struct Scope<P> {
+    /// The receiver's key.
+    pub recv: u64,
+    /// Whether it writes the receiver (None: it touches no state of it, e.g. `getattr`).
+    pub write: Option<bool>,
+    /// The part of the receiver it touches: for a dict or set, the entry of one key, given as
+    /// the key's hash (equal keys have equal hashes, so equal parts may still be different
+    /// keys: ordering them is only conservative); None: the whole object (its length,
+    /// iteration, `clear`, any list operation).
+    pub part: Option<u64>,
+    /// The other arguments: values it stores (their objects escape).
+    pub rest: Vec<P>,
+}
+
 /// What a call's callee turned out to be (`Env::callee`).
 pub enum Callee<P, E> {
     /// Not known yet (the work item is woken when it is).
@@ -98,6 +123,11 @@ pub trait Env {
     // The host (see `lambda_o::Host` for each).
 
     fn classify_callee(&mut self, f: &Self::Prim) -> Option<Class>;
+    /// Whether controller `cid`'s callee returns a new tuple of its arguments and does nothing
+    /// else (`Host::builds_tuple`).
+    fn builds_tuple(&mut self, _cid: CtrlId) -> bool {
+        false
+    }
     fn classify(&mut self, cid: CtrlId, argv: &[Self::Prim]) -> Class;
     fn classify_hinted(&mut self, cid: CtrlId, args: &[Option<Self::Prim>]) -> Option<Class>;
     fn result_hint(&mut self, cid: CtrlId, args: &[Option<Self::Prim>]) -> Option<Self::Prim>;
@@ -109,13 +139,13 @@ pub trait Env {
     fn fresh_keys(&mut self, cid: CtrlId, result: &Self::Prim) -> Vec<u64>;
     fn object_keys(&mut self, cid: CtrlId, args: &[Self::Prim]) -> Vec<u64>;
     fn arg_keys(&mut self, args: &[Self::Prim]) -> Vec<u64>;
-    #[allow(clippy::type_complexity)]
-    fn scope(&mut self, cid: CtrlId, args: &[Self::Prim]) -> Option<(u64, Option<bool>, Vec<Self::Prim>)>;
-    /// For a call whose arguments are known except the pending ones (None): if it touches
-    /// nothing but one container (its receiver) whatever values the pending ones turn out to be
-    /// — they are only stored into it (`lst.append(x)`, `d[k] = x`) — the receiver's key and
-    /// whether the call writes it.
-    fn scope_pending(&mut self, _cid: CtrlId, _args: &[Option<Self::Prim>]) -> Option<(u64, bool)> {
+    fn scope(&mut self, cid: CtrlId, args: &[Self::Prim]) -> Option<Scope<Self::Prim>>;
+    /// For a call whose arguments are known except the pending ones: if it touches nothing but
+    /// one container (its receiver) whatever values the pending ones turn out to be — they are
+    /// only stored into it (`lst.append(x)`, `d[k] = x`, a comprehension's `_list_extend(lst,
+    /// (x,))`) — the receiver's key, whether the call writes it, and the part of it the call
+    /// touches (`Scope::part`).
+    fn scope_pending(&mut self, _cid: CtrlId, _args: &[Partial<Self::Prim>]) -> Option<(u64, bool, Option<u64>)> {
         None
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Uses the program-order walk of `order` and the controller table; what a call's arguments
 //! are comes from the evaluator through `Env`.
-use super::env::{Env, Peek};
+use super::env::{Env, Partial, Peek};
 use super::state::{CtrlId, ObjInfo, Phase, SlotId, WorkId};
 use super::wait::{producer_along, resolve_fut, wait_fut};
 use super::order::{predecessor, Pred};
@@ -27,23 +27,28 @@ pub(super) fn involvement<E: Env>(e: &mut E, cid: CtrlId, argv: &[E::Prim]) -> O
         return None;
     }
     // A scoped operation: its receiver is touched; the other arguments' objects escape.
-    let touch = match e.scope(cid, argv).filter(|(k, _, _)| e.ctl_ref().owned.contains_key(k)) {
-        Some((k, write, rest)) => {
-            keys = e.arg_keys(&rest);
+    let mut part = None;
+    let touch = match e.scope(cid, argv).filter(|s| e.ctl_ref().owned.contains_key(&s.recv)) {
+        Some(s) => {
+            let k = s.recv;
+            keys = e.arg_keys(&s.rest);
             keys.retain(|o| e.ctl_ref().owned.contains_key(o));
-            match write {
+            match s.write {
                 // Touches no state of its receiver: its result stands for the object (a
                 // bound method), so calls that get that result while it is pending must be
                 // waited for (see `object_order`).
                 None if keys.is_empty() => {
                     let done = e.ctl().futs.new_future();
-                    let info = ObjInfo { touch: None, escapes: Vec::new(), local: None, carries: Some(k), done };
+                    let info = ObjInfo { touch: None, part: None, escapes: Vec::new(), local: None, carries: Some(k), done };
                     return Some(Box::new(info));
                 }
                 None => None,
                 // e.g. a list appended to itself: an escape
                 Some(_) if keys.contains(&k) => None,
-                Some(write) => Some((k, write)),
+                Some(write) => {
+                    part = s.part;
+                    Some((k, write))
+                }
             }
         }
         None => None,
@@ -51,7 +56,7 @@ pub(super) fn involvement<E: Env>(e: &mut E, cid: CtrlId, argv: &[E::Prim]) -> O
     keys.sort_unstable();
     keys.dedup();
     let done = e.ctl().futs.new_future();
-    Some(Box::new(ObjInfo { touch, escapes: keys, local: None, carries: None, done }))
+    Some(Box::new(ObjInfo { touch, part, escapes: keys, local: None, carries: None, done }))
 }
 
 /// Whether call `c`, still waiting for arguments, may involve one of `keys`: None if it
@@ -86,16 +91,32 @@ fn may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], depth: u32) -> Option
     None
 }
 
+/// Whether call `c`, waiting for its arguments, was decided to store into one entry of an owned
+/// dict (`early_local`, `early_part`) other than the entry `active` reads of it, and cannot
+/// involve any other object of `active` (its pending arguments are values it only stores, each
+/// an external call's result: see `early_local`).
+fn other_entry<E: Env>(e: &mut E, c: CtrlId, active: &[(u64, bool, bool, Option<u64>)]) -> bool {
+    let ctrl = &e.ctl_ref()[c];
+    let (Some(ek), Some(ep)) = (ctrl.early_local, ctrl.early_part) else { return false };
+    let Some(&(_, write, _, part)) = active.iter().find(|a| a.0 == ek) else { return false };
+    if write || part.is_none() || part == Some(ep) {
+        return false;
+    }
+    let others: Vec<u64> = active.iter().map(|a| a.0).filter(|&k| k != ek).collect();
+    others.is_empty() || may_involve(e, c, &others, 0).is_none()
+}
+
 /// Per-object ordering of call `cid` (see `ObjInfo`): walk program order backwards from it
 /// to the creation of each owned object it involves, waiting for what must finish first.
 /// None: registered to wait; Some(true): it may skip the global order; Some(false): it
 /// follows the global order (its object escaped earlier, or it is itself an escape).
 pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<bool> {
     let info = e.ctl_ref()[cid].obj.as_ref().expect("involved");
-    // (key, waits for every earlier operation on it (a write or an escape), is the receiver)
-    let mut active: Vec<(u64, bool, bool)> = info.escapes.iter().map(|&k| (k, true, false)).collect();
+    // (key, waits for every earlier operation on it (a write or an escape), is the receiver,
+    // the part of it: a dict's or set's entry, None for the whole object)
+    let mut active: Vec<(u64, bool, bool, Option<u64>)> = info.escapes.iter().map(|&k| (k, true, false, None)).collect();
     if let Some((k, write)) = info.touch {
-        active.push((k, write, true));
+        active.push((k, write, true, info.part));
     }
     let mut escaped = false;
     let mut cur = cid;
@@ -123,6 +144,12 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
                 // call that does not carry one: an external's result is an owned object
                 // only if the object escaped to it, and that escape lies on our walk.
                 let keys: Vec<u64> = active.iter().map(|a| a.0).collect();
+                if other_entry(e, c, &active) {
+                    // Decided (before its arguments) to store into another entry of a dict
+                    // we touch one entry of, and it can reach none of our other objects.
+                    cur = c;
+                    continue;
+                }
                 if let Some(p) = may_involve(e, c, &keys, 0) {
                     match p {
                         Some(slot) => {
@@ -146,13 +173,13 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
         }
         let ctrl = &e.ctl_ref()[c];
         let finished = ctrl.done || ctrl.phase == Phase::Finished;
-        let (touch, local, escapes) = match ctrl.obj.as_ref() {
-            Some(o) => (o.touch, o.local, o.escapes.clone()),
-            None => (None, None, Vec::new()),
+        let (touch, cpart, local, escapes) = match ctrl.obj.as_ref() {
+            Some(o) => (o.touch, o.part, o.local, o.escapes.clone()),
+            None => (None, None, None, Vec::new()),
         };
         let mut i = 0;
         while i < active.len() {
-            let (k, all, is_touch) = active[i];
+            let (k, all, is_touch, part) = active[i];
             if e.ctl_ref().owned.get(&k) == Some(&c) {
                 active.swap_remove(i); // its creation: nothing earlier can reach it
                 continue;
@@ -164,13 +191,24 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
                     active.swap_remove(i);
                     continue;
                 }
+                if part.is_some() && cpart.is_some() && part != cpart && !(all && cwrite) {
+                    // Another entry of the same dict or set, and not two writes (which may
+                    // each insert or remove an entry: the order of the entries is the order
+                    // of those writes): independent of ours.
+                    i += 1;
+                    continue;
+                }
                 if (cwrite || all) && !finished {
                     let done = e.ctl_ref()[c].obj.as_ref().expect("involved").done;
                     if !wait_fut(e, done, w) {
                         return None;
                     }
                 }
-                if cwrite || (!all && local == Some(true)) {
+                // What it waited for covers what we must wait for only if it touches all of
+                // the object or the same entry (a write to another entry, or to one entry
+                // when we touch all of it, did not wait for the other entries' operations).
+                let covers = cpart.is_none() || cpart == part;
+                if covers && (cwrite || (!all && local == Some(true))) {
                     // A write finished after everything before it; a decided read saw the
                     // last write finished — either way nothing earlier matters for us.
                     active.swap_remove(i);
@@ -210,34 +248,72 @@ pub(super) fn early_local<E: Env>(e: &mut E, cid: CtrlId) {
     let mut argv = Vec::with_capacity(args.len());
     let mut pending = false;
     for a in args {
-        match e.peek(a) {
-            Peek::Prim(p) => argv.push(Some(p)),
-            Peek::Other => return,
-            Peek::Pending => {
-                let external = producer_along(e, a, true).is_some_and(|pc| {
-                    let p = &e.ctl_ref()[pc];
-                    p.func.is_some()
-                        && !matches!(p.phase, Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. })
-                        && p.obj.as_ref().and_then(|o| o.carries).is_none()
-                });
-                if !external {
-                    return;
+        let item = match e.peek(a) {
+            Peek::Prim(p) => Partial::Known(p),
+            // A tuple the program builds with pending items.
+            Peek::Other => match tuple_leaves(e, a) {
+                Some(t) => t,
+                None => return,
+            },
+            Peek::Pending => match producer_along(e, a, true) {
+                // `_build_tuple(x)` (a comprehension's `_list_extend(lst, (x,))`): its items.
+                Some(pc) if e.ctl_ref()[pc].func.is_some() && e.ctl_ref()[pc].phase == Phase::WaitArgs && e.builds_tuple(pc) => {
+                    let mut items = Vec::new();
+                    for b in e.ctl_ref()[pc].args.clone() {
+                        match e.peek(b) {
+                            Peek::Prim(p) => items.push(Partial::Known(p)),
+                            Peek::Pending if external_result(e, b) => items.push(Partial::Pending),
+                            Peek::Other => match tuple_leaves(e, b) {
+                                Some(Partial::Tuple(t)) => items.extend(t),
+                                _ => return,
+                            },
+                            _ => return,
+                        }
+                    }
+                    Partial::Tuple(items)
                 }
-                pending = true;
-                argv.push(None);
-            }
-        }
+                _ if external_result(e, a) => Partial::Pending,
+                _ => return,
+            },
+        };
+        pending |= !matches!(item, Partial::Known(_));
+        argv.push(item);
     }
     if !pending {
         return;
     }
-    let Some((k, _write)) = e.scope_pending(cid, &argv) else { return };
+    let Some((k, _write, part)) = e.scope_pending(cid, &argv) else { return };
     if !e.ctl_ref().owned.contains_key(&k) {
         return;
     }
     if receiver_escaped_before(e, cid, k) == Some(false) {
         e.ctl()[cid].early_local = Some(k);
+        e.ctl()[cid].early_part = part;
     }
+}
+
+/// A tuple value with pending items as its leaves (known ones first: a call that only stores
+/// them does not depend on their order), if each pending one is `external_result`.
+fn tuple_leaves<E: Env>(e: &E, a: SlotId) -> Option<Partial<E::Prim>> {
+    let (mut known, mut slots) = (Vec::new(), Vec::new());
+    e.arg_leaves(a, &mut known, &mut slots);
+    if slots.is_empty() || !slots.iter().all(|&s| external_result(e, s)) {
+        return None;
+    }
+    let mut items: Vec<Partial<E::Prim>> = known.into_iter().map(Partial::Known).collect();
+    items.extend(slots.iter().map(|_| Partial::Pending));
+    Some(Partial::Tuple(items))
+}
+
+/// Whether pending variable `s` is the result of an external call that does not carry an owned
+/// object (so it is an owned object only if the object escaped to that call: on our walk).
+fn external_result<E: Env>(e: &E, s: SlotId) -> bool {
+    producer_along(e, s, true).is_some_and(|pc| {
+        let p = &e.ctl_ref()[pc];
+        p.func.is_some()
+            && !matches!(p.phase, Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. })
+            && p.obj.as_ref().and_then(|o| o.carries).is_none()
+    })
 }
 
 /// Whether owned object `k` escaped before call `cid` in program order (None: not known yet),

@@ -73,6 +73,8 @@ pub struct Ctrl<P> {
     /// Per-object ordering decided before the arguments were known (`objects::early_local`):
     /// the owned receiver this call touches alone, whatever its pending arguments turn out to be.
     pub early_local: Option<u64>,
+    /// With `early_local`: the part of the receiver it touches (`Scope::part`).
+    pub early_part: Option<u64>,
     /// Timings: queued and done only when tracing; ready and dispatched for queue-wait stats.
     pub queued_at: Option<Instant>,
     pub ready_at: Option<Instant>,
@@ -121,6 +123,7 @@ impl<P> Ctrl<P> {
             done: false,
             obj: None,
             early_local: None,
+            early_part: None,
             queued_at,
             ready_at: None,
             dispatched_at: None,
@@ -250,9 +253,19 @@ impl<P, E> Controllers<P, E> {
 /// operations that touch only their owned receiver (`Host::scope`) are ordered against the other
 /// operations on that object, not against the global order — until a call gets the object as an
 /// argument in any other way (an *escape*), after which it follows the global order again.
+///
+/// Within an object, an operation on one entry of a dict or set (`part`: `k in d`, `d[k]`,
+/// `d[k] = v`, `d.get(k)`, `setdefault`, `pop`, `s.add(k)` …) is ordered against the operations
+/// on the same key and on the whole object (its length, iteration, `clear`, an escape) and, if
+/// it writes, against the other writes (a write may insert or remove an entry: the order of the
+/// entries, which iteration shows, is the order of those writes) — not against reads of other
+/// keys, so in `if k in cache: … cache[k] = llm(k)` the lookups (and so the calls) of distinct
+/// keys do not chain; only the cheap stores do.
 pub struct ObjInfo {
     /// The owned receiver and whether the operation writes it.
     pub(super) touch: Option<(u64, bool)>,
+    /// The part of the receiver touched (`Scope::part`; None: all of it).
+    pub(super) part: Option<u64>,
     /// Owned objects among the arguments (other than the receiver).
     pub(super) escapes: Vec<u64>,
     /// Decided: Some(true) when the operation skips the global order.

@@ -189,12 +189,28 @@ impl Env for Mock {
     fn arg_keys(&mut self, args: &[i64]) -> Vec<u64> {
         args.iter().filter(|&&a| a >= OBJ).map(|&a| a as u64).collect()
     }
-    fn scope(&mut self, cid: CtrlId, args: &[i64]) -> Option<(u64, Option<bool>, Vec<i64>)> {
-        (self.ctl[cid].func == Some(APPEND) && args[0] >= OBJ).then(|| (args[0] as u64, Some(true), args[1..].to_vec()))
+    // SETK(d, k, v) writes entry k of d and stores v; GETK(d, k) reads entry k; LEN(d) reads
+    // all of d.
+    fn scope(&mut self, cid: CtrlId, args: &[i64]) -> Option<Scope<i64>> {
+        let recv = *args.first().filter(|&&r| r >= OBJ)? as u64;
+        match self.ctl[cid].func? {
+            APPEND => Some(Scope { recv, write: Some(true), part: None, rest: args[1..].to_vec() }),
+            SETK => Some(Scope { recv, write: Some(true), part: Some(args[1] as u64), rest: args[2..].to_vec() }),
+            GETK => Some(Scope { recv, write: Some(false), part: Some(args[1] as u64), rest: Vec::new() }),
+            LEN => Some(Scope { recv, write: Some(false), part: None, rest: Vec::new() }),
+            _ => None,
+        }
     }
-    fn scope_pending(&mut self, cid: CtrlId, args: &[Option<i64>]) -> Option<(u64, bool)> {
-        let recv = args[0].filter(|&r| r >= OBJ)?;
-        (self.ctl[cid].func == Some(APPEND) && args.len() == 2).then_some((recv as u64, true))
+    fn scope_pending(&mut self, cid: CtrlId, args: &[Partial<i64>]) -> Option<(u64, bool, Option<u64>)> {
+        let recv = match args[0] {
+            Partial::Known(r) if r >= OBJ => r,
+            _ => return None,
+        };
+        match (self.ctl[cid].func, args) {
+            (Some(APPEND), [_, _]) => Some((recv as u64, true, None)),
+            (Some(SETK), [_, Partial::Known(k), _]) => Some((recv as u64, true, Some(*k as u64))),
+            _ => None,
+        }
     }
 }
 
@@ -204,6 +220,9 @@ const S: i64 = 3;
 const S2: i64 = 4;
 const MAKE: i64 = 5;
 const APPEND: i64 = 6;
+const SETK: i64 = 7;
+const GETK: i64 = 8;
+const LEN: i64 = 9;
 const OBJ: i64 = 100;
 const CLASSES: [(i64, Class); 6] = [
     (U, Class::Unordered),
@@ -411,4 +430,96 @@ fn an_append_to_a_list_that_escaped_waits_for_its_value_and_the_order() {
     finished(&mut m, ap, Ok(0));
     m.run();
     assert_eq!(m.dispatched, vec![MAKE, S, U, APPEND, R]);
+}
+
+const KEYED: [(i64, Class); 8] = [
+    (U, Class::Unordered),
+    (R, Class::Readonly),
+    (S, Class::Sequential),
+    (MAKE, Class::Unordered),
+    // What the annotation library says of dict operations on a dict it knows nothing about.
+    (SETK, Class::Sequential),
+    (GETK, Class::Readonly),
+    (LEN, Class::Readonly),
+    (APPEND, Class::Sequential),
+];
+
+/// An owned dict (made by MAKE, finished) and variables for it and the keys 1 and 2.
+fn owned_dict(m: &mut Mock) -> (SlotId, SlotId, SlotId) {
+    let (mk, _) = m.call(MAKE, Some(0));
+    m.run();
+    finished(m, mk, Ok(OBJ));
+    m.run();
+    (m.var(Some(V::Prim(OBJ))), m.var(Some(V::Prim(1))), m.var(Some(V::Prim(2))))
+}
+
+fn count(m: &Mock, f: i64) -> usize {
+    m.dispatched.iter().filter(|&&x| x == f).count()
+}
+
+#[test]
+fn a_look_up_of_another_key_passes_a_store_whose_value_is_pending() {
+    // `d[1] = llm(..)`, then `d.get(2)` and `d.get(1)`: the look-up of key 2 does not wait for
+    // the value of key 1; the look-up of key 1 waits for the store.
+    let mut m = Mock::new(&KEYED);
+    let (d, k1, k2) = owned_dict(&mut m);
+    let (u, _) = m.call(U, Some(0));
+    let value = m.ctl[u].result;
+    let set = m.call_with(SETK, vec![d, k1, value]);
+    m.call_with(GETK, vec![d, k2]);
+    m.call_with(GETK, vec![d, k1]);
+    m.run();
+    assert_eq!(m.ctl[set].early_local, Some(OBJ as u64));
+    assert_eq!(m.dispatched, vec![MAKE, U, GETK]);
+    finished(&mut m, u, Ok(7));
+    m.run();
+    assert_eq!(m.dispatched, vec![MAKE, U, GETK, SETK]);
+    assert_eq!(m.ctl[set].class, Class::Unordered);
+    finished(&mut m, set, Ok(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![MAKE, U, GETK, SETK, GETK]);
+}
+
+#[test]
+fn stores_to_different_keys_keep_their_order() {
+    // A store may insert an entry, and the order of a dict's entries is the order of the
+    // inserting stores: two stores are ordered even on different keys.
+    let mut m = Mock::new(&KEYED);
+    let (d, k1, k2) = owned_dict(&mut m);
+    let (u1, _) = m.call(U, Some(0));
+    let (u2, _) = m.call(U, Some(1));
+    let (v1, v2) = (m.ctl[u1].result, m.ctl[u2].result);
+    let s1 = m.call_with(SETK, vec![d, k1, v1]);
+    m.call_with(SETK, vec![d, k2, v2]);
+    m.run();
+    finished(&mut m, u2, Ok(8));
+    m.run();
+    assert_eq!(count(&m, SETK), 0);
+    finished(&mut m, u1, Ok(7));
+    m.run();
+    assert_eq!(count(&m, SETK), 1);
+    finished(&mut m, s1, Ok(0));
+    m.run();
+    assert_eq!(count(&m, SETK), 2);
+}
+
+#[test]
+fn a_whole_dict_read_waits_for_every_store_before_it() {
+    let mut m = Mock::new(&KEYED);
+    let (d, k1, k2) = owned_dict(&mut m);
+    let (u, _) = m.call(U, Some(0));
+    let value = m.ctl[u].result;
+    let set = m.call_with(SETK, vec![d, k1, value]);
+    m.call_with(GETK, vec![d, k2]);
+    let n = m.call_with(LEN, vec![d]);
+    m.run();
+    assert_eq!(count(&m, LEN), 0);
+    assert_eq!(count(&m, GETK), 1);
+    finished(&mut m, u, Ok(7));
+    m.run();
+    assert_eq!(count(&m, LEN), 0);
+    finished(&mut m, set, Ok(0));
+    m.run();
+    assert_eq!(count(&m, LEN), 1);
+    assert_eq!(m.ctl[n].class, Class::Unordered);
 }

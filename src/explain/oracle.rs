@@ -102,6 +102,9 @@ pub struct ObjFacts {
     /// `Host::scope`: the owned receiver it touches, whether it writes it (None: touches no
     /// state), and the owned objects among the other arguments.
     pub scope: Option<(ObjId, Option<bool>, Vec<ObjId>)>,
+    /// The scoped operation touches one key of a dict or set (`control::Scope::part`): it is
+    /// ordered only against the same key, the whole object and (a write) other writes.
+    pub keyed: bool,
 }
 
 /// What the runtime would know about one call.

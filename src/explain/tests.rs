@@ -65,23 +65,23 @@ impl Oracle for Table {
                     }
                     Intrinsic::GetAttr(_) => {
                         if let Some(AVal::Obj(o, _)) = args.first() {
-                            info.objects = ObjFacts { keys: vec![*o], scope: Some((*o, None, vec![])) };
+                            info.objects = ObjFacts { keys: vec![*o], scope: Some((*o, None, vec![])), keyed: false };
                             info.class = Some(Class::Unordered);
                         }
                     }
                     Intrinsic::IterSnapshot | Intrinsic::IterLive | Intrinsic::GetItem => {
                         if let Some(AVal::Obj(o, _)) = args.first() {
-                            info.objects = ObjFacts { keys: keys.clone(), scope: Some((*o, Some(false), vec![])) };
+                            info.objects = ObjFacts { keys: keys.clone(), scope: Some((*o, Some(false), vec![])), keyed: false };
                         }
                     }
                     Intrinsic::SetItem => {
                         if let Some(AVal::Obj(o, _)) = args.first() {
-                            info.objects = ObjFacts { keys: keys.clone(), scope: Some((*o, Some(true), objs(&args[2..]))) };
+                            info.objects = ObjFacts { keys: keys.clone(), scope: Some((*o, Some(true), objs(&args[2..]))), keyed: false };
                             info.class = Some(Class::Sequential);
                         }
                     }
                     _ => {
-                        info.objects = ObjFacts { keys: keys.clone(), scope: None };
+                        info.objects = ObjFacts { keys: keys.clone(), scope: None, keyed: false };
                     }
                 }
             }
@@ -95,22 +95,22 @@ impl Oracle for Table {
                         info.early = Some(c);
                         info.class = Some(c);
                     }
-                    info.objects = ObjFacts { keys: keys.clone(), scope: None };
+                    info.objects = ObjFacts { keys: keys.clone(), scope: None, keyed: false };
                 }
                 Def::Print => {
                     info.class = Some(Class::Sequential);
-                    info.objects = ObjFacts { keys: keys.clone(), scope: None };
+                    info.objects = ObjFacts { keys: keys.clone(), scope: None, keyed: false };
                 }
                 Def::Sum => {
                     info.class = Some(if atoms(args) { Class::Unordered } else { Class::Readonly });
-                    info.objects = ObjFacts { keys: keys.clone(), scope: None };
+                    info.objects = ObjFacts { keys: keys.clone(), scope: None, keyed: false };
                 }
             },
             Callee::Value(AVal::Method(recv, name)) => match &**recv {
                 AVal::Obj(o, _) => {
                     let mut k = keys.clone();
                     k.push(*o);
-                    info.objects = ObjFacts { keys: k, scope: (name == "append").then(|| (*o, Some(true), keys.clone())) };
+                    info.objects = ObjFacts { keys: k, scope: (name == "append").then(|| (*o, Some(true), keys.clone())), keyed: false };
                     info.class = Some(Class::Sequential);
                 }
                 AVal::Foreign(_) => info.class = Some(Class::Sequential),

@@ -28,6 +28,11 @@ pub(super) enum Callee {
     /// `bound`: for a wrapper of the external (see the module doc), the decorated function and
     /// the arguments the wrapper binds (they are judged with the call's own).
     External { class: Class, inner: Obj, is_async: bool, blocking: bool, returns: Option<Obj>, bound: Option<(Obj, Vec<Obj>)> },
+    /// Builds a new tuple or list of its arguments without reading them (`_build_tuple`,
+    /// `_build_list`): unordered whatever they are, known from the callee alone — so the order
+    /// passes it before its arguments are known (a comprehension's `(x,)` appended to its list
+    /// does not hold up the calls after the one that computes `x`).
+    Holder { tuple: bool },
     Plain,
 }
 
@@ -71,7 +76,16 @@ fn describe(f: &Bound<'_, PyAny>) -> PyResult<Callee> {
     }
     let Some(spec) = spec_of(f)? else {
         let eager = f.getattr("__dict__")?.downcast_into::<PyDict>()?.get_item("__poppy_eager__")?.is_some();
-        return Ok(if eager { Callee::Eager } else { Callee::Plain });
+        if eager {
+            return Ok(Callee::Eager);
+        }
+        let intrinsics = f.py().import_bound("poppy_jit._intrinsics")?;
+        for (name, tuple) in [("_build_tuple", true), ("_build_list", false)] {
+            if intrinsics.getattr(name)?.is(f) {
+                return Ok(Callee::Holder { tuple });
+            }
+        }
+        return Ok(Callee::Plain);
     };
     let inner = spec.getattr("fn")?;
     external(f.py(), &spec, inner, None)
@@ -173,8 +187,13 @@ pub(super) fn classify_callee<'py>(h: &mut PyHost<'py>, f: &Obj) -> Option<Class
         // argument as it is at its place in program order): that needs the arguments.
         Callee::External { class: Class::Unordered, .. } => None,
         Callee::External { class, .. } => Some(*class),
+        Callee::Holder { .. } => Some(Class::Unordered),
         Callee::Plain => None,
     }
+}
+
+pub(super) fn builds_tuple<'py>(h: &mut PyHost<'py>, f: &Obj) -> bool {
+    matches!(&*h.callee(f), Callee::Holder { tuple: true })
 }
 
 pub(super) fn classify_hinted<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Option<Obj>], kwnames: &[String]) -> Option<Class> {
@@ -187,7 +206,7 @@ pub(super) fn result_hint<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Option<Obj>
     match &*h.callee(f) {
         Callee::External { returns, .. } => returns.as_ref().map(|r| r.clone_ref(py)),
         Callee::Loader | Callee::Eager => None,
-        Callee::Plain => {
+        Callee::Plain | Callee::Holder { .. } => {
             let args: Option<Vec<Obj>> = args.iter().map(|a| a.as_ref().map(|o| o.clone_ref(py))).collect();
             let args = PyTuple::new_bound(py, args?);
             let r = h.rt.call_method1("hint_apply", (f.bind(py), args)).ok()?;

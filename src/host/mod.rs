@@ -199,11 +199,11 @@ impl<'py> Host for PyHost<'py> {
         objects::arg_keys(self, args)
     }
 
-    fn scope(&mut self, f: &Obj, args: &[Obj], kwnames: &[String]) -> Option<(u64, Option<bool>, Vec<Obj>)> {
+    fn scope(&mut self, f: &Obj, args: &[Obj], kwnames: &[String]) -> Option<crate::control::Scope<Obj>> {
         objects::scope(self, f, args, kwnames)
     }
 
-    fn scope_pending(&mut self, f: &Obj, args: &[Option<Obj>], kwnames: &[String]) -> Option<(u64, bool)> {
+    fn scope_pending(&mut self, f: &Obj, args: &[crate::control::Partial<Obj>], kwnames: &[String]) -> Option<(u64, bool, Option<u64>)> {
         objects::scope_pending(self, f, args, kwnames)
     }
 
@@ -231,6 +231,10 @@ impl<'py> Host for PyHost<'py> {
     // Reordering classes (callee.rs).
     fn classify_callee(&mut self, f: &Obj) -> Option<Class> {
         callee::classify_callee(self, f)
+    }
+
+    fn builds_tuple(&mut self, f: &Obj) -> bool {
+        callee::builds_tuple(self, f)
     }
 
     fn classify_hinted(&mut self, f: &Obj, args: &[Option<Obj>], kwnames: &[String]) -> Option<Class> {

@@ -2,6 +2,7 @@
 //! reach, which results are fresh containers the run owns, and which calls touch nothing but
 //! one owned receiver (`poppy_jit._objects` decides; see `ObjInfo` in the evaluator).
 use super::PyHost;
+use crate::control::{Partial, Scope};
 use crate::pyobj::Obj;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
@@ -121,7 +122,7 @@ pub(super) fn arg_keys<'py>(h: &mut PyHost<'py>, args: &[Obj]) -> Vec<u64> {
     out
 }
 
-pub(super) fn scope<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj], kwnames: &[String]) -> Option<(u64, Option<bool>, Vec<Obj>)> {
+pub(super) fn scope<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj], kwnames: &[String]) -> Option<Scope<Obj>> {
     let py = h.py;
     let api = h.objects_api()?;
     let args_t = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
@@ -130,25 +131,30 @@ pub(super) fn scope<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj], kwnames: &[
     if r.is_none() {
         return None;
     }
-    let (recv, write, rest): (Bound<'_, PyAny>, Option<bool>, Bound<'_, PyTuple>) = r.extract().ok()?;
+    let (recv, write, rest, part): (Bound<'_, PyAny>, Option<bool>, Bound<'_, PyTuple>, Option<isize>) = r.extract().ok()?;
     let key = container_key(&recv)?;
-    Some((key, write, rest.iter().map(|x| x.unbind()).collect()))
+    Some(Scope { recv: key, write, part: part.map(|h| h as u64), rest: rest.iter().map(|x| x.unbind()).collect() })
 }
 
-/// `scope` for a call with pending arguments (None), which `poppy_jit._objects.scope_pending`
-/// sees as its `PENDING` marker: (receiver key, writes?) when they can only be stored values.
-pub(super) fn scope_pending<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Option<Obj>], kwnames: &[String]) -> Option<(u64, bool)> {
+/// `scope` for a call with pending arguments, which `poppy_jit._objects.scope_pending` sees as
+/// its `PENDING` marker (a tuple with pending items as a tuple of its leaves): (receiver key,
+/// writes?, part) when they can only be stored values.
+pub(super) fn scope_pending<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Partial<Obj>], kwnames: &[String]) -> Option<(u64, bool, Option<u64>)> {
     let py = h.py;
     let api = h.objects_api()?;
-    let args_t = PyTuple::new_bound(py, args.iter().map(|a| match a {
-        Some(a) => a.bind(py).clone(),
-        None => api.pending.clone(),
-    }));
+    fn to_py<'py>(py: Python<'py>, pending: &Bound<'py, PyAny>, a: &Partial<Obj>) -> Bound<'py, PyAny> {
+        match a {
+            Partial::Known(a) => a.bind(py).clone(),
+            Partial::Pending => pending.clone(),
+            Partial::Tuple(items) => PyTuple::new_bound(py, items.iter().map(|x| to_py(py, pending, x))).into_any(),
+        }
+    }
+    let args_t = PyTuple::new_bound(py, args.iter().map(|a| to_py(py, &api.pending, a)));
     let kw = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
     let r = api.scope_pending.call1((f.bind(py), args_t, kw)).ok()?;
     if r.is_none() {
         return None;
     }
-    let (recv, write): (Bound<'_, PyAny>, bool) = r.extract().ok()?;
-    Some((container_key(&recv)?, write))
+    let (recv, write, part): (Bound<'_, PyAny>, bool, Option<isize>) = r.extract().ok()?;
+    Some((container_key(&recv)?, write, part.map(|h| h as u64)))
 }

@@ -70,12 +70,13 @@ pub trait Host {
     /// If the call touches nothing but one container (its receiver) and stores or reads nothing
     /// else that could reach another object: (receiver key, writes? (None: touches no state at
     /// all), the other arguments).
-    fn scope(&mut self, _f: &Self::Prim, _args: &[Self::Prim], _kwnames: &[String]) -> Option<(u64, Option<bool>, Vec<Self::Prim>)> {
+    fn scope(&mut self, _f: &Self::Prim, _args: &[Self::Prim], _kwnames: &[String]) -> Option<crate::control::Scope<Self::Prim>> {
         None
     }
-    /// `scope` for a call whose pending arguments (None) are values it only stores: (receiver
-    /// key, writes?) if it touches nothing but its receiver whatever they turn out to be.
-    fn scope_pending(&mut self, _f: &Self::Prim, _args: &[Option<Self::Prim>], _kwnames: &[String]) -> Option<(u64, bool)> {
+    /// `scope` for a call whose pending arguments (`Partial::Pending`, also inside tuples) are
+    /// values it only stores: (receiver key, writes?) if it touches nothing but its receiver
+    /// whatever they turn out to be.
+    fn scope_pending(&mut self, _f: &Self::Prim, _args: &[crate::control::Partial<Self::Prim>], _kwnames: &[String]) -> Option<(u64, bool, Option<u64>)> {
         None
     }
 
@@ -107,6 +108,12 @@ pub trait Host {
     /// that a readonly call can pass the order on before its arguments are known.
     fn classify_callee(&mut self, _f: &Self::Prim) -> Option<Class> {
         None
+    }
+
+    /// Whether calling `f` returns a new tuple of its arguments and does nothing else (the
+    /// lifter's `_build_tuple`): per-object ordering then sees through a pending result of it.
+    fn builds_tuple(&mut self, _f: &Self::Prim) -> bool {
+        false
     }
 
     /// For a call whose arguments are not all known yet: the class it will have, judged from the

@@ -3,9 +3,6 @@
 # on different receivers overlap; the receiver is an argument (a mutable one orders the call as a
 # read of it: a write to the receiver between two calls is seen by the later one only).
 # difftest: min_in_flight=3
-# difftest: xfail=1
-# (xfail: the receiver is mutable, so the calls are readonly, and readonly blocking calls do not
-# overlap yet — issue 15 item 5. Everything else is equivalent.)
 from poppy_jit import poppy, unordered
 from _ext import lookup, set_latency_scale
 

@@ -230,7 +230,7 @@ impl<'a> Builder<'a> {
         if os.escaped == Tri::No {
             os.escaped = Tri::Maybe;
         }
-        os.hist.push(ObjOp { ctrl: id, write: true, escape: true, certain: false });
+        os.hist.push(ObjOp { ctrl: id, write: true, escape: true, certain: false, keyed: false });
     }
 
     /// Per-object ordering of controller `id` (`involvement` + `object_order` of the evaluator):
@@ -281,14 +281,15 @@ impl<'a> Builder<'a> {
         };
         keys.sort_unstable();
         keys.dedup();
-        let mut active: Vec<(ObjId, bool, bool)> = keys.iter().map(|&o| (o, true, false)).collect();
+        // (object, waits for every earlier operation, is the receiver, on one key of it)
+        let mut active: Vec<(ObjId, bool, bool, bool)> = keys.iter().map(|&o| (o, true, false, false)).collect();
         if let Some((o, w)) = touch {
-            active.push((o, w, true));
+            active.push((o, w, true, facts.keyed));
         }
         let mut escaped = Tri::No;
         let mut uncertain = false;
         let mut range_start = id;
-        for (o, all, is_touch) in active {
+        for (o, all, is_touch, keyed) in active {
             let os = st.objs[&o].clone();
             match os.escaped {
                 Tri::Yes => {
@@ -314,10 +315,16 @@ impl<'a> Builder<'a> {
                 }
                 if op.write || all {
                     let f = self.g.ctrls[op.ctrl as usize].ev.f;
-                    let strength = if op.certain && certain_path { Strength::Must } else { Strength::May };
+                    // Two operations on keys of one dict (not two writes) wait for each other
+                    // only if the keys are equal, which the analysis does not know.
+                    let other_key = keyed && op.keyed && !(all && op.write);
+                    let strength = if op.certain && certain_path && !other_key { Strength::Must } else { Strength::May };
                     self.g.edge(k, f, strength, Cond::Always, Cat::Object);
                 }
-                if op.write && op.certain {
+                // A write on one key waited for the operations on that key and for the other
+                // writes, not for the other keys' reads: only a write of the whole object
+                // covers everything before it.
+                if op.write && op.certain && !op.keyed {
                     range_start = range_start.min(op.ctrl);
                     stopped = true;
                     break;
@@ -346,12 +353,12 @@ impl<'a> Builder<'a> {
         // Record it.
         if let Some((o, w)) = touch {
             let os = st.objs.get_mut(&o).expect("owned");
-            os.hist.push(ObjOp { ctrl: id, write: w, escape: false, certain: true });
+            os.hist.push(ObjOp { ctrl: id, write: w, escape: false, certain: true, keyed: facts.keyed });
         }
         for &o in &keys {
             let os = st.objs.get_mut(&o).expect("owned");
             os.escaped = Tri::Yes;
-            os.hist.push(ObjOp { ctrl: id, write: true, escape: true, certain: true });
+            os.hist.push(ObjOp { ctrl: id, write: true, escape: true, certain: true, keyed: false });
         }
         let local_may = touch.is_some() && escaped != Tri::Yes;
         let local_must = touch.is_some() && escaped == Tri::No && !uncertain;

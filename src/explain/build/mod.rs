@@ -132,6 +132,8 @@ struct ObjOp {
     escape: bool,
     /// On every path from the object's creation to here.
     certain: bool,
+    /// On one key of a dict or set (`ObjFacts::keyed`).
+    keyed: bool,
 }
 
 #[derive(Clone)]

@@ -253,6 +253,13 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         self.host.classify_callee(f)
     }
 
+    fn builds_tuple(&mut self, cid: CtrlId) -> bool {
+        match self.ctl[cid].func.as_ref() {
+            Some(f) => self.host.builds_tuple(f),
+            None => false,
+        }
+    }
+
     #[inline]
     fn classify(&mut self, cid: CtrlId, argv: &[H::Prim]) -> Class {
         let c = &self.ctl[cid];
@@ -300,12 +307,12 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         self.host.arg_keys(args)
     }
 
-    fn scope(&mut self, cid: CtrlId, args: &[H::Prim]) -> Option<(u64, Option<bool>, Vec<H::Prim>)> {
+    fn scope(&mut self, cid: CtrlId, args: &[H::Prim]) -> Option<crate::control::Scope<H::Prim>> {
         let c = &self.ctl[cid];
         self.host.scope(c.func.as_ref().expect("callee known"), args, &c.kwnames)
     }
 
-    fn scope_pending(&mut self, cid: CtrlId, args: &[Option<H::Prim>]) -> Option<(u64, bool)> {
+    fn scope_pending(&mut self, cid: CtrlId, args: &[crate::control::Partial<H::Prim>]) -> Option<(u64, bool, Option<u64>)> {
         let c = &self.ctl[cid];
         self.host.scope_pending(c.func.as_ref()?, args, &c.kwnames)
     }
