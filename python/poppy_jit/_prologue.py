@@ -34,10 +34,12 @@ _CACHES = ({_OP[name]: n for name, n in dis._inline_cache_entries.items() if n}
            else {op: n for op, n in enumerate(dis._inline_cache_entries) if n})
 # The CPython versions whose bytecode the compiler translates (keep in step with src/pyver).
 # Elsewhere @poppy functions get no prologue: they run in plain CPython with this reason.
-COMPILED_VERSIONS = ((3, 11),)
+COMPILED_VERSIONS = ((3, 11), (3, 12))
 _VERSION = sys.version_info[:2]
 UNSUPPORTED = (None if _VERSION in COMPILED_VERSIONS
                else f"CPython {_VERSION[0]}.{_VERSION[1]}: compiled path not supported yet")
+# The forward conditional jump (3.11 names its direction; 3.12 has forward ones only).
+_POP_JUMP_IF_TRUE = _OP.get("POP_JUMP_FORWARD_IF_TRUE", _OP.get("POP_JUMP_IF_TRUE"))
 _NOT_SIMPLE = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR | COROUTINE | ITERABLE_COROUTINE | ASYNC_GENERATOR
 
 
@@ -176,7 +178,7 @@ def build(code, entry):
     pro.append((_OP["COPY"], 1))
     _load_const(pro, k_decline)
     pro.append((_OP["IS_OP"], 0))
-    pro.append((_OP["POP_JUMP_FORWARD_IF_TRUE"], 1))
+    pro.append((_POP_JUMP_IF_TRUE, 1))
     pro.append((_OP["RETURN_VALUE"], 0))
     pro.append((_OP["POP_TOP"], 0))
     shift = 2 * len(pro)

@@ -6,6 +6,7 @@
 //! Not yet here: the normalisation of 3.12 instructions into the forms the lifter translates
 //! (docs/versions.md lists them); until it exists the compiled path is off on 3.12 (`pyver`).
 //! Depends on `py311` (shared code-object reading) and `pyver` (the table macro, the decoder).
+pub mod normalise;
 pub mod opcode;
 
 pub use crate::py311::exception_table;

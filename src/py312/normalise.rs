@@ -1,0 +1,368 @@
+//! 3.12 bytecode → the 3.11 forms the lifter translates: "version differences end at decoding".
+//!
+//! `normalise` rewrites a 3.12 `CodeInfo` (and its nested code objects) into a `CodeInfo` whose
+//! `co_code` is 3.11 bytecode: 3.11 opcode numbers and inline-cache sizes, 3.11 instruction
+//! shapes (`PRECALL` before `CALL`, `LOAD_METHOD`, `POP_JUMP_FORWARD/BACKWARD_IF_*`,
+//! `JUMP_IF_*_OR_POP`, the loop's `FOR_ITER` target past the loop …), with the line table and the
+//! exception table moved to the new offsets. Byte offsets change (one 3.12 instruction may become
+//! two); nothing after the lifter sees them (tracebacks are placed from lines and the real code
+//! object), so the lifter, its passes and its goldens stay version-neutral.
+//!
+//! What has no 3.11 form is an `Err` naming the construct and its line (the function then runs
+//! in plain CPython with that reason). docs/versions.md has the table of rewrites.
+//! Depends on `py311` (the target forms, `CodeInfo`, the exception-table reader) and on this
+//! version's `opcode` and `decode`.
+use super::opcode as v12;
+use crate::py311::exception_table::{self, Entry};
+use crate::py311::opcode as v11;
+use crate::py311::{CodeInfo, CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR};
+use std::collections::{BTreeMap, HashSet};
+
+/// `CALL_INTRINSIC_1` arguments (Include/internal/pycore_intrinsics.h).
+const INTRINSIC_PRINT: u32 = 1;
+const INTRINSIC_IMPORT_STAR: u32 = 2;
+const INTRINSIC_STOPITERATION_ERROR: u32 = 3;
+const INTRINSIC_ASYNC_GEN_WRAP: u32 = 4;
+const INTRINSIC_UNARY_POSITIVE: u32 = 5;
+const INTRINSIC_LIST_TO_TUPLE: u32 = 6;
+/// `CALL_INTRINSIC_2`'s `except*` helper.
+const INTRINSIC_PREPARE_RERAISE_STAR: u32 = 1;
+
+/// A jump in the normalised stream whose direction (and so its 3.11 opcode) is known only once
+/// the target's new offset is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Jump {
+    /// `JUMP_FORWARD` / `JUMP_BACKWARD`.
+    Always,
+    /// `JUMP_BACKWARD_NO_INTERRUPT` (always backward).
+    NoInterrupt,
+    /// `POP_JUMP_{FORWARD,BACKWARD}_IF_*`, by `pop_jump_sense`'s `(tests None, jumps when it holds)`.
+    Pop(bool, bool),
+    /// A forward-only 3.11 jump kept as is (`FOR_ITER`, `JUMP_IF_*_OR_POP`, `SEND`).
+    Forward(u8),
+}
+
+/// One instruction of the normalised stream.
+#[derive(Clone, Copy, Debug)]
+struct Out {
+    /// The 3.11 opcode (for a jump, fixed at encoding from `jump`).
+    op: u8,
+    arg: u32,
+    line: u32,
+    /// The jump and its target as a 3.12 byte offset.
+    jump: Option<(Jump, u32)>,
+}
+
+impl Out {
+    fn new(op: u8, arg: u32, line: u32) -> Self {
+        Out { op, arg, line, jump: None }
+    }
+}
+
+/// The 3.11 form of a 3.12 code object and of every code object nested in its constants.
+/// Err is the fallback reason ("<construct> (<3.12 opcode>) at line N").
+pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
+    let raw = super::decode::instructions(&ci.code, &ci.lines);
+    let table = exception_table::entries(&ci.exceptiontable);
+    let at: BTreeMap<u32, usize> = raw.iter().enumerate().map(|(i, r)| (r.offset, i)).collect();
+    // Jump targets (3.12 offsets): a fused sequence must not have one inside it.
+    let mut targets: HashSet<u32> = raw.iter().filter_map(|r| v12::jump_target(r.op_offset, r.opcode, r.arg)).collect();
+    targets.extend(table.iter().map(|e| e.target));
+
+    // A generator's implicit handler (3.12 writes it out: StopIteration → RuntimeError, which
+    // 3.11 does inside the generator machinery) is dropped with its table entry.
+    let generator = ci.flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR) != 0;
+    let mut dropped_handlers = HashSet::new();
+    if generator {
+        for e in &table {
+            if let Some(&i) = at.get(&e.target) {
+                let (h, next) = (&raw[i], raw.get(i + 1));
+                if h.opcode == v12::CALL_INTRINSIC_1
+                    && h.arg == INTRINSIC_STOPITERATION_ERROR
+                    && next.is_some_and(|n| n.opcode == v12::RERAISE)
+                {
+                    dropped_handlers.insert(e.target);
+                }
+            }
+        }
+    }
+    let mut skip: HashSet<u32> = HashSet::new();
+    for &t in &dropped_handlers {
+        let i = at[&t];
+        skip.insert(raw[i].offset);
+        skip.insert(raw[i + 1].offset);
+    }
+
+    // The stream, each 3.12 instruction's outputs under its offset (none when it is dropped).
+    let mut stream: Vec<(u32, Vec<Out>)> = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let r = raw[i];
+        let line = r.line;
+        let arg = r.arg;
+        let mut outs = Vec::new();
+        let free = |k: usize| !targets.contains(&raw[k].offset);
+        let op12 = |k: usize| raw.get(k).map(|x| x.opcode);
+        if skip.contains(&r.offset) {
+            stream.push((r.offset, outs));
+            i += 1;
+            continue;
+        }
+        // `a and b` / `a or b` as a value: COPY 1; POP_JUMP_IF_FALSE L; POP_TOP → JUMP_IF_FALSE_OR_POP L.
+        if r.opcode == v12::COPY
+            && arg == 1
+            && matches!(op12(i + 1), Some(v12::POP_JUMP_IF_FALSE | v12::POP_JUMP_IF_TRUE))
+            && op12(i + 2) == Some(v12::POP_TOP)
+            && free(i + 1)
+            && free(i + 2)
+        {
+            let j = raw[i + 1];
+            let op = if j.opcode == v12::POP_JUMP_IF_FALSE { v11::JUMP_IF_FALSE_OR_POP } else { v11::JUMP_IF_TRUE_OR_POP };
+            let target = v12::jump_target(j.op_offset, j.opcode, j.arg).unwrap();
+            stream.push((r.offset, vec![Out { op, arg: 0, line, jump: Some((Jump::Forward(op), target)) }]));
+            stream.push((j.offset, Vec::new()));
+            stream.push((raw[i + 2].offset, Vec::new()));
+            i += 3;
+            continue;
+        }
+        // A conditional jump over a backward jump (3.12 has no backward conditional jumps):
+        // POP_JUMP_IF_X L; JUMP_BACKWARD T; L: → POP_JUMP_BACKWARD_IF_not-X T.
+        if let Some((none, when)) = v12::pop_jump_sense(r.opcode) {
+            if op12(i + 1) == Some(v12::JUMP_BACKWARD) && free(i + 1) {
+                let b = raw[i + 1];
+                let over = v12::jump_target(r.op_offset, r.opcode, arg).unwrap();
+                let after = b.op_offset + 2 + 2 * v12::cache_entries(b.opcode) as u32;
+                if over == after {
+                    let target = v12::jump_target(b.op_offset, b.opcode, b.arg).unwrap();
+                    stream.push((r.offset, vec![Out { op: 0, arg: 0, line, jump: Some((Jump::Pop(none, !when), target)) }]));
+                    stream.push((b.offset, Vec::new()));
+                    i += 2;
+                    continue;
+                }
+            }
+        }
+        let target = v12::jump_target(r.op_offset, r.opcode, arg);
+        let fail = |what: &str| format!("{what} ({}) at line {line}", v12::name(r.opcode));
+        match r.opcode {
+            v12::CACHE | v12::END_FOR => {}
+            v12::CALL => {
+                outs.push(Out::new(v11::PRECALL, arg, line));
+                outs.push(Out::new(v11::CALL, arg, line));
+            }
+            v12::LOAD_ATTR if arg & 1 == 1 => outs.push(Out::new(v11::LOAD_METHOD, arg >> 1, line)),
+            v12::LOAD_ATTR => outs.push(Out::new(v11::LOAD_ATTR, arg >> 1, line)),
+            v12::COMPARE_OP => outs.push(Out::new(v11::COMPARE_OP, arg >> 4, line)),
+            v12::RETURN_CONST => {
+                outs.push(Out::new(v11::LOAD_CONST, arg, line));
+                outs.push(Out::new(v11::RETURN_VALUE, 0, line));
+            }
+            v12::BINARY_SLICE => {
+                outs.push(Out::new(v11::BUILD_SLICE, 2, line));
+                outs.push(Out::new(v11::BINARY_SUBSCR, 0, line));
+            }
+            v12::STORE_SLICE => {
+                outs.push(Out::new(v11::BUILD_SLICE, 2, line));
+                outs.push(Out::new(v11::STORE_SUBSCR, 0, line));
+            }
+            v12::LOAD_FAST_CHECK => outs.push(Out::new(v11::LOAD_FAST, arg, line)),
+            v12::YIELD_VALUE => outs.push(Out::new(v11::YIELD_VALUE, 0, line)),
+            v12::POP_JUMP_IF_FALSE | v12::POP_JUMP_IF_TRUE | v12::POP_JUMP_IF_NONE | v12::POP_JUMP_IF_NOT_NONE => {
+                let (none, when) = v12::pop_jump_sense(r.opcode).unwrap();
+                outs.push(Out { op: 0, arg: 0, line, jump: Some((Jump::Pop(none, when), target.unwrap())) });
+            }
+            v12::JUMP_FORWARD | v12::JUMP_BACKWARD => {
+                outs.push(Out { op: 0, arg: 0, line, jump: Some((Jump::Always, target.unwrap())) })
+            }
+            v12::JUMP_BACKWARD_NO_INTERRUPT => {
+                outs.push(Out { op: 0, arg: 0, line, jump: Some((Jump::NoInterrupt, target.unwrap())) })
+            }
+            // 3.12's FOR_ITER targets the END_FOR after the loop, which the iterator's end skips;
+            // END_FOR is dropped, so its offset is the next instruction's: 3.11's target.
+            v12::FOR_ITER => {
+                outs.push(Out { op: v11::FOR_ITER, arg: 0, line, jump: Some((Jump::Forward(v11::FOR_ITER), target.unwrap())) })
+            }
+            v12::SEND | v12::END_SEND | v12::CLEANUP_THROW => return Err(fail("yield or await")),
+            v12::CALL_INTRINSIC_1 => match arg {
+                INTRINSIC_UNARY_POSITIVE => outs.push(Out::new(v11::UNARY_POSITIVE, 0, line)),
+                INTRINSIC_LIST_TO_TUPLE => outs.push(Out::new(v11::LIST_TO_TUPLE, 0, line)),
+                INTRINSIC_PRINT => outs.push(Out::new(v11::PRINT_EXPR, 0, line)),
+                INTRINSIC_IMPORT_STAR => outs.push(Out::new(v11::IMPORT_STAR, 0, line)),
+                INTRINSIC_ASYNC_GEN_WRAP => outs.push(Out::new(v11::ASYNC_GEN_WRAP, 0, line)),
+                INTRINSIC_STOPITERATION_ERROR => return Err(fail("StopIteration handler of a generator")),
+                _ => return Err(fail("generic type parameters")),
+            },
+            v12::CALL_INTRINSIC_2 if arg == INTRINSIC_PREPARE_RERAISE_STAR => {
+                outs.push(Out::new(v11::PREP_RERAISE_STAR, 0, line))
+            }
+            v12::CALL_INTRINSIC_2 => return Err(fail("generic type parameters")),
+            v12::LOAD_SUPER_ATTR => return Err(fail("super() attribute")),
+            v12::LOAD_LOCALS | v12::LOAD_FROM_DICT_OR_GLOBALS | v12::LOAD_FROM_DICT_OR_DEREF => return Err(fail("class body")),
+            v12::LOAD_FAST_AND_CLEAR => return Err(fail("list, set or dict comprehension (inlined by CPython 3.12)")),
+            op => {
+                // Same name, same meaning: the rest of the instruction set.
+                let name = v12::name(op);
+                match v11::OPCODES.iter().find(|&&(n, _, _)| n == name) {
+                    Some(&(_, op11, _)) if !v11::is_jump(op11) && op < v12::MIN_INSTRUMENTED_OPCODE => {
+                        outs.push(Out::new(op11, if op11 >= v11::HAVE_ARGUMENT { arg } else { 0 }, line))
+                    }
+                    _ => return Err(format!("unsupported opcode {name} at line {line}")),
+                }
+            }
+        }
+        stream.push((r.offset, outs));
+        i += 1;
+    }
+    let code_len = ci.code.len() as u32;
+    let (code, offsets, lines) = encode(&stream, code_len)?;
+    let new_off = |o: u32| -> u32 { *offsets.range(o..).next().map(|(_, v)| v).unwrap_or(&(code.len() as u32)) };
+    let entries: Vec<Entry> = table
+        .iter()
+        .filter(|e| !dropped_handlers.contains(&e.target))
+        .map(|e| Entry { start: new_off(e.start), end: new_off(e.end), target: new_off(e.target), ..*e })
+        .filter(|e| e.start < e.end)
+        .collect();
+    let mut children = BTreeMap::new();
+    for (k, child) in &ci.children {
+        children.insert(*k, normalise(child)?);
+    }
+    Ok(CodeInfo { code, lines, exceptiontable: encode_table(&entries), children, ..ci.clone() })
+}
+
+/// Lays out the stream as 3.11 bytecode: `(co_code, 3.12 offset → new offset, co_lines)`.
+/// Jump arguments depend on the layout and the layout on their `EXTENDED_ARG`s, so it is
+/// repeated until no argument needs more prefixes (sizes only grow).
+fn encode(stream: &[(u32, Vec<Out>)], code_len: u32) -> Result<(Vec<u8>, BTreeMap<u32, u32>, Vec<(u32, u32, u32)>), String> {
+    let flat: Vec<(u32, Out)> = stream.iter().flat_map(|(o, outs)| outs.iter().map(move |x| (*o, *x))).collect();
+    let mut ext = vec![0u32; flat.len()];
+    loop {
+        // Offsets of each output (its EXTENDED_ARG prefixes first) and of each 3.12 instruction.
+        let mut starts = Vec::with_capacity(flat.len());
+        let mut pos = 0u32;
+        for (k, (_, o)) in flat.iter().enumerate() {
+            starts.push(pos);
+            pos += 2 * (1 + ext[k]) + 2 * v11::cache_entries(resolve(o, true)) as u32;
+        }
+        let end = pos;
+        let mut offsets = BTreeMap::new();
+        {
+            let mut k = 0;
+            for (o, outs) in stream {
+                offsets.insert(*o, starts.get(k).copied().unwrap_or(end));
+                k += outs.len();
+            }
+        }
+        offsets.insert(code_len, end);
+        let new_off = |o: u32| -> u32 { *offsets.range(o..).next().map(|(_, v)| v).unwrap_or(&end) };
+        let mut code = Vec::with_capacity(end as usize);
+        let mut lines: Vec<(u32, u32, u32)> = Vec::new();
+        let mut grew = false;
+        for (k, (_, o)) in flat.iter().enumerate() {
+            let mut op = o.op;
+            let mut arg = o.arg;
+            let op_at = starts[k] + 2 * ext[k];
+            if let Some((_, target)) = o.jump {
+                let target = new_off(target);
+                let next = op_at + 2; // 3.11 jumps have no caches
+                let forward = target >= next;
+                op = resolve(o, forward);
+                arg = if v11::is_backward_jump(op) {
+                    if forward {
+                        return Err(format!("unexpected bytecode shape (a backward jump forward) at line {}", o.line));
+                    }
+                    (next - target) / 2
+                } else {
+                    if !forward {
+                        return Err(format!("unexpected bytecode shape (a forward jump backward) at line {}", o.line));
+                    }
+                    (target - next) / 2
+                };
+            }
+            let need = (0..4).find(|&n| arg >> (8 * (n + 1)) == 0).unwrap_or(3);
+            if need > ext[k] {
+                ext[k] = need;
+                grew = true;
+            }
+            for n in (1..=ext[k]).rev() {
+                code.extend([v11::EXTENDED_ARG, (arg >> (8 * n)) as u8]);
+            }
+            code.extend([op, arg as u8]);
+            code.extend(std::iter::repeat(0).take(2 * v11::cache_entries(op)));
+            let (s, e) = (starts[k], code.len() as u32);
+            match lines.last_mut() {
+                Some(l) if l.2 == o.line && l.1 == s => l.1 = e,
+                _ => lines.push((s, e, o.line)),
+            }
+        }
+        if !grew {
+            return Ok((code, offsets, lines));
+        }
+    }
+}
+
+/// The 3.11 opcode of `o` (for a jump, in the given direction).
+fn resolve(o: &Out, forward: bool) -> u8 {
+    match o.jump {
+        None => o.op,
+        Some((Jump::Always, _)) => {
+            if forward {
+                v11::JUMP_FORWARD
+            } else {
+                v11::JUMP_BACKWARD
+            }
+        }
+        Some((Jump::NoInterrupt, _)) => v11::JUMP_BACKWARD_NO_INTERRUPT,
+        Some((Jump::Forward(op), _)) => op,
+        Some((Jump::Pop(none, when), _)) => match (none, when, forward) {
+            (false, true, true) => v11::POP_JUMP_FORWARD_IF_TRUE,
+            (false, false, true) => v11::POP_JUMP_FORWARD_IF_FALSE,
+            (true, true, true) => v11::POP_JUMP_FORWARD_IF_NONE,
+            (true, false, true) => v11::POP_JUMP_FORWARD_IF_NOT_NONE,
+            (false, true, false) => v11::POP_JUMP_BACKWARD_IF_TRUE,
+            (false, false, false) => v11::POP_JUMP_BACKWARD_IF_FALSE,
+            (true, true, false) => v11::POP_JUMP_BACKWARD_IF_NONE,
+            (true, false, false) => v11::POP_JUMP_BACKWARD_IF_NOT_NONE,
+        },
+    }
+}
+
+/// `co_exceptiontable` for `entries` (the format `exception_table::entries` reads).
+fn encode_table(entries: &[Entry]) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, v: u32, first: bool) {
+        let mut chunks = vec![v & 63];
+        let mut v = v >> 6;
+        while v != 0 {
+            chunks.push(v & 63);
+            v >>= 6;
+        }
+        let n = chunks.len();
+        for (k, c) in chunks.into_iter().rev().enumerate() {
+            let mut b = c as u8 | if k + 1 < n { 64 } else { 0 };
+            if first && k == 0 {
+                b |= 128;
+            }
+            out.push(b);
+        }
+    }
+    let mut out = Vec::new();
+    for e in entries {
+        varint(&mut out, e.start / 2, true);
+        varint(&mut out, (e.end - e.start) / 2, false);
+        varint(&mut out, e.target / 2, false);
+        varint(&mut out, (e.depth << 1) | e.lasti as u32, false);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exception_table_round_trips() {
+        let entries = vec![
+            Entry { start: 4, end: 40, target: 200, depth: 0, lasti: false },
+            Entry { start: 200, end: 9000, target: 9002, depth: 3, lasti: true },
+        ];
+        assert_eq!(exception_table::entries(&encode_table(&entries)), entries);
+    }
+}
