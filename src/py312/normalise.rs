@@ -15,8 +15,15 @@
 use super::opcode as v12;
 use crate::py311::exception_table::{self, Entry};
 use crate::py311::opcode as v11;
-use crate::py311::{CodeInfo, CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR};
+use super::decode::RawInstr;
+use crate::bezoar::ir::Const;
+use crate::py311::{self, CodeInfo, CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR};
 use std::collections::{BTreeMap, HashSet};
+
+/// `co_flags` of a 3.11 comprehension's code object.
+const CO_OPTIMIZED: u32 = 0x1;
+const CO_NEWLOCALS: u32 = 0x2;
+const CO_NESTED: u32 = 0x10;
 
 /// `CALL_INTRINSIC_1` arguments (Include/internal/pycore_intrinsics.h).
 const INTRINSIC_PRINT: u32 = 1;
@@ -69,149 +76,33 @@ pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
     let mut targets: HashSet<u32> = raw.iter().filter_map(|r| v12::jump_target(r.op_offset, r.opcode, r.arg)).collect();
     targets.extend(table.iter().map(|e| e.target));
 
-    // A generator's implicit handler (3.12 writes it out: StopIteration → RuntimeError, which
-    // 3.11 does inside the generator machinery) is dropped with its table entry.
+    // Handlers 3.11 does not have, dropped with their table entries: a generator's implicit
+    // one (3.12 writes it out: StopIteration → RuntimeError, which 3.11 does inside the
+    // generator machinery), and an inlined comprehension's, which restores the variables it
+    // saved (`SWAP 2; POP_TOP; … STORE_FAST …; RERAISE 0`: its 3.11 form has its own frame).
     let generator = ci.flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR) != 0;
     let mut dropped_handlers = HashSet::new();
-    if generator {
-        for e in &table {
-            if let Some(&i) = at.get(&e.target) {
-                let (h, next) = (&raw[i], raw.get(i + 1));
-                if h.opcode == v12::CALL_INTRINSIC_1
-                    && h.arg == INTRINSIC_STOPITERATION_ERROR
-                    && next.is_some_and(|n| n.opcode == v12::RERAISE)
-                {
-                    dropped_handlers.insert(e.target);
-                }
-            }
-        }
-    }
     let mut skip: HashSet<u32> = HashSet::new();
-    for &t in &dropped_handlers {
-        let i = at[&t];
-        skip.insert(raw[i].offset);
-        skip.insert(raw[i + 1].offset);
-    }
-
-    // The stream, each 3.12 instruction's outputs under its offset (none when it is dropped).
-    let mut stream: Vec<(u32, Vec<Out>)> = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        let r = raw[i];
-        let line = r.line;
-        let arg = r.arg;
-        let mut outs = Vec::new();
-        let free = |k: usize| !targets.contains(&raw[k].offset);
-        let op12 = |k: usize| raw.get(k).map(|x| x.opcode);
-        if skip.contains(&r.offset) {
-            stream.push((r.offset, outs));
-            i += 1;
-            continue;
-        }
-        // `a and b` / `a or b` as a value: COPY 1; POP_JUMP_IF_FALSE L; POP_TOP → JUMP_IF_FALSE_OR_POP L.
-        if r.opcode == v12::COPY
-            && arg == 1
-            && matches!(op12(i + 1), Some(v12::POP_JUMP_IF_FALSE | v12::POP_JUMP_IF_TRUE))
-            && op12(i + 2) == Some(v12::POP_TOP)
-            && free(i + 1)
-            && free(i + 2)
+    for e in &table {
+        let Some(&i) = at.get(&e.target) else { continue };
+        let (h, next) = (&raw[i], raw.get(i + 1));
+        if generator
+            && h.opcode == v12::CALL_INTRINSIC_1
+            && h.arg == INTRINSIC_STOPITERATION_ERROR
+            && next.is_some_and(|n| n.opcode == v12::RERAISE)
         {
-            let j = raw[i + 1];
-            let op = if j.opcode == v12::POP_JUMP_IF_FALSE { v11::JUMP_IF_FALSE_OR_POP } else { v11::JUMP_IF_TRUE_OR_POP };
-            let target = v12::jump_target(j.op_offset, j.opcode, j.arg).unwrap();
-            stream.push((r.offset, vec![Out { op, arg: 0, line, jump: Some((Jump::Forward(op), target)) }]));
-            stream.push((j.offset, Vec::new()));
-            stream.push((raw[i + 2].offset, Vec::new()));
-            i += 3;
-            continue;
-        }
-        // A conditional jump over a backward jump (3.12 has no backward conditional jumps):
-        // POP_JUMP_IF_X L; JUMP_BACKWARD T; L: → POP_JUMP_BACKWARD_IF_not-X T.
-        if let Some((none, when)) = v12::pop_jump_sense(r.opcode) {
-            if op12(i + 1) == Some(v12::JUMP_BACKWARD) && free(i + 1) {
-                let b = raw[i + 1];
-                let over = v12::jump_target(r.op_offset, r.opcode, arg).unwrap();
-                let after = b.op_offset + 2 + 2 * v12::cache_entries(b.opcode) as u32;
-                if over == after {
-                    let target = v12::jump_target(b.op_offset, b.opcode, b.arg).unwrap();
-                    stream.push((r.offset, vec![Out { op: 0, arg: 0, line, jump: Some((Jump::Pop(none, !when), target)) }]));
-                    stream.push((b.offset, Vec::new()));
-                    i += 2;
-                    continue;
-                }
+            dropped_handlers.insert(e.target);
+            skip.extend([raw[i].offset, raw[i + 1].offset]);
+        } else if h.opcode == v12::SWAP && h.arg == 2 && next.is_some_and(|n| n.opcode == v12::POP_TOP) {
+            let len = raw[i..].iter().position(|x| !matches!(x.opcode, v12::SWAP | v12::POP_TOP | v12::STORE_FAST));
+            if let Some(len) = len.filter(|&n| raw[i + n].opcode == v12::RERAISE && raw[i + n].arg == 0) {
+                dropped_handlers.insert(e.target);
+                skip.extend(raw[i..=i + len].iter().map(|x| x.offset));
             }
         }
-        let target = v12::jump_target(r.op_offset, r.opcode, arg);
-        let fail = |what: &str| format!("{what} ({}) at line {line}", v12::name(r.opcode));
-        match r.opcode {
-            v12::CACHE | v12::END_FOR => {}
-            v12::CALL => {
-                outs.push(Out::new(v11::PRECALL, arg, line));
-                outs.push(Out::new(v11::CALL, arg, line));
-            }
-            v12::LOAD_ATTR if arg & 1 == 1 => outs.push(Out::new(v11::LOAD_METHOD, arg >> 1, line)),
-            v12::LOAD_ATTR => outs.push(Out::new(v11::LOAD_ATTR, arg >> 1, line)),
-            v12::COMPARE_OP => outs.push(Out::new(v11::COMPARE_OP, arg >> 4, line)),
-            v12::RETURN_CONST => {
-                outs.push(Out::new(v11::LOAD_CONST, arg, line));
-                outs.push(Out::new(v11::RETURN_VALUE, 0, line));
-            }
-            v12::BINARY_SLICE => {
-                outs.push(Out::new(v11::BUILD_SLICE, 2, line));
-                outs.push(Out::new(v11::BINARY_SUBSCR, 0, line));
-            }
-            v12::STORE_SLICE => {
-                outs.push(Out::new(v11::BUILD_SLICE, 2, line));
-                outs.push(Out::new(v11::STORE_SUBSCR, 0, line));
-            }
-            v12::LOAD_FAST_CHECK => outs.push(Out::new(v11::LOAD_FAST, arg, line)),
-            v12::YIELD_VALUE => outs.push(Out::new(v11::YIELD_VALUE, 0, line)),
-            v12::POP_JUMP_IF_FALSE | v12::POP_JUMP_IF_TRUE | v12::POP_JUMP_IF_NONE | v12::POP_JUMP_IF_NOT_NONE => {
-                let (none, when) = v12::pop_jump_sense(r.opcode).unwrap();
-                outs.push(Out { op: 0, arg: 0, line, jump: Some((Jump::Pop(none, when), target.unwrap())) });
-            }
-            v12::JUMP_FORWARD | v12::JUMP_BACKWARD => {
-                outs.push(Out { op: 0, arg: 0, line, jump: Some((Jump::Always, target.unwrap())) })
-            }
-            v12::JUMP_BACKWARD_NO_INTERRUPT => {
-                outs.push(Out { op: 0, arg: 0, line, jump: Some((Jump::NoInterrupt, target.unwrap())) })
-            }
-            // 3.12's FOR_ITER targets the END_FOR after the loop, which the iterator's end skips;
-            // END_FOR is dropped, so its offset is the next instruction's: 3.11's target.
-            v12::FOR_ITER => {
-                outs.push(Out { op: v11::FOR_ITER, arg: 0, line, jump: Some((Jump::Forward(v11::FOR_ITER), target.unwrap())) })
-            }
-            v12::SEND | v12::END_SEND | v12::CLEANUP_THROW => return Err(fail("yield or await")),
-            v12::CALL_INTRINSIC_1 => match arg {
-                INTRINSIC_UNARY_POSITIVE => outs.push(Out::new(v11::UNARY_POSITIVE, 0, line)),
-                INTRINSIC_LIST_TO_TUPLE => outs.push(Out::new(v11::LIST_TO_TUPLE, 0, line)),
-                INTRINSIC_PRINT => outs.push(Out::new(v11::PRINT_EXPR, 0, line)),
-                INTRINSIC_IMPORT_STAR => outs.push(Out::new(v11::IMPORT_STAR, 0, line)),
-                INTRINSIC_ASYNC_GEN_WRAP => outs.push(Out::new(v11::ASYNC_GEN_WRAP, 0, line)),
-                INTRINSIC_STOPITERATION_ERROR => return Err(fail("StopIteration handler of a generator")),
-                _ => return Err(fail("generic type parameters")),
-            },
-            v12::CALL_INTRINSIC_2 if arg == INTRINSIC_PREPARE_RERAISE_STAR => {
-                outs.push(Out::new(v11::PREP_RERAISE_STAR, 0, line))
-            }
-            v12::CALL_INTRINSIC_2 => return Err(fail("generic type parameters")),
-            v12::LOAD_SUPER_ATTR => return Err(fail("super() attribute")),
-            v12::LOAD_LOCALS | v12::LOAD_FROM_DICT_OR_GLOBALS | v12::LOAD_FROM_DICT_OR_DEREF => return Err(fail("class body")),
-            v12::LOAD_FAST_AND_CLEAR => return Err(fail("list, set or dict comprehension (inlined by CPython 3.12)")),
-            op => {
-                // Same name, same meaning: the rest of the instruction set.
-                let name = v12::name(op);
-                match v11::OPCODES.iter().find(|&&(n, _, _)| n == name) {
-                    Some(&(_, op11, _)) if !v11::is_jump(op11) && op < v12::MIN_INSTRUMENTED_OPCODE => {
-                        outs.push(Out::new(op11, if op11 >= v11::HAVE_ARGUMENT { arg } else { 0 }, line))
-                    }
-                    _ => return Err(format!("unsupported opcode {name} at line {line}")),
-                }
-            }
-        }
-        stream.push((r.offset, outs));
-        i += 1;
     }
+    let mut cx = Ctx { ci, raw, at, targets, skip, localsplus: ci.localsplus(), comps: Vec::new() };
+    let stream = cx.stream(0, cx.raw.len(), None)?;
     let code_len = ci.code.len() as u32;
     let (code, offsets, lines) = encode(&stream, code_len)?;
     let new_off = |o: u32| -> u32 { *offsets.range(o..).next().map(|(_, v)| v).unwrap_or(&(code.len() as u32)) };
@@ -225,7 +116,399 @@ pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
     for (k, child) in &ci.children {
         children.insert(*k, normalise(child)?);
     }
-    Ok(CodeInfo { code, lines, exceptiontable: encode_table(&entries), children, ..ci.clone() })
+    let mut consts = ci.consts.clone();
+    for (k, comp) in cx.comps {
+        debug_assert_eq!(k as usize, consts.len());
+        consts.push(Const::Opaque { co_index: k, repr: format!("<code object {} line {}>", comp.qualname, comp.firstlineno) });
+        children.insert(k, comp);
+    }
+    Ok(CodeInfo { code, lines, exceptiontable: encode_table(&entries), children, consts, ..ci.clone() })
+}
+
+/// The state of one code object's normalisation.
+struct Ctx<'a> {
+    ci: &'a CodeInfo,
+    raw: Vec<RawInstr>,
+    /// Index in `raw` of each 3.12 offset.
+    at: BTreeMap<u32, usize>,
+    targets: HashSet<u32>,
+    /// Instructions dropped (the handlers above).
+    skip: HashSet<u32>,
+    localsplus: Vec<String>,
+    /// The code objects made for inlined comprehensions, with their new `co_consts` indices
+    /// (after the real ones: nothing resolves them to Python objects).
+    comps: Vec<(u32, CodeInfo)>,
+}
+
+/// How the variables of an inlined comprehension's body map into the code object made for it
+/// (3.11's layout: `.0`, the comprehension's own variables, then its free variables).
+struct Remap {
+    /// The variables the comprehension saved and cleared: its own (child slots 1..).
+    own: Vec<String>,
+    /// The enclosing function's variables it uses, in first-use order.
+    free: Vec<String>,
+}
+
+impl Remap {
+    fn free_slot(&mut self, name: &str) -> u32 {
+        let j = match self.free.iter().position(|f| f == name) {
+            Some(j) => j,
+            None => {
+                self.free.push(name.to_string());
+                self.free.len() - 1
+            }
+        };
+        (1 + self.own.len() + j) as u32
+    }
+}
+
+impl Ctx<'_> {
+    /// The normalised instructions of `raw[lo..hi]`, each 3.12 instruction's outputs under its
+    /// offset (none when it is dropped). With `remap`, the instructions are an inlined
+    /// comprehension's body, its variables renumbered into the code object made for it.
+    fn stream(&mut self, lo: usize, hi: usize, mut remap: Option<&mut Remap>) -> Result<Vec<(u32, Vec<Out>)>, String> {
+        let mut stream: Vec<(u32, Vec<Out>)> = Vec::with_capacity(hi - lo);
+        let mut i = lo;
+        while i < hi {
+            let r = self.raw[i];
+            let line = r.line;
+            let arg = r.arg;
+            let mut outs = Vec::new();
+            let raw = &self.raw;
+            let free = |k: usize| k < hi && !self.targets.contains(&raw[k].offset);
+            let op12 = |k: usize| raw.get(k).filter(|_| k < hi).map(|x| x.opcode);
+            if self.skip.contains(&r.offset) {
+                stream.push((r.offset, outs));
+                i += 1;
+                continue;
+            }
+            // `a and b` / `a or b` as a value: COPY 1; POP_JUMP_IF_FALSE L; POP_TOP → JUMP_IF_FALSE_OR_POP L.
+            if r.opcode == v12::COPY
+                && arg == 1
+                && matches!(op12(i + 1), Some(v12::POP_JUMP_IF_FALSE | v12::POP_JUMP_IF_TRUE))
+                && op12(i + 2) == Some(v12::POP_TOP)
+                && free(i + 1)
+                && free(i + 2)
+            {
+                let j = raw[i + 1];
+                let op = if j.opcode == v12::POP_JUMP_IF_FALSE { v11::JUMP_IF_FALSE_OR_POP } else { v11::JUMP_IF_TRUE_OR_POP };
+                let target = v12::jump_target(j.op_offset, j.opcode, j.arg).unwrap();
+                stream.push((r.offset, vec![Out { op, arg: 0, line, jump: Some((Jump::Forward(op), target)) }]));
+                stream.push((j.offset, Vec::new()));
+                stream.push((raw[i + 2].offset, Vec::new()));
+                i += 3;
+                continue;
+            }
+            // A conditional jump over a backward jump (3.12 has no backward conditional jumps):
+            // POP_JUMP_IF_X L; JUMP_BACKWARD T; L: → POP_JUMP_BACKWARD_IF_not-X T.
+            if let Some((none, when)) = v12::pop_jump_sense(r.opcode) {
+                if op12(i + 1) == Some(v12::JUMP_BACKWARD) && free(i + 1) {
+                    let b = raw[i + 1];
+                    let over = v12::jump_target(r.op_offset, r.opcode, arg).unwrap();
+                    let after = b.op_offset + 2 + 2 * v12::cache_entries(b.opcode) as u32;
+                    if over == after {
+                        let target = v12::jump_target(b.op_offset, b.opcode, b.arg).unwrap();
+                        stream.push((r.offset, vec![Out { op: 0, arg: 0, line, jump: Some((Jump::Pop(none, !when), target)) }]));
+                        stream.push((b.offset, Vec::new()));
+                        i += 2;
+                        continue;
+                    }
+                }
+            }
+            let fail = |what: &str| format!("{what} ({}) at line {line}", v12::name(r.opcode));
+            if r.opcode == v12::LOAD_FAST_AND_CLEAR {
+                if remap.is_some() {
+                    return Err(fail("comprehension nested in an inlined comprehension"));
+                }
+                let next = self.comprehension(i, hi, &mut stream)?;
+                i = next;
+                continue;
+            }
+            // In a comprehension's body: its own variables and the enclosing ones.
+            if let Some(m) = remap.as_deref_mut() {
+                let name = || self.localsplus.get(arg as usize).cloned().ok_or_else(|| fail("unexpected local index"));
+                let own = |n: &str| m.own.iter().position(|o| o == n).map(|j| 1 + j as u32);
+                let out = match r.opcode {
+                    v12::LOAD_FAST | v12::LOAD_FAST_CHECK | v12::STORE_FAST | v12::DELETE_FAST => {
+                        let n = name()?;
+                        let op = match r.opcode {
+                            v12::STORE_FAST => v11::STORE_FAST,
+                            v12::DELETE_FAST => v11::DELETE_FAST,
+                            _ => v11::LOAD_FAST,
+                        };
+                        match own(&n) {
+                            Some(slot) => Some(Out::new(op, slot, line)),
+                            None if op == v11::LOAD_FAST => Some(Out::new(v11::LOAD_DEREF, m.free_slot(&n), line)),
+                            None if op == v11::STORE_FAST => Some(Out::new(v11::STORE_DEREF, m.free_slot(&n), line)),
+                            None => return Err(fail("del of an enclosing variable in a comprehension")),
+                        }
+                    }
+                    v12::LOAD_DEREF | v12::STORE_DEREF => {
+                        let n = name()?;
+                        let op = if r.opcode == v12::LOAD_DEREF { v11::LOAD_DEREF } else { v11::STORE_DEREF };
+                        Some(Out::new(op, m.free_slot(&n), line))
+                    }
+                    v12::MAKE_CELL | v12::LOAD_CLOSURE | v12::COPY_FREE_VARS | v12::DELETE_DEREF => {
+                        return Err(fail("closure inside an inlined comprehension"))
+                    }
+                    v12::LOAD_CONST
+                        if self.ci.children.contains_key(&arg)
+                            || matches!(self.ci.consts.get(arg as usize), Some(Const::Opaque { .. })) =>
+                    {
+                        return Err(fail("nested code or an opaque constant in an inlined comprehension"))
+                    }
+                    v12::RETURN_VALUE | v12::RETURN_CONST | v12::YIELD_VALUE => {
+                        return Err(fail("unexpected bytecode shape in an inlined comprehension"))
+                    }
+                    _ => None,
+                };
+                if let Some(out) = out {
+                    stream.push((r.offset, vec![out]));
+                    i += 1;
+                    continue;
+                }
+            }
+            let target = v12::jump_target(r.op_offset, r.opcode, arg);
+            match r.opcode {
+                v12::CACHE | v12::END_FOR => {}
+                v12::CALL => {
+                    outs.push(Out::new(v11::PRECALL, arg, line));
+                    outs.push(Out::new(v11::CALL, arg, line));
+                }
+                v12::LOAD_ATTR if arg & 1 == 1 => outs.push(Out::new(v11::LOAD_METHOD, arg >> 1, line)),
+                v12::LOAD_ATTR => outs.push(Out::new(v11::LOAD_ATTR, arg >> 1, line)),
+                v12::COMPARE_OP => outs.push(Out::new(v11::COMPARE_OP, arg >> 4, line)),
+                v12::RETURN_CONST => {
+                    outs.push(Out::new(v11::LOAD_CONST, arg, line));
+                    outs.push(Out::new(v11::RETURN_VALUE, 0, line));
+                }
+                v12::BINARY_SLICE => {
+                    outs.push(Out::new(v11::BUILD_SLICE, 2, line));
+                    outs.push(Out::new(v11::BINARY_SUBSCR, 0, line));
+                }
+                v12::STORE_SLICE => {
+                    outs.push(Out::new(v11::BUILD_SLICE, 2, line));
+                    outs.push(Out::new(v11::STORE_SUBSCR, 0, line));
+                }
+                v12::LOAD_FAST_CHECK => outs.push(Out::new(v11::LOAD_FAST, arg, line)),
+                v12::YIELD_VALUE => outs.push(Out::new(v11::YIELD_VALUE, 0, line)),
+                v12::POP_JUMP_IF_FALSE | v12::POP_JUMP_IF_TRUE | v12::POP_JUMP_IF_NONE | v12::POP_JUMP_IF_NOT_NONE => {
+                    let (none, when) = v12::pop_jump_sense(r.opcode).unwrap();
+                    outs.push(Out { op: 0, arg: 0, line, jump: Some((Jump::Pop(none, when), target.unwrap())) });
+                }
+                v12::JUMP_FORWARD | v12::JUMP_BACKWARD => {
+                    outs.push(Out { op: 0, arg: 0, line, jump: Some((Jump::Always, target.unwrap())) })
+                }
+                v12::JUMP_BACKWARD_NO_INTERRUPT => {
+                    outs.push(Out { op: 0, arg: 0, line, jump: Some((Jump::NoInterrupt, target.unwrap())) })
+                }
+                // 3.12's FOR_ITER targets the END_FOR after the loop, which the iterator's end
+                // skips; END_FOR is dropped, so its offset is the next instruction's: 3.11's target.
+                v12::FOR_ITER => outs.push(Out {
+                    op: v11::FOR_ITER,
+                    arg: 0,
+                    line,
+                    jump: Some((Jump::Forward(v11::FOR_ITER), target.unwrap())),
+                }),
+                v12::SEND | v12::END_SEND | v12::CLEANUP_THROW => return Err(fail("yield or await")),
+                v12::CALL_INTRINSIC_1 => match arg {
+                    INTRINSIC_UNARY_POSITIVE => outs.push(Out::new(v11::UNARY_POSITIVE, 0, line)),
+                    INTRINSIC_LIST_TO_TUPLE => outs.push(Out::new(v11::LIST_TO_TUPLE, 0, line)),
+                    INTRINSIC_PRINT => outs.push(Out::new(v11::PRINT_EXPR, 0, line)),
+                    INTRINSIC_IMPORT_STAR => outs.push(Out::new(v11::IMPORT_STAR, 0, line)),
+                    INTRINSIC_ASYNC_GEN_WRAP => outs.push(Out::new(v11::ASYNC_GEN_WRAP, 0, line)),
+                    INTRINSIC_STOPITERATION_ERROR => return Err(fail("StopIteration handler of a generator")),
+                    _ => return Err(fail("generic type parameters")),
+                },
+                v12::CALL_INTRINSIC_2 if arg == INTRINSIC_PREPARE_RERAISE_STAR => {
+                    outs.push(Out::new(v11::PREP_RERAISE_STAR, 0, line))
+                }
+                v12::CALL_INTRINSIC_2 => return Err(fail("generic type parameters")),
+                v12::LOAD_SUPER_ATTR => return Err(fail("super() attribute")),
+                v12::LOAD_LOCALS | v12::LOAD_FROM_DICT_OR_GLOBALS | v12::LOAD_FROM_DICT_OR_DEREF => {
+                    return Err(fail("class body"))
+                }
+                op => {
+                    // Same name, same meaning: the rest of the instruction set.
+                    let name = v12::name(op);
+                    match v11::OPCODES.iter().find(|&&(n, _, _)| n == name) {
+                        Some(&(_, op11, _)) if !v11::is_jump(op11) && op < v12::MIN_INSTRUMENTED_OPCODE => {
+                            outs.push(Out::new(op11, if op11 >= v11::HAVE_ARGUMENT { arg } else { 0 }, line))
+                        }
+                        _ => return Err(format!("unsupported opcode {name} at line {line}")),
+                    }
+                }
+            }
+            stream.push((r.offset, outs));
+            i += 1;
+        }
+        Ok(stream)
+    }
+
+    /// A list, set or dict comprehension that 3.12 inlined (PEP 709), starting at the
+    /// `LOAD_FAST_AND_CLEAR` at `raw[i]` with its iterator on the stack:
+    ///
+    /// ```text
+    /// LOAD_FAST_AND_CLEAR a1 … ak; SWAP k+1; BUILD_LIST 0; SWAP 2
+    /// FOR_ITER … (body) … JUMP_BACKWARD; END_FOR
+    /// (SWAP n | STORE_FAST a_j | STORE_FAST result | POP_TOP)*   — until every a_j is restored
+    /// ```
+    ///
+    /// becomes 3.11's form: a `<listcomp>` code object (made here, at a new constant index)
+    /// called with the iterator, its closure the enclosing variables the body uses:
+    /// `LOAD_CLOSURE …; BUILD_TUPLE; LOAD_CONST comp; MAKE_FUNCTION 8; SWAP 2; PRECALL 0; CALL 0`,
+    /// then whatever the tail did with the result. Pushes the parent's stream and returns the
+    /// index after the tail.
+    fn comprehension(&mut self, i: usize, hi: usize, stream: &mut Vec<(u32, Vec<Out>)>) -> Result<usize, String> {
+        let line = self.raw[i].line;
+        let shape = |what: &str| format!("unexpected bytecode shape (inlined comprehension: {what}) at line {line}");
+        let raw = self.raw.clone();
+        let get = |k: usize| if k < hi { Ok(raw[k]) } else { Err(shape("cut short")) };
+        let mut own = Vec::new();
+        let mut j = i;
+        while get(j)?.opcode == v12::LOAD_FAST_AND_CLEAR {
+            let n = self.localsplus.get(get(j)?.arg as usize).cloned().ok_or_else(|| shape("local index"))?;
+            if self.ci.cellvars.contains(&n) || self.ci.freevars.contains(&n) {
+                return Err(format!(
+                    "comprehension variable {n} is also a cell of the function (LOAD_FAST_AND_CLEAR) at line {line}"
+                ));
+            }
+            own.push(n);
+            j += 1;
+        }
+        let k = own.len();
+        let (swap, build, swap2, for_iter) = (get(j)?, get(j + 1)?, get(j + 2)?, get(j + 3)?);
+        if swap.opcode != v12::SWAP || swap.arg as usize != k + 1 {
+            return Err(shape("no SWAP after the saved variables"));
+        }
+        let name = match build.opcode {
+            v12::BUILD_LIST => "<listcomp>",
+            v12::BUILD_SET => "<setcomp>",
+            v12::BUILD_MAP => "<dictcomp>",
+            _ => return Err(shape("no BUILD_LIST, BUILD_SET or BUILD_MAP")),
+        };
+        if build.arg != 0 || swap2.opcode != v12::SWAP || swap2.arg != 2 || for_iter.opcode != v12::FOR_ITER {
+            return Err(shape("head"));
+        }
+        let s = j + 3;
+        let end_off = v12::jump_target(for_iter.op_offset, for_iter.opcode, for_iter.arg).unwrap();
+        let end = *self.at.get(&end_off).ok_or_else(|| shape("loop end"))?;
+        if end >= hi || self.raw[end].opcode != v12::END_FOR {
+            return Err(shape("no END_FOR"));
+        }
+        // The body, as the code object's.
+        let mut remap = Remap { own: own.clone(), free: Vec::new() };
+        let body = self.stream(s, end, Some(&mut remap))?;
+        let nfree = remap.free.len() as u32;
+        let mut child: Vec<(u32, Vec<Out>)> = Vec::new();
+        let mut prefix = Vec::new();
+        if nfree > 0 {
+            prefix.push(Out::new(v11::COPY_FREE_VARS, nfree, line));
+        }
+        prefix.push(Out::new(v11::RESUME, 0, line));
+        prefix.push(Out::new(build.opcode, 0, build.line));
+        prefix.push(Out::new(v11::LOAD_FAST, 0, for_iter.line));
+        child.push((build.offset, prefix));
+        child.extend(body);
+        child.push((self.raw[end].offset, vec![Out::new(v11::RETURN_VALUE, 0, self.raw[end].line)]));
+        let (code, _, lines) = encode(&child, self.raw[end].offset + 2)?;
+        let index = (self.ci.consts.len() + self.comps.len()) as u32;
+        let consts = self
+            .ci
+            .consts
+            .iter()
+            .enumerate()
+            .map(|(c, k)| if matches!(k, Const::Opaque { .. }) || self.ci.children.contains_key(&(c as u32)) { Const::None } else { k.clone() })
+            .collect();
+        let mut varnames = vec![py311::ITER_ARG.to_string()];
+        varnames.extend(own.iter().cloned());
+        self.comps.push((
+            index,
+            CodeInfo {
+                name: name.to_string(),
+                qualname: format!("{}.<locals>.{name}", self.ci.qualname),
+                filename: self.ci.filename.clone(),
+                firstlineno: line,
+                argcount: 1,
+                posonlyargcount: 0,
+                kwonlyargcount: 0,
+                flags: CO_OPTIMIZED | CO_NEWLOCALS | CO_NESTED,
+                varnames,
+                cellvars: Vec::new(),
+                freevars: remap.free.clone(),
+                names: self.ci.names.clone(),
+                consts,
+                code,
+                lines,
+                exceptiontable: Vec::new(),
+                children: BTreeMap::new(),
+            },
+        ));
+        // The call, where the saved variables were loaded.
+        let mut call = Vec::new();
+        for f in &remap.free {
+            let slot = self.localsplus.iter().position(|n| n == f).ok_or_else(|| shape("free variable"))?;
+            call.push(Out::new(v11::LOAD_CLOSURE, slot as u32, line));
+        }
+        if nfree > 0 {
+            call.push(Out::new(v11::BUILD_TUPLE, nfree, line));
+        }
+        call.push(Out::new(v11::LOAD_CONST, index, line));
+        call.push(Out::new(v11::MAKE_FUNCTION, if nfree > 0 { py311::oparg::MF_CLOSURE } else { 0 }, line));
+        call.push(Out::new(v11::SWAP, 2, line));
+        call.push(Out::new(v11::PRECALL, 0, line));
+        call.push(Out::new(v11::CALL, 0, line));
+        stream.push((self.raw[i].offset, call));
+        for x in &self.raw[i + 1..=end] {
+            stream.push((x.offset, Vec::new()));
+        }
+        // The tail: the stack CPython left ([saved…, result] after the swaps of the head), the
+        // saved variables restored (dropped here: the code object had its own), the result
+        // stored or left on the stack.
+        #[derive(Clone, Copy, PartialEq)]
+        enum Item {
+            Iter,
+            Saved(usize),
+            Result,
+        }
+        let mut st = vec![Item::Iter];
+        st.extend((0..k).map(Item::Saved));
+        let n = st.len();
+        st.swap(n - 1, n - 1 - k);
+        st.push(Item::Result);
+        let n = st.len();
+        st.swap(n - 1, n - 2);
+        if st.pop() != Some(Item::Iter) {
+            return Err(shape("stack"));
+        }
+        let mut t = end + 1;
+        while st.iter().any(|x| matches!(x, Item::Saved(_))) {
+            let x = get(t)?;
+            if self.targets.contains(&x.offset) {
+                return Err(shape("a jump into the restoring tail"));
+            }
+            let mut outs = Vec::new();
+            match x.opcode {
+                v12::SWAP if (x.arg as usize) <= st.len() && x.arg >= 2 => {
+                    let n = st.len();
+                    st.swap(n - 1, n - x.arg as usize);
+                }
+                v12::STORE_FAST => match st.pop() {
+                    Some(Item::Saved(a)) if self.localsplus.get(x.arg as usize) == Some(&own[a]) => {}
+                    Some(Item::Result) => outs.push(Out::new(v11::STORE_FAST, x.arg, x.line)),
+                    _ => return Err(shape("restoring tail")),
+                },
+                v12::POP_TOP if st.last() == Some(&Item::Result) => {
+                    st.pop();
+                    outs.push(Out::new(v11::POP_TOP, 0, x.line));
+                }
+                _ => return Err(shape("restoring tail")),
+            }
+            stream.push((x.offset, outs));
+            t += 1;
+        }
+        Ok(t)
+    }
 }
 
 /// Lays out the stream as 3.11 bytecode: `(co_code, 3.12 offset → new offset, co_lines)`.
