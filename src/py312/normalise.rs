@@ -69,6 +69,12 @@ impl Out {
 /// The 3.11 form of a 3.12 code object and of every code object nested in its constants.
 /// Err is the fallback reason ("<construct> (<3.12 opcode>) at line N").
 pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
+    normalise_at(ci, &[])
+}
+
+/// `normalise` of the code object at `path` (`co_consts` indices from the function compiled:
+/// how the constants of the comprehensions made here name their Python objects).
+fn normalise_at(ci: &CodeInfo, path: &[u32]) -> Result<CodeInfo, String> {
     let raw = super::decode::instructions(&ci.code, &ci.lines);
     let table = exception_table::entries(&ci.exceptiontable);
     let at: BTreeMap<u32, usize> = raw.iter().enumerate().map(|(i, r)| (r.offset, i)).collect();
@@ -101,7 +107,7 @@ pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
             }
         }
     }
-    let mut cx = Ctx { ci, raw, at, targets, skip, localsplus: ci.localsplus(), comps: Vec::new() };
+    let mut cx = Ctx { ci, path, raw, at, targets, skip, localsplus: ci.localsplus(), comps: Vec::new() };
     let stream = cx.stream(0, cx.raw.len(), None)?;
     let code_len = ci.code.len() as u32;
     let (code, offsets, lines) = encode(&stream, code_len)?;
@@ -114,7 +120,9 @@ pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
         .collect();
     let mut children = BTreeMap::new();
     for (k, child) in &ci.children {
-        children.insert(*k, normalise(child)?);
+        let mut p = path.to_vec();
+        p.push(*k);
+        children.insert(*k, normalise_at(child, &p)?);
     }
     let mut consts = ci.consts.clone();
     for (k, comp) in cx.comps {
@@ -128,6 +136,7 @@ pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
 /// The state of one code object's normalisation.
 struct Ctx<'a> {
     ci: &'a CodeInfo,
+    path: &'a [u32],
     raw: Vec<RawInstr>,
     /// Index in `raw` of each 3.12 offset.
     at: BTreeMap<u32, usize>,
@@ -145,8 +154,11 @@ struct Ctx<'a> {
 struct Remap {
     /// The variables the comprehension saved and cleared: its own (child slots 1..).
     own: Vec<String>,
-    /// The enclosing function's variables it uses, in first-use order.
+    /// The enclosing variables it uses, in first-use order.
     free: Vec<String>,
+    /// The code objects made for the comprehensions nested in this one's body, by their index
+    /// in its `co_consts` (after the copied ones).
+    children: Vec<(u32, CodeInfo)>,
 }
 
 impl Remap {
@@ -217,11 +229,7 @@ impl Ctx<'_> {
             }
             let fail = |what: &str| format!("{what} ({}) at line {line}", v12::name(r.opcode));
             if r.opcode == v12::LOAD_FAST_AND_CLEAR {
-                if remap.is_some() {
-                    return Err(fail("comprehension nested in an inlined comprehension"));
-                }
-                let next = self.comprehension(i, hi, &mut stream)?;
-                i = next;
+                i = self.comprehension(i, hi, &mut stream, remap.as_deref_mut())?;
                 continue;
             }
             // In a comprehension's body: its own variables and the enclosing ones.
@@ -251,11 +259,8 @@ impl Ctx<'_> {
                     v12::MAKE_CELL | v12::LOAD_CLOSURE | v12::COPY_FREE_VARS | v12::DELETE_DEREF => {
                         return Err(fail("closure inside an inlined comprehension"))
                     }
-                    v12::LOAD_CONST
-                        if self.ci.children.contains_key(&arg)
-                            || matches!(self.ci.consts.get(arg as usize), Some(Const::Opaque { .. })) =>
-                    {
-                        return Err(fail("nested code or an opaque constant in an inlined comprehension"))
+                    v12::LOAD_CONST if self.ci.children.contains_key(&arg) => {
+                        return Err(fail("function or generator expression inside an inlined comprehension"))
                     }
                     v12::RETURN_VALUE | v12::RETURN_CONST | v12::YIELD_VALUE => {
                         return Err(fail("unexpected bytecode shape in an inlined comprehension"))
@@ -359,7 +364,16 @@ impl Ctx<'_> {
     /// `LOAD_CLOSURE …; BUILD_TUPLE; LOAD_CONST comp; MAKE_FUNCTION 8; SWAP 2; PRECALL 0; CALL 0`,
     /// then whatever the tail did with the result. Pushes the parent's stream and returns the
     /// index after the tail.
-    fn comprehension(&mut self, i: usize, hi: usize, stream: &mut Vec<(u32, Vec<Out>)>) -> Result<usize, String> {
+    ///
+    /// In a comprehension's body (`outer`), the code object made is that comprehension's child
+    /// and its closure comes from that comprehension's variables.
+    fn comprehension(
+        &mut self,
+        i: usize,
+        hi: usize,
+        stream: &mut Vec<(u32, Vec<Out>)>,
+        mut outer: Option<&mut Remap>,
+    ) -> Result<usize, String> {
         let line = self.raw[i].line;
         let shape = |what: &str| format!("unexpected bytecode shape (inlined comprehension: {what}) at line {line}");
         let raw = self.raw.clone();
@@ -397,7 +411,7 @@ impl Ctx<'_> {
             return Err(shape("no END_FOR"));
         }
         // The body, as the code object's.
-        let mut remap = Remap { own: own.clone(), free: Vec::new() };
+        let mut remap = Remap { own: own.clone(), free: Vec::new(), children: Vec::new() };
         let body = self.stream(s, end, Some(&mut remap))?;
         let nfree = remap.free.len() as u32;
         let mut child: Vec<(u32, Vec<Out>)> = Vec::new();
@@ -412,21 +426,37 @@ impl Ctx<'_> {
         child.extend(body);
         child.push((self.raw[end].offset, vec![Out::new(v11::RETURN_VALUE, 0, self.raw[end].line)]));
         let (code, _, lines) = encode(&child, self.raw[end].offset + 2)?;
-        let index = (self.ci.consts.len() + self.comps.len()) as u32;
-        let consts = self
+        let index = (self.ci.consts.len() + outer.as_ref().map_or(self.comps.len(), |o| o.children.len())) as u32;
+        // The function's constants at the same indices — those that are Python objects only the
+        // real code object has named by their path in it (nested code is never loaded by the
+        // body: it falls back on it) —, then the nested comprehensions'.
+        let mut consts: Vec<Const> = self
             .ci
             .consts
             .iter()
             .enumerate()
-            .map(|(c, k)| if matches!(k, Const::Opaque { .. }) || self.ci.children.contains_key(&(c as u32)) { Const::None } else { k.clone() })
+            .map(|(c, k)| match k {
+                _ if self.ci.children.contains_key(&(c as u32)) => Const::None,
+                Const::Opaque { repr, .. } => {
+                    let mut path = self.path.to_vec();
+                    path.push(c as u32);
+                    Const::Nested { path, repr: repr.clone() }
+                }
+                k => k.clone(),
+            })
             .collect();
+        let qualname = format!("{}.<locals>.{name}", outer.as_ref().map_or(self.ci.qualname.as_str(), |_| "<comprehension>"));
+        for (k, comp) in &remap.children {
+            debug_assert_eq!(*k as usize, consts.len());
+            consts.push(Const::Opaque { co_index: *k, repr: format!("<code object {} line {}>", comp.qualname, comp.firstlineno) });
+        }
         let mut varnames = vec![py311::ITER_ARG.to_string()];
         varnames.extend(own.iter().cloned());
-        self.comps.push((
+        let made = (
             index,
             CodeInfo {
                 name: name.to_string(),
-                qualname: format!("{}.<locals>.{name}", self.ci.qualname),
+                qualname,
                 filename: self.ci.filename.clone(),
                 firstlineno: line,
                 argcount: 1,
@@ -441,14 +471,25 @@ impl Ctx<'_> {
                 code,
                 lines,
                 exceptiontable: Vec::new(),
-                children: BTreeMap::new(),
+                children: remap.children.drain(..).collect(),
             },
-        ));
-        // The call, where the saved variables were loaded.
+        );
+        // The call, where the saved variables were loaded; the closure's cells are the
+        // function's variables, or in a comprehension's body, that comprehension's.
         let mut call = Vec::new();
         for f in &remap.free {
-            let slot = self.localsplus.iter().position(|n| n == f).ok_or_else(|| shape("free variable"))?;
-            call.push(Out::new(v11::LOAD_CLOSURE, slot as u32, line));
+            let slot = match outer.as_deref_mut() {
+                None => self.localsplus.iter().position(|n| n == f).ok_or_else(|| shape("free variable"))? as u32,
+                Some(o) => match o.own.iter().position(|n| n == f) {
+                    Some(j) => 1 + j as u32,
+                    None => o.free_slot(f),
+                },
+            };
+            call.push(Out::new(v11::LOAD_CLOSURE, slot, line));
+        }
+        match outer.as_deref_mut() {
+            None => self.comps.push(made),
+            Some(o) => o.children.push(made),
         }
         if nfree > 0 {
             call.push(Out::new(v11::BUILD_TUPLE, nfree, line));
@@ -495,7 +536,16 @@ impl Ctx<'_> {
                 }
                 v12::STORE_FAST => match st.pop() {
                     Some(Item::Saved(a)) if self.localsplus.get(x.arg as usize) == Some(&own[a]) => {}
-                    Some(Item::Result) => outs.push(Out::new(v11::STORE_FAST, x.arg, x.line)),
+                    Some(Item::Result) => {
+                        let n = self.localsplus.get(x.arg as usize).ok_or_else(|| shape("local index"))?;
+                        outs.push(match outer.as_deref_mut() {
+                            None => Out::new(v11::STORE_FAST, x.arg, x.line),
+                            Some(o) => match o.own.iter().position(|m| m == n) {
+                                Some(j) => Out::new(v11::STORE_FAST, 1 + j as u32, x.line),
+                                None => Out::new(v11::STORE_DEREF, o.free_slot(n), x.line),
+                            },
+                        })
+                    }
                     _ => return Err(shape("restoring tail")),
                 },
                 v12::POP_TOP if st.last() == Some(&Item::Result) => {
