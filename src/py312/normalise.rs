@@ -107,7 +107,13 @@ fn normalise_at(ci: &CodeInfo, path: &[u32]) -> Result<CodeInfo, String> {
             }
         }
     }
-    let mut cx = Ctx { ci, path, raw, at, targets, skip, localsplus: ci.localsplus(), comps: Vec::new() };
+    let mut children = BTreeMap::new();
+    for (k, child) in &ci.children {
+        let mut p = path.to_vec();
+        p.push(*k);
+        children.insert(*k, normalise_at(child, &p)?);
+    }
+    let mut cx = Ctx { ci, path, raw, at, targets, skip, localsplus: ci.localsplus(), children, comps: Vec::new() };
     let stream = cx.stream(0, cx.raw.len(), None)?;
     let code_len = ci.code.len() as u32;
     let (code, offsets, lines) = encode(&stream, code_len)?;
@@ -118,12 +124,7 @@ fn normalise_at(ci: &CodeInfo, path: &[u32]) -> Result<CodeInfo, String> {
         .map(|e| Entry { start: new_off(e.start), end: new_off(e.end), target: new_off(e.target), ..*e })
         .filter(|e| e.start < e.end)
         .collect();
-    let mut children = BTreeMap::new();
-    for (k, child) in &ci.children {
-        let mut p = path.to_vec();
-        p.push(*k);
-        children.insert(*k, normalise_at(child, &p)?);
-    }
+    let mut children = cx.children;
     let mut consts = ci.consts.clone();
     for (k, comp) in cx.comps {
         debug_assert_eq!(k as usize, consts.len());
@@ -144,6 +145,8 @@ struct Ctx<'a> {
     /// Instructions dropped (the handlers above).
     skip: HashSet<u32>,
     localsplus: Vec<String>,
+    /// The nested code objects, normalised.
+    children: BTreeMap<u32, CodeInfo>,
     /// The code objects made for inlined comprehensions, with their new `co_consts` indices
     /// (after the real ones: nothing resolves them to Python objects).
     comps: Vec<(u32, CodeInfo)>,
@@ -154,6 +157,8 @@ struct Ctx<'a> {
 struct Remap {
     /// The variables the comprehension saved and cleared: its own (child slots 1..).
     own: Vec<String>,
+    /// Those of them that are cells (captured by code nested in the body).
+    cells: Vec<String>,
     /// The enclosing variables it uses, in first-use order.
     free: Vec<String>,
     /// The code objects made for the comprehensions nested in this one's body, by their index
@@ -251,16 +256,28 @@ impl Ctx<'_> {
                             None => return Err(fail("del of an enclosing variable in a comprehension")),
                         }
                     }
-                    v12::LOAD_DEREF | v12::STORE_DEREF => {
+                    v12::LOAD_DEREF | v12::STORE_DEREF | v12::LOAD_CLOSURE => {
                         let n = name()?;
-                        let op = if r.opcode == v12::LOAD_DEREF { v11::LOAD_DEREF } else { v11::STORE_DEREF };
-                        Some(Out::new(op, m.free_slot(&n), line))
+                        let op = match r.opcode {
+                            v12::LOAD_DEREF => v11::LOAD_DEREF,
+                            v12::STORE_DEREF => v11::STORE_DEREF,
+                            _ => v11::LOAD_CLOSURE,
+                        };
+                        let slot = match own(&n) {
+                            Some(slot) if m.cells.contains(&n) => slot,
+                            Some(_) => return Err(fail("unexpected cell in an inlined comprehension")),
+                            None => m.free_slot(&n),
+                        };
+                        Some(Out::new(op, slot, line))
                     }
-                    v12::MAKE_CELL | v12::LOAD_CLOSURE | v12::COPY_FREE_VARS | v12::DELETE_DEREF => {
+                    v12::MAKE_CELL | v12::COPY_FREE_VARS | v12::DELETE_DEREF => {
                         return Err(fail("closure inside an inlined comprehension"))
                     }
-                    v12::LOAD_CONST if self.ci.children.contains_key(&arg) => {
-                        return Err(fail("function or generator expression inside an inlined comprehension"))
+                    // Code nested in the body is the function's (its constants are named by
+                    // their path through the comprehension's code object, which Python does
+                    // not have: only code whose constants are all plain values).
+                    v12::LOAD_CONST if self.ci.children.get(&arg).is_some_and(|c| !plain_consts(c)) => {
+                        return Err(fail("nested code with constants of its own inside an inlined comprehension"))
                     }
                     v12::RETURN_VALUE | v12::RETURN_CONST | v12::YIELD_VALUE => {
                         return Err(fail("unexpected bytecode shape in an inlined comprehension"))
@@ -382,14 +399,26 @@ impl Ctx<'_> {
         let mut j = i;
         while get(j)?.opcode == v12::LOAD_FAST_AND_CLEAR {
             let n = self.localsplus.get(get(j)?.arg as usize).cloned().ok_or_else(|| shape("local index"))?;
-            if self.ci.cellvars.contains(&n) || self.ci.freevars.contains(&n) {
+            if self.ci.freevars.contains(&n) {
                 return Err(format!(
-                    "comprehension variable {n} is also a cell of the function (LOAD_FAST_AND_CLEAR) at line {line}"
+                    "comprehension variable {n} is also a free variable of the function (LOAD_FAST_AND_CLEAR) at line {line}"
                 ));
             }
             own.push(n);
             j += 1;
         }
+        // Those captured by code in the body: a fresh cell each (`MAKE_CELL` after the saves).
+        let mut cells = Vec::new();
+        while get(j)?.opcode == v12::MAKE_CELL {
+            let n = self.localsplus.get(get(j)?.arg as usize).cloned().ok_or_else(|| shape("local index"))?;
+            if !own.contains(&n) {
+                return Err(shape("MAKE_CELL of another variable"));
+            }
+            cells.push(n);
+            j += 1;
+        }
+        // (A saved variable that is a cell of the function but not made a cell here holds plain
+        // values in the body: the cell itself was saved and is restored after.)
         let k = own.len();
         let (swap, build, swap2, for_iter) = (get(j)?, get(j + 1)?, get(j + 2)?, get(j + 3)?);
         if swap.opcode != v12::SWAP || swap.arg as usize != k + 1 {
@@ -411,13 +440,17 @@ impl Ctx<'_> {
             return Err(shape("no END_FOR"));
         }
         // The body, as the code object's.
-        let mut remap = Remap { own: own.clone(), free: Vec::new(), children: Vec::new() };
+        let mut remap = Remap { own: own.clone(), cells: cells.clone(), free: Vec::new(), children: Vec::new() };
         let body = self.stream(s, end, Some(&mut remap))?;
         let nfree = remap.free.len() as u32;
         let mut child: Vec<(u32, Vec<Out>)> = Vec::new();
         let mut prefix = Vec::new();
         if nfree > 0 {
             prefix.push(Out::new(v11::COPY_FREE_VARS, nfree, line));
+        }
+        for c in &cells {
+            let slot = 1 + own.iter().position(|o| o == c).unwrap() as u32;
+            prefix.push(Out::new(v11::MAKE_CELL, slot, line));
         }
         prefix.push(Out::new(v11::RESUME, 0, line));
         prefix.push(Out::new(build.opcode, 0, build.line));
@@ -436,7 +469,6 @@ impl Ctx<'_> {
             .iter()
             .enumerate()
             .map(|(c, k)| match k {
-                _ if self.ci.children.contains_key(&(c as u32)) => Const::None,
                 Const::Opaque { repr, .. } => {
                     let mut path = self.path.to_vec();
                     path.push(c as u32);
@@ -464,14 +496,14 @@ impl Ctx<'_> {
                 kwonlyargcount: 0,
                 flags: CO_OPTIMIZED | CO_NEWLOCALS | CO_NESTED,
                 varnames,
-                cellvars: Vec::new(),
+                cellvars: cells.clone(),
                 freevars: remap.free.clone(),
                 names: self.ci.names.clone(),
                 consts,
                 code,
                 lines,
                 exceptiontable: Vec::new(),
-                children: remap.children.drain(..).collect(),
+                children: self.children.clone().into_iter().chain(remap.children.drain(..)).collect(),
             },
         );
         // The call, where the saved variables were loaded; the closure's cells are the
@@ -559,6 +591,14 @@ impl Ctx<'_> {
         }
         Ok(t)
     }
+}
+
+/// Whether every constant of `ci` and of the code nested in it is a plain value (code nested in
+/// an inlined comprehension's body is reached through the comprehension's made code object, so
+/// its constants cannot name Python objects by their path).
+fn plain_consts(ci: &CodeInfo) -> bool {
+    ci.consts.iter().all(|c| !matches!(c, Const::Opaque { .. } | Const::Nested { .. }))
+        && ci.children.is_empty()
 }
 
 /// Lays out the stream as 3.11 bytecode: `(co_code, 3.12 offset → new offset, co_lines)`.
