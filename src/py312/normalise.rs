@@ -75,6 +75,43 @@ pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
 /// `normalise` of the code object at `path` (`co_consts` indices from the function compiled:
 /// how the constants of the comprehensions made here name their Python objects).
 fn normalise_at(ci: &CodeInfo, path: &[u32]) -> Result<CodeInfo, String> {
+    match translate(ci, path) {
+        // A generator or coroutine function (not a generator expression) is never translated,
+        // only scanned for the variables and globals it writes: what 3.12 spells differently
+        // there (`await`'s cleanup handler, …) does not make the enclosing function fall back,
+        // and the lifter gives its own reason for the function itself, as on 3.11.
+        Err(_) if ci.flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR) != 0 && !ci.is_genexpr() => {
+            Ok(scan_only(ci))
+        }
+        r => r,
+    }
+}
+
+/// A generator's or coroutine's code for scanning only: the instructions with a same-named 3.11
+/// form that is not a jump (stores, loads, calls …), every other one a `NOP`; the exception
+/// table kept as it is (it is only tested for being empty).
+fn scan_only(ci: &CodeInfo) -> CodeInfo {
+    let raw = super::decode::instructions(&ci.code, &ci.lines);
+    let stream: Vec<(u32, Vec<Out>)> = raw
+        .iter()
+        .map(|r| {
+            let name = v12::name(r.opcode);
+            let out = match v11::OPCODES.iter().find(|&&(n, _, _)| n == name) {
+                Some(&(_, op11, _)) if !v11::is_jump(op11) && r.opcode < v12::MIN_INSTRUMENTED_OPCODE => {
+                    Out::new(op11, if op11 >= v11::HAVE_ARGUMENT { r.arg } else { 0 }, r.line)
+                }
+                _ => Out::new(v11::NOP, 0, r.line),
+            };
+            (r.offset, vec![out])
+        })
+        .collect();
+    let (code, _, lines) = encode(&stream, ci.code.len() as u32).expect("no jumps to lay out");
+    // Nothing nested in it is translated either.
+    let children = ci.children.iter().map(|(k, c)| (*k, scan_only(c))).collect();
+    CodeInfo { code, lines, children, ..ci.clone() }
+}
+
+fn translate(ci: &CodeInfo, path: &[u32]) -> Result<CodeInfo, String> {
     let raw = super::decode::instructions(&ci.code, &ci.lines);
     let table = exception_table::entries(&ci.exceptiontable);
     let at: BTreeMap<u32, usize> = raw.iter().enumerate().map(|(i, r)| (r.offset, i)).collect();
