@@ -1,4 +1,4 @@
-"""Interception of @poppy functions without a PEP 523 eval-frame function (CPython 3.11).
+"""Interception of @poppy functions without a PEP 523 eval-frame function (CPython 3.11, 3.12).
 
 Any PEP 523 function makes CPython 3.11 stop inlining Python-to-Python calls and specialising
 CALL for Python functions, for all code (docs/benchmarks.md). Instead, a @poppy function gets a

@@ -5,7 +5,7 @@
 //! The bytecode reader for a version lives beside `py311/` (`py312/`, `py313/`); a version whose
 //! lifter front end is not complete runs every @poppy function in plain CPython with the reason
 //! [`compiled_path`] gives (the Python side, `_prologue.COMPILED_VERSIONS`, installs no prologue
-//! there). Depends on nothing.
+//! there). Depends on nothing, but for [`lifter_code_info`], which picks the version's reader.
 
 /// `(major, minor)` of the CPython this extension was built for.
 pub const VERSION: (u32, u32) = if cfg!(poppy_py = "3.13") {
