@@ -763,6 +763,112 @@ fn encode_table(entries: &[Entry]) -> Vec<u8> {
     out
 }
 
+/// The rewrites on 3.12's own bytecode (needs a 3.12 interpreter).
+#[cfg(all(test, poppy_py = "3.12"))]
+mod tests_312 {
+    use super::*;
+    use crate::py311::decode::{instructions, Instr};
+    use pyo3::prelude::*;
+    use pyo3::types::PyDict;
+
+    fn normalised(src: &str) -> CodeInfo {
+        pyo3::prepare_freethreaded_python();
+        Python::with_gil(|py| {
+            let ns = PyDict::new_bound(py);
+            py.run_bound(src, Some(&ns), None).unwrap();
+            let code = ns.get_item("f").unwrap().unwrap().getattr("__code__").unwrap();
+            normalise(&crate::py311::code_info(&code).unwrap()).unwrap()
+        })
+    }
+
+    fn names(ci: &CodeInfo) -> Vec<&'static str> {
+        instructions(&ci.code, &ci.lines).map(|i| i.name()).collect()
+    }
+
+    /// Every jump lands on an instruction, every instruction has a line, every table entry
+    /// covers instructions and targets one.
+    fn well_formed(ci: &CodeInfo) {
+        let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+        let starts: HashSet<u32> = ins.iter().map(|i| i.offset).collect();
+        for i in &ins {
+            if let Some(t) = i.jump_target() {
+                assert!(starts.contains(&t), "{} at {} to {t}", i.name(), i.offset);
+            }
+        }
+        assert_eq!(ci.lines.last().map(|l| l.1), Some(ci.code.len() as u32));
+        for e in exception_table::entries(&ci.exceptiontable) {
+            assert!(starts.contains(&e.start) && starts.contains(&e.target) && e.start < e.end, "{e:?}");
+        }
+        ci.children.values().for_each(well_formed);
+    }
+
+    #[test]
+    fn calls_attributes_jumps_and_returns_take_3_11_forms() {
+        let ci = normalised(
+            "def f(o, xs, a, b):\n    o.m(xs[1:], k=1)\n    y = o.z\n    c = a and b\n    \
+             while a < b:\n        a += 1\n    for x in xs:\n        if x is None:\n            continue\n    return None\n",
+        );
+        well_formed(&ci);
+        let n = names(&ci);
+        for (a, b) in [("LOAD_METHOD", "LOAD_ATTR"), ("PRECALL", "CALL"), ("BUILD_SLICE", "BINARY_SUBSCR")] {
+            assert!(n.windows(2).any(|w| w[0] == a) && n.contains(&b), "{a} {b} in {n:?}");
+        }
+        assert!(n.contains(&"JUMP_IF_FALSE_OR_POP"), "{n:?}");
+        assert!(n.contains(&"POP_JUMP_BACKWARD_IF_TRUE"), "{n:?}");
+        assert_eq!(n[n.len() - 2..], ["LOAD_CONST", "RETURN_VALUE"]);
+        assert!(!n.contains(&"<unknown>"), "{n:?}");
+        // PRECALL n before each CALL n.
+        let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+        for w in ins.windows(2).filter(|w| w[1].opcode == v11::CALL) {
+            assert_eq!((w[0].opcode, w[0].arg), (v11::PRECALL, w[1].arg));
+        }
+    }
+
+    #[test]
+    fn inlined_comprehensions_become_code_objects() {
+        let ci = normalised(
+            "def f(xs, k):\n    x = 1\n    a = [g(x, k) for x in xs if x]\n    \
+             b = {x: [y * x for y in x] for x in xs}\n    return a, b, x\n",
+        );
+        well_formed(&ci);
+        assert!(ci.exceptiontable.is_empty(), "the restore handlers are dropped");
+        let comps: Vec<&CodeInfo> = ci.children.values().collect();
+        assert_eq!(comps.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["<listcomp>", "<dictcomp>"]);
+        assert_eq!((comps[0].varnames.clone(), comps[0].freevars.clone()), (vec![".0".into(), "x".into()], vec!["k".into()]));
+        assert!(comps.iter().all(|c| c.is_comprehension() && c.argcount == 1));
+        let inner: Vec<&CodeInfo> = comps[1].children.values().filter(|c| c.is_comprehension()).collect();
+        assert_eq!(inner.len(), 1);
+        assert_eq!(inner[0].varnames, [".0", "y"]);
+        assert_eq!(inner[0].freevars, ["x"], "the enclosing comprehension's variable");
+        let n = names(&ci);
+        assert_eq!(n.iter().filter(|&&o| o == "MAKE_FUNCTION").count(), 2, "{n:?}");
+        assert!(!n.contains(&"LOAD_FAST_AND_CLEAR") && !n.contains(&"<unknown>"), "{n:?}");
+        assert_eq!(names(comps[0])[..4], ["COPY_FREE_VARS", "RESUME", "BUILD_LIST", "LOAD_FAST"]);
+    }
+
+    #[test]
+    fn exception_table_moves_with_the_code() {
+        let ci = normalised("def f(x):\n    try:\n        g(x)\n    except E as e:\n        h(e)\n    return 1\n");
+        well_formed(&ci);
+        let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+        let first = exception_table::entries(&ci.exceptiontable)[0];
+        let target = ins.iter().find(|i| i.offset == first.target).unwrap();
+        assert_eq!(target.name(), "PUSH_EXC_INFO");
+    }
+
+    #[test]
+    fn constructs_without_a_3_11_form_name_themselves() {
+        pyo3::prepare_freethreaded_python();
+        Python::with_gil(|py| {
+            let ns = PyDict::new_bound(py);
+            py.run_bound("class A:\n    def f(self):\n        return super().f()\n", Some(&ns), None).unwrap();
+            let code = ns.get_item("A").unwrap().unwrap().getattr("f").unwrap().getattr("__code__").unwrap();
+            let err = normalise(&crate::py311::code_info(&code).unwrap()).unwrap_err();
+            assert_eq!(err, "super() attribute (LOAD_SUPER_ATTR) at line 3");
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
