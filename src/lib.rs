@@ -1,6 +1,6 @@
 //! poppy_jit: CPython bytecode → Bezoar → λO, run by an opportunistic evaluator whose external
 //! calls are ordered by concurrency controllers. See docs/ARCHITECTURE.md (and docs/versions.md:
-//! 3.11 compiles; 3.12 and 3.13 build and run every @poppy function in CPython, see `pyver`).
+//! 3.11 and 3.12 compile; 3.13 builds and runs every @poppy function in CPython, see `pyver`).
 pub mod api;
 pub mod bezoar;
 pub mod control;

@@ -83,3 +83,57 @@ def test_no_prologue_where_not_compiled():
         assert why is None
     else:
         assert why.startswith(f"CPython {VERSION[0]}.{VERSION[1]}: compiled path not supported yet")
+
+
+# ---- what the 3.12 normalisation (src/py312/normalise.rs) gives the lifter -----------------------
+
+NORMALISED = textwrap.dedent("""\
+    import poppy_jit
+    from poppy_jit import poppy, unordered
+
+    @unordered
+    def llm(x):
+        return f"<{x}>"
+
+    @poppy
+    def main(xs, k):
+        a = [llm(x) for x in xs if x]                       # inlined comprehension (3.12)
+        grid = [[llm(f"{r}{c}") for c in xs] for r in xs]   # nested
+        fs = [lambda: t for t in xs]                        # a cell of the comprehension
+        late = [f() for f in fs]
+        s = {x[1:] for x in a if x not in {"<>", "<?>"}}    # slice, opaque constant
+        v = k and len(a) or None                            # COPY/POP_JUMP → JUMP_IF_*_OR_POP
+        while k > 0:                                        # backward conditional jump
+            k -= 1
+        return a, grid, late, sorted(s), v, xs[::-1], k
+
+    print(main(["p", "q", ""], 3))
+    print("x" if "x" in dir() else "no leak")
+    print(poppy_jit.stats()["fallbacks"] if poppy_jit.is_enabled() else [])
+    """)
+
+
+def test_normalised_bytecode_compiles_and_runs_as_cpython(tmp_path):
+    path = tmp_path / "prog.py"
+    path.write_text(NORMALISED)
+    plain, popped = run_file(path, poppy=False), run_file(path, poppy=True)
+    assert plain.returncode == 0 and popped.returncode == 0, popped.stderr
+    if COMPILED:
+        assert popped.stdout == plain.stdout
+    else:
+        assert popped.stdout.splitlines()[:2] == plain.stdout.splitlines()[:2]
+
+
+@pytest.mark.skipif(VERSION != (3, 12), reason="LOAD_SUPER_ATTR is 3.12's")
+def test_construct_without_a_3_11_form_falls_back_naming_it():
+    class Base:
+        def hello(self):
+            return "base"
+
+    class Child(Base):
+        def hello(self):
+            return super().hello() + "!"
+
+    reason = _core.explain(Child.hello)["fallback"]
+    line = Child.hello.__code__.co_firstlineno + 1
+    assert reason == f"super() attribute (LOAD_SUPER_ATTR) at line {line}"

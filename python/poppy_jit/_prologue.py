@@ -1,4 +1,4 @@
-"""Interception of @poppy functions without a PEP 523 eval-frame function (CPython 3.11).
+"""Interception of @poppy functions without a PEP 523 eval-frame function (CPython 3.11, 3.12).
 
 Any PEP 523 function makes CPython 3.11 stop inlining Python-to-Python calls and specialising
 CALL for Python functions, for all code (docs/benchmarks.md). Instead, a @poppy function gets a
@@ -47,12 +47,16 @@ _CACHES = ({_OP[name]: n for name, n in dis._inline_cache_entries.items() if n}
            else {op: n for op, n in enumerate(dis._inline_cache_entries) if n})
 # The CPython versions whose bytecode the compiler translates (keep in step with src/pyver).
 # Elsewhere @poppy functions get no prologue: they run in plain CPython with this reason.
-COMPILED_VERSIONS = ((3, 11),)
+COMPILED_VERSIONS = ((3, 11), (3, 12))
 _VERSION = sys.version_info[:2]
 UNSUPPORTED = (None if _VERSION in COMPILED_VERSIONS
                else f"CPython {_VERSION[0]}.{_VERSION[1]}: compiled path not supported yet")
-_NOT_SIMPLE = 0x20 | 0x100 | 0x200  # GENERATOR | ITERABLE_COROUTINE | ASYNC_GENERATOR
+# The forward conditional jump (3.11 names its direction; 3.12 has forward ones only).
+_POP_JUMP_IF_TRUE = _OP.get("POP_JUMP_FORWARD_IF_TRUE", _OP.get("POP_JUMP_IF_TRUE"))
 _COROUTINE = 0x80
+# A coroutine's prologue awaits its run with 3.11's SEND/YIELD_VALUE loop: compiled coroutines
+# are 3.11's only, elsewhere an async def is not intercepted.
+_NOT_SIMPLE = 0x20 | 0x100 | 0x200 | (0 if _VERSION == (3, 11) else _COROUTINE)
 
 
 class DECLINE:
@@ -71,6 +75,8 @@ def ineligible(code) -> str | None:
     if UNSUPPORTED:
         return f"{UNSUPPORTED} at line {code.co_firstlineno}"
     if code.co_flags & _NOT_SIMPLE:
+        if code.co_flags & _COROUTINE:
+            return f"coroutine (async def): compiled on CPython 3.11 only, at line {code.co_firstlineno}"
         return "generator"
     if _resume_unit(code) is None:
         return "code does not start with RESUME"
@@ -202,10 +208,10 @@ def build(code, entry):
         wait.append((_OP["RESUME"], 3))
         wait.append((_OP["JUMP_BACKWARD_NO_INTERRUPT"], 4))
         wait.append((_OP["RETURN_VALUE"], 0))
-        pro.append((_OP["POP_JUMP_FORWARD_IF_TRUE"], len(wait)))
+        pro.append((_POP_JUMP_IF_TRUE, len(wait)))
         pro.extend(wait)
     else:
-        pro.append((_OP["POP_JUMP_FORWARD_IF_TRUE"], 1))
+        pro.append((_POP_JUMP_IF_TRUE, 1))
         pro.append((_OP["RETURN_VALUE"], 0))
     pro.append((_OP["POP_TOP"], 0))
     shift = 2 * len(pro)

@@ -17,8 +17,10 @@ import types
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _CALL = dis.opmap["CALL"]
 _CACHE = dis.opmap["CACHE"]
-_NAME_LOADS = {dis.opmap[n] for n in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF",
-                                      "LOAD_CLASSDEREF", "LOAD_ATTR", "LOAD_METHOD")}
+# (Names of every version; each has some of them.)
+_NAME_LOADS = {dis.opmap[n] for n in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF",
+                                      "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF", "LOAD_ATTR", "LOAD_METHOD")
+               if n in dis.opmap}
 
 
 def _units(code):

@@ -3,9 +3,11 @@
 //! for 3.12) and decoding (`decode`). Reading a code object (`CodeInfo`) and the exception-table
 //! format are unchanged from 3.11 and re-exported (the tests here check that on 3.12).
 //!
-//! Not yet here: the normalisation of 3.12 instructions into the forms the lifter translates
-//! (docs/versions.md lists them); until it exists the compiled path is off on 3.12 (`pyver`).
-//! Depends on `py311` (shared code-object reading) and `pyver` (the table macro, the decoder).
+//! `normalise` rewrites a 3.12 code object into the 3.11 one the lifter translates (docs/versions.md
+//! lists the rewrites); `pyver::lifter_code_info` applies it.
+//! Depends on `py311` (shared code-object reading, the target forms) and `pyver` (the table
+//! macro, the decoder).
+pub mod normalise;
 pub mod opcode;
 
 pub use crate::py311::exception_table;
