@@ -16,6 +16,7 @@ import types
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _CALL = dis.opmap["CALL"]
+_RAISE = dis.opmap["RAISE_VARARGS"]
 _CACHE = dis.opmap["CACHE"]
 _NAME_LOADS = {dis.opmap[n] for n in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF",
                                       "LOAD_CLASSDEREF", "LOAD_ATTR", "LOAD_METHOD")}
@@ -107,9 +108,14 @@ def place(exc: BaseException, top, args: tuple, inlined: list, line: int, on_sta
 
     found = _chain(top, inlined, line)
     if isinstance(found, list):
+        exc.__traceback__ = _strip_runtime(exc.__traceback__)
         names = " or ".join(f.__qualname__ for f in found or [top])
         return f"poppy_jit: raised by the external call at line {line} of {names}", None
     chain, complete = found
+    # Raised by a compiled `raise` statement (the `raise` intrinsic): the innermost entry shows
+    # the statement, as CPython's does.
+    from ._intrinsics import RAISES
+    raised = exc.__traceback__ is not None and exc.__traceback__.tb_frame.f_code in RAISES
     tb = _strip_runtime(exc.__traceback__)
     # The innermost entry's caret points at the call only when the failure is known to come out
     # of the one call on that line (a Python frame below it, or an inlined callee's call site).
@@ -118,9 +124,13 @@ def place(exc: BaseException, top, args: tuple, inlined: list, line: int, on_sta
     for depth in range(len(chain) - 1, -1, -1):
         func, ln = chain[depth]
         own = depth == 0 and on_stack and func is top
-        offsets, calls = _at_line(_original(func) if own else func.__code__, ln)
+        code = _original(func) if own else func.__code__
+        offsets, calls = _at_line(code, ln)
         innermost = depth == len(chain) - 1
         tb_lasti = calls[0] if len(calls) == 1 and (inner_from_call or not innermost) else -1
+        if raised and innermost:
+            raises = [off for off, op, l in _units(code) if l == ln and op == _RAISE]
+            tb_lasti = raises[0] if len(raises) == 1 else -1
         if own:
             site = (ln, tb_lasti)
             break
