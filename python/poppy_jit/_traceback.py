@@ -39,6 +39,29 @@ def _at_line(code, line):
     return [off for off, _ in units], [off for off, op in units if op == _CALL]
 
 
+def _call_of(code, line, callee) -> int | None:
+    """The offset of the CALL at `line` of `code` that calls what is loaded there by the name of
+    `callee` (the first CALL after that load that brings the stack back to one value above its
+    depth before the load), if the name is loaded exactly once on the line."""
+    name = getattr(callee, "__name__", None)
+    ins = [i for i in dis.get_instructions(code) if i.positions.lineno == line]
+    loads = [k for k, i in enumerate(ins) if i.opcode in _NAME_LOADS and i.argval == name]
+    if len(loads) != 1:
+        return None
+    depth = 0
+    base = None
+    for k, i in enumerate(ins):
+        if k == loads[0]:
+            base = depth
+        try:
+            depth += dis.stack_effect(i.opcode, i.arg if i.opcode >= dis.HAVE_ARGUMENT else None, jump=False)
+        except ValueError:
+            return None
+        if base is not None and i.opcode == _CALL and depth <= base + 1:
+            return i.offset
+    return None
+
+
 def _call_site(caller, callee) -> int | None:
     """The one line of `caller` that calls something loaded by the name of `callee`, if unique."""
     name = getattr(callee, "__name__", None)
@@ -128,6 +151,9 @@ def place(exc: BaseException, top, args: tuple, inlined: list, line: int, on_sta
         offsets, calls = _at_line(code, ln)
         innermost = depth == len(chain) - 1
         tb_lasti = calls[0] if len(calls) == 1 and (inner_from_call or not innermost) else -1
+        if len(calls) > 1 and not innermost:
+            # Several calls on the line: the one of the inlined function the chain goes into.
+            tb_lasti = _call_of(code, ln, chain[depth + 1][0]) or -1
         if raised and innermost:
             raises = [off for off, op, l in _units(code) if l == ln and op == _RAISE]
             tb_lasti = raises[0] if len(raises) == 1 else -1

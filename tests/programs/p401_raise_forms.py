@@ -65,6 +65,14 @@ def caller(xs):
 
 
 @poppy
+def collect(xs):
+    out = []
+    for x in xs:
+        out.append(str(check(x)))
+    return out
+
+
+@poppy
 def with_inner(xs):
     def positive(v):
         if v <= 0:
@@ -94,6 +102,7 @@ for k in range(9):
     show(forms, k)
 show(caller, [1, 2, 3])
 show(caller, [1, -2, 3])
+show(collect, [4, -5])
 show(with_inner, [1, 2])
 show(with_inner, [1, 0], full=False)
 try:
