@@ -377,9 +377,9 @@ pub enum Intrinsic {
     ImportFrom(String),
     /// `raise exc` / `raise exc from cause` (`from_cause`): raises as CPython does (a class is
     /// instantiated, `__cause__`/`__suppress_context__` set, CPython's TypeError for a
-    /// non-exception). Never returns: the lifter follows it with a `return` of its (never
-    /// resolved) result, so the raise ends its block and the run fails at its place in program
-    /// order. Operands: [exc] or [exc, cause].
+    /// non-exception). Never returns: the lifter follows it with `raise r` (`StmtKind::Raise`;
+    /// inside a `while` loop `return r`), so the raise ends its block and the run fails at its
+    /// place in program order. Operands: [exc] or [exc, cause].
     Raise { from_cause: bool },
     /// The builtin `AssertionError` (`LOAD_ASSERTION_ERROR`: whatever the globals say).
     /// Operands: none.
