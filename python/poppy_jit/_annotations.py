@@ -638,8 +638,11 @@ _SHALLOW_INTRINSICS = ("iter", "iter_live", "unpack_sequence", "unpack_ex", "lis
 _BY_ARGS = frozenset(id(f) for k, f in INTRINSICS.items()
                      if not k.startswith("inplace_") and k not in (
                          "is", "is_not", "tuple", "list", "getattr", "getitem", "setattr", "delattr", "setitem", "delitem",
-                         "list_extend", "dict_update", "set_update", "match_keys", "match_class")
+                         "list_extend", "dict_update", "set_update", "match_keys", "match_class",
+                         "raise", "raise_from")
                      + _SHALLOW_INTRINSICS)
+# `raise` runs user code (instantiating the class) and ends the run: in program order.
+_add(_SEQUENTIAL_IDS, (INTRINSICS["raise"], INTRINSICS["raise_from"]))
 # Operations that move elements around without calling their methods.
 _SHALLOW = frozenset([id(INTRINSICS[k]) for k in _SHALLOW_INTRINSICS] + [
     id(f) for f in (len, list, tuple, enumerate, zip, reversed, iter, bool)])

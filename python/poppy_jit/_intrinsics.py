@@ -446,7 +446,27 @@ def _import_from(module, name):
     return code(module)
 
 
+def _raise(exc):
+    """`raise exc` of compiled code (RAISE_VARARGS 1): CPython's own statement, so a class is
+    instantiated, a non-exception is its TypeError and `__context__` is the exception being
+    handled. `_traceback.place` puts the @poppy frame's entry at the raise in place of this one."""
+    raise exc
+
+
+def _raise_from(exc, cause):
+    """`raise exc from cause` (RAISE_VARARGS 2; `from None` suppresses the context)."""
+    raise exc from cause
+
+
+def _assertion_error():
+    """`LOAD_ASSERTION_ERROR`: the builtin, whatever the function's globals say."""
+    return AssertionError
+
+
+RAISES = (_raise.__code__, _raise_from.__code__)
+
 INTRINSICS.update({
+    "raise": _raise, "raise_from": _raise_from, "assertion_error": _assertion_error,
     "import_name": _import_name, "import_from": _import_from,
     "star_call": _star_call, "dict_merge": _dict_merge, "load_global": _load_global,
     "make_cell": _make_cell, "cell_get": _cell_get, "cell_set": _cell_set,

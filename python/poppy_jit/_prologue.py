@@ -184,7 +184,7 @@ def _load_const(units: list, index: int) -> None:
 
 
 def build(code, entry):
-    """(code with the prologue, {(line, original CALL offset or -1): byte offset of its NOP}).
+    """(code with the prologue, {(line, original CALL or RAISE_VARARGS offset, or -1): byte offset of its NOP}).
 
     Raises ValueError if the result would not describe the original body exactly."""
     why = ineligible(code)
@@ -231,7 +231,7 @@ def build(code, entry):
         sites[(ln, -1)] = 2 * (1 + len(pro) + body_units - 1 + len(dead_pos))
         dead_pos.append((ln, ln, None, None))
     for i in range(body_units):
-        if orig[2 * i] == _OP["CALL"] and positions[i][0] is not None:
+        if orig[2 * i] in (_OP["CALL"], _OP["RAISE_VARARGS"]) and positions[i][0] is not None:
             sites[(positions[i][0], 2 * i)] = 2 * (1 + len(pro) + body_units - 1 + len(dead_pos))
             pos = positions[i]
             # `await f(...)`: CPython's traceback shows the await expression (its SEND).

@@ -16,6 +16,7 @@ import types
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _CALL = dis.opmap["CALL"]
+_RAISE = dis.opmap["RAISE_VARARGS"]
 _CACHE = dis.opmap["CACHE"]
 # (Names of every version; each has some of them.)
 _NAME_LOADS = {dis.opmap[n] for n in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF",
@@ -38,6 +39,29 @@ def _at_line(code, line):
     """Offsets of the instructions at `line` and of the CALLs among them."""
     units = [(off, op) for off, op, ln in _units(code) if ln == line]
     return [off for off, _ in units], [off for off, op in units if op == _CALL]
+
+
+def _call_of(code, line, callee) -> int | None:
+    """The offset of the CALL at `line` of `code` that calls what is loaded there by the name of
+    `callee` (the first CALL after that load that brings the stack back to one value above its
+    depth before the load), if the name is loaded exactly once on the line."""
+    name = getattr(callee, "__name__", None)
+    ins = [i for i in dis.get_instructions(code) if i.positions.lineno == line]
+    loads = [k for k, i in enumerate(ins) if i.opcode in _NAME_LOADS and i.argval == name]
+    if len(loads) != 1:
+        return None
+    depth = 0
+    base = None
+    for k, i in enumerate(ins):
+        if k == loads[0]:
+            base = depth
+        try:
+            depth += dis.stack_effect(i.opcode, i.arg if i.opcode >= dis.HAVE_ARGUMENT else None, jump=False)
+        except ValueError:
+            return None
+        if base is not None and i.opcode == _CALL and depth <= base + 1:
+            return i.offset
+    return None
 
 
 def _call_site(caller, callee) -> int | None:
@@ -109,9 +133,14 @@ def place(exc: BaseException, top, args: tuple, inlined: list, line: int, on_sta
 
     found = _chain(top, inlined, line)
     if isinstance(found, list):
+        exc.__traceback__ = _strip_runtime(exc.__traceback__)
         names = " or ".join(f.__qualname__ for f in found or [top])
         return f"poppy_jit: raised by the external call at line {line} of {names}", None
     chain, complete = found
+    # Raised by a compiled `raise` statement (the `raise` intrinsic): the innermost entry shows
+    # the statement, as CPython's does.
+    from ._intrinsics import RAISES
+    raised = exc.__traceback__ is not None and exc.__traceback__.tb_frame.f_code in RAISES
     tb = _strip_runtime(exc.__traceback__)
     # The innermost entry's caret points at the call only when the failure is known to come out
     # of the one call on that line (a Python frame below it, or an inlined callee's call site).
@@ -120,9 +149,16 @@ def place(exc: BaseException, top, args: tuple, inlined: list, line: int, on_sta
     for depth in range(len(chain) - 1, -1, -1):
         func, ln = chain[depth]
         own = depth == 0 and on_stack and func is top
-        offsets, calls = _at_line(_original(func) if own else func.__code__, ln)
+        code = _original(func) if own else func.__code__
+        offsets, calls = _at_line(code, ln)
         innermost = depth == len(chain) - 1
         tb_lasti = calls[0] if len(calls) == 1 and (inner_from_call or not innermost) else -1
+        if len(calls) > 1 and not innermost:
+            # Several calls on the line: the one of the inlined function the chain goes into.
+            tb_lasti = _call_of(code, ln, chain[depth + 1][0]) or -1
+        if raised and innermost:
+            raises = [off for off, op, l in _units(code) if l == ln and op == _RAISE]
+            tb_lasti = raises[0] if len(raises) == 1 else -1
         if own:
             site = (ln, tb_lasti)
             break

@@ -233,6 +233,13 @@ pub enum StmtKind {
     For { iter: Reg, item: Reg, body: Block },
     /// `return r` — anywhere (lowering threads an exit status when it is not the last statement).
     Return(Reg),
+    /// `raise r` — `r` is the result of a `raise`/`raise_from` operation, which never succeeds:
+    /// the path ends here. Not an exit: no exit status records it, so what follows the enclosing
+    /// statements is lowered as if the path went on; all of it comes after the raise in program
+    /// order, so its ordered calls wait for the raise (and never run) and its unordered ones are
+    /// speculative (cancelled when the raise fails). A loop with a `raise` in a rarely taken
+    /// branch keeps its iterations overlapping.
+    Raise(Reg),
     /// `loop: body` — repeats `body` until a `Break` (or `Return`) leaves it. `while c: b` is
     /// `loop: [compute c]; if not c: break; b`.
     Loop { body: Block },
@@ -391,6 +398,15 @@ pub enum Intrinsic {
     /// attributes of the subject if it is an instance of the class, else None; CPython's
     /// TypeErrors. Operands: [subject, cls, keyword names].
     MatchClass(u32),
+    /// `raise exc` / `raise exc from cause` (`from_cause`): raises as CPython does (a class is
+    /// instantiated, `__cause__`/`__suppress_context__` set, CPython's TypeError for a
+    /// non-exception). Never returns: the lifter follows it with `raise r` (`StmtKind::Raise`;
+    /// inside a `while` loop `return r`), so the raise ends its block and the run fails at its
+    /// place in program order. Operands: [exc] or [exc, cause].
+    Raise { from_cause: bool },
+    /// The builtin `AssertionError` (`LOAD_ASSERTION_ERROR`: whatever the globals say).
+    /// Operands: none.
+    AssertionError,
 }
 
 impl Intrinsic {
@@ -486,6 +502,8 @@ impl Intrinsic {
             Intrinsic::GetLen => "get_len".into(),
             Intrinsic::MatchKeys => "match_keys".into(),
             Intrinsic::MatchClass(_) => "match_class".into(),
+            Intrinsic::Raise { from_cause } => if *from_cause { "raise_from" } else { "raise" }.into(),
+            Intrinsic::AssertionError => "assertion_error".into(),
         }
     }
 

@@ -405,6 +405,9 @@ fn complete<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
 /// and its output futures never resolve.
 pub fn fail<E: Env>(e: &mut E, cid: CtrlId, err: E::Error) {
     objects::wake_done(e, cid);
+    if e.ctl()[cid].dispatched && e.ctl()[cid].class == Class::Sequential {
+        e.ctl().settled = true;
+    }
     e.ctl().failures.push((cid, err.clone()));
     e.bind_error(cid, err);
     finish(e, cid);

@@ -153,6 +153,11 @@ pub struct Controllers<P, E> {
     /// Program-order position of the earliest failed call known so far: calls after it are
     /// speculative (CPython never reaches them), so they are cancelled or not dispatched.
     pub(super) failed_at: Option<u64>,
+    /// A dispatched sequential call failed: every call before it in program order had finished
+    /// without raising (F_W), so its failure is the run's and nothing left to reduce can
+    /// change that; the evaluator stops reducing (a loop after it would otherwise go on
+    /// unrolling speculatively) and only awaits the calls still in flight.
+    pub settled: bool,
     /// Memoised program-order positions by controller (u64::MAX: not known yet).
     pub(super) pos_memo: Vec<u64>,
     /// Owned objects (see `ObjInfo`) by key, with the controller that created each.
@@ -171,6 +176,7 @@ impl<P, E> Default for Controllers<P, E> {
             fut_owner: Vec::new(),
             bridge: HashMap::new(),
             failed_at: None,
+            settled: false,
             pos_memo: Vec::new(),
             owned: HashMap::new(),
         }
@@ -204,6 +210,7 @@ impl<P, E> Controllers<P, E> {
         self.fut_owner.clear();
         self.bridge.clear();
         self.failed_at = None;
+        self.settled = false;
         self.pos_memo.clear();
         self.owned.clear();
     }

@@ -168,6 +168,8 @@ pub(super) enum Term {
         exit: Node,
     },
     Return,
+    /// `RAISE_VARARGS`: leaves the function like a return (the raise fails in program order).
+    Raise,
 }
 
 pub(super) struct BasicBlock {
@@ -217,6 +219,9 @@ impl Cfg {
                 leader[index_of(target, ins)?] = true;
                 leader[i + 1] = true;
             }
+            if ins.opcode == RAISE_VARARGS {
+                leader[i + 1] = true;
+            }
             if ins.opcode == RETURN_VALUE {
                 leader[i + 1] = true;
                 if i > 0 && matches!(instrs[i - 1].opcode, LOAD_CONST | LOAD_FAST) {
@@ -262,6 +267,7 @@ impl Cfg {
             let target = || -> Result<Node> { Ok(canon[block_of(index_of(last.jump_target().unwrap(), last)?)]) };
             let term = match last.opcode {
                 RETURN_VALUE => Term::Return,
+                RAISE_VARARGS => Term::Raise,
                 op if is_unconditional_jump(op) => Term::Jump(target()?),
                 FOR_ITER => Term::ForIter { body: next()?, exit: target()? },
                 op if is_jump(op) => Term::Branch { jump: target()?, next: next()? },
@@ -305,6 +311,7 @@ impl Cfg {
                 Term::Branch { jump, next } => Term::Branch { jump: t(jump), next: t(next) },
                 Term::ForIter { body, exit } => Term::ForIter { body: t(body), exit: t(exit) },
                 Term::Return => Term::Return,
+                Term::Raise => Term::Raise,
             };
         }
 
@@ -331,7 +338,7 @@ impl Cfg {
             Term::Next(n) | Term::Jump(n) => vec![n],
             Term::Branch { jump, next } => vec![next, jump],
             Term::ForIter { body, exit } => vec![body, exit],
-            Term::Return => vec![self.exit()],
+            Term::Return | Term::Raise => vec![self.exit()],
         }
     }
 

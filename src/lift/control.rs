@@ -128,6 +128,34 @@ impl Translator<'_> {
     }
 }
 
+impl Translator<'_> {
+    /// `RAISE_VARARGS 1/2` (`raise e`, `raise e from c`): `r := op raise(e)` (a sequential
+    /// operation that always fails) and `raise r` (`bezoar::ir::StmtKind::Raise`), so that
+    /// nothing after it in the block runs and the run fails at the raise's place in program
+    /// order. Values below on the stack (a
+    /// `for` loop's iterator) are dropped, as CPython's unwinding does. The bare `raise` (re-raise
+    /// the exception being handled, possibly the caller's) is not compiled.
+    pub(super) fn raise_varargs(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
+        let line = ins.line;
+        let (from_cause, n) = match ins.arg {
+            1 => (false, 1),
+            2 => (true, 2),
+            _ => return Err(Fallback { opcode: Some(ins.name().into()), ..Fallback::new("bare raise (re-raise)", line) }),
+        };
+        let ops = super::state::pop_regs(stack, n, line)?;
+        let r = self.em.bind(Expr::Op(Intrinsic::Raise { from_cause }, ops), line, out);
+        // Inside a `while` loop the raise leaves like a return (an exit status the next
+        // iteration waits for): a loop whose only way out is the raise would otherwise unroll
+        // without bound while the raise waits for the calls before it. A `for` loop has its
+        // items (or an ordered `next`) to bound it, so there the raise is no exit and the
+        // iterations after it overlap (speculatively).
+        let in_while =
+            self.ctx.iter().any(|c| !matches!(self.code.cfg.blocks[c.head].term, super::cfg::Term::ForIter { .. }));
+        out.push(stmt(if in_while { StmtKind::Return(r) } else { StmtKind::Raise(r) }, line));
+        Ok(())
+    }
+}
+
 /// `GET_ITER`: what a `for` loop iterates over (`iter_snapshot`, decided at run time: a tuple of
 /// the items, or the iterator to pull from lazily; see `lower::control::lower_for`).
 pub(super) fn get_iter(em: &mut Emitter, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {

@@ -3,8 +3,8 @@
 //!
 //! Stages, in the order `lift` runs them:
 //! 1. Here: `check_code_object` and the opcode check reject what is outside the fragment
-//!    (generators, try/with, unsupported opcodes), each with a reason and a line. An `async def`
-//!    body has its `await` loops folded first (`awaits`).
+//!    (generators, try/with, bare raise, unsupported opcodes), each with a reason and a line.
+//!    An `async def` body has its `await` loops folded first (`awaits`).
 //!    Closures are in the fragment: a @poppy function's free variables become parameters after
 //!    its arguments (`params`), inner functions and lambdas are inlined or made real function
 //!    objects (`inline`).
@@ -29,6 +29,9 @@
 //! - `while c: B` → `loop: [c]; if rc: B else: break` (the test first, the body nested in the
 //!   `then` branch by the post-pass); `while True: B` → `loop: B`.
 //! - `break`/`continue` → `Break`/`Continue` of the innermost loop; `return v` → `Return(v)`.
+//! - `raise e [from c]` → `r := op raise(e)` / `op raise_from(e, c)`; `raise r` (inside a `while`
+//!   loop: `return r`); `assert c, m` → `if c: ... else: [r := op assertion_error(); r2 := r(m);
+//!   r3 := op raise(r2); raise r3]`.
 //! - `for ... else: E` / `while ... else: E` when a `break` skips E:
 //!   `$brokeK := False; <loop, each such break: $brokeK := True; break>; if $brokeK: pass else: E`.
 //!   (When the code after the loop is a trivial return, a `break` becomes that return instead.)
@@ -350,6 +353,8 @@ fn is_supported(op: u8) -> bool {
             | POP_JUMP_BACKWARD_IF_NONE
             | POP_JUMP_BACKWARD_IF_NOT_NONE
             | RETURN_VALUE
+            | RAISE_VARARGS
+            | LOAD_ASSERTION_ERROR
             | MAP_ADD
             | STORE_GLOBAL
             | CALL_FUNCTION_EX

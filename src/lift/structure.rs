@@ -148,6 +148,10 @@ impl Translator<'_> {
                     self.return_value(ins, &mut stack, &mut out)?;
                     return Ok((out, None));
                 }
+                (Term::Raise, Some(ins)) => {
+                    self.raise_varargs(ins, &mut stack, &mut out)?;
+                    return Ok((out, None));
+                }
                 (Term::Branch { jump, next }, Some(ins)) => {
                     match self.branch(cur, ins, jump, next, follow, &mut stack, &mut out)? {
                         Some(join) => cur = join,

@@ -44,6 +44,11 @@ impl<'a> Translator<'a> {
             | BINARY_SUBSCR | STORE_SUBSCR | DELETE_SUBSCR | IMPORT_NAME | IMPORT_FROM => self.load_store(ins, stack, out),
             KW_NAMES | CALL | CALL_FUNCTION_EX | DICT_MERGE => self.call(ins, stack, out),
             GET_ITER => control::get_iter(&mut self.em, ins, stack, out),
+            LOAD_ASSERTION_ERROR => {
+                let r = self.em.bind(Expr::Op(Intrinsic::AssertionError, vec![]), ins.line, out);
+                stack.push(Val::Reg(r));
+                Ok(())
+            }
             BUILD_TUPLE | BUILD_LIST | BUILD_MAP | BUILD_CONST_KEY_MAP | BUILD_SET | BUILD_SLICE | LIST_EXTEND
             | LIST_APPEND | SET_UPDATE | SET_ADD | DICT_UPDATE | MAP_ADD | LIST_TO_TUPLE | UNPACK_SEQUENCE
             | UNPACK_EX => containers::translate(&mut self.em, ins, stack, out),

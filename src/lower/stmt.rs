@@ -2,7 +2,7 @@
 //! values or the memory M), the carried state of blocks, and one Bezoar statement or expression
 //! at a time. Branches and loops are in `control`.
 use super::*;
-use crate::bezoar::passes::{may_exit, needs_exits};
+use crate::bezoar::passes::{always_raises, may_exit, needs_exits};
 
 impl<'a, F: PrimFactory> Lowerer<'a, F> {
     // ---- functions and blocks ---------------------------------------------------------------
@@ -195,9 +195,17 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 let then_b = self.lower_branch(st, "then", &vars, then_body, line)?;
                 let else_b = self.lower_branch(st, "else", &vars, else_body, line)?;
                 self.ite_branches(st, cond, &then_b, &else_b, &args, &vars, line);
-                st.defined = then_b.defined.meet(&else_b.defined);
+                // A branch that always raises never continues: the other one's definitions hold.
+                st.defined = match (always_raises(then_body), always_raises(else_body)) {
+                    (true, false) => else_b.defined.clone(),
+                    (false, true) => then_b.defined.clone(),
+                    _ => then_b.defined.meet(&else_b.defined),
+                };
             }
             StmtKind::For { iter, item, body } => self.lower_for(st, *iter, *item, body, line)?,
+            // The raise operation (its `Let`) already failed the path; nothing follows it in its
+            // block, and no exit status records it (`bezoar::ir::StmtKind::Raise`).
+            StmtKind::Raise(_) => {}
             StmtKind::Loop { body } => self.lower_loop(st, body, line)?,
             StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
                 let Some(exit) = st.exit else {

@@ -14,7 +14,7 @@ pub fn remove_dead_pure_lets(f: &mut Function) {
                 args.iter().for_each(mark);
             }
             StmtKind::Let(_, Expr::Op(_, args)) => args.iter().for_each(mark),
-            StmtKind::Store(_, r) | StmtKind::Return(r) => mark(r),
+            StmtKind::Store(_, r) | StmtKind::Return(r) | StmtKind::Raise(r) => mark(r),
             StmtKind::If { cond, .. } => mark(cond),
             StmtKind::For { iter, .. } => mark(iter),
             _ => {}

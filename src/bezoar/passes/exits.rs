@@ -56,3 +56,13 @@ pub fn may_exit(s: &Stmt) -> bool {
         _ => false,
     }
 }
+
+/// Whether every path through `block` ends in a `raise` (such a path never continues: what is
+/// assigned on it does not matter after the enclosing `if`).
+pub fn always_raises(block: &[Stmt]) -> bool {
+    match block.last().map(|s| &s.kind) {
+        Some(StmtKind::Raise(_)) => true,
+        Some(StmtKind::If { then_body, else_body, .. }) => always_raises(then_body) && always_raises(else_body),
+        _ => false,
+    }
+}

@@ -23,7 +23,7 @@ mod split_getitem;
 mod variables;
 
 pub use dead_lets::remove_dead_pure_lets;
-pub use exits::{contains_jump, leaves_loop, may_exit, needs_exits};
+pub use exits::{always_raises, contains_jump, leaves_loop, may_exit, needs_exits};
 pub use defined::DefinedSet;
 pub use free_reads::unbound_free_read;
 pub use fresh::fresh_operands;
@@ -59,7 +59,7 @@ pub(super) fn use_counts(f: &Function) -> std::collections::HashMap<Reg, u32> {
         let used: Vec<Reg> = match k {
             StmtKind::Let(_, Expr::Call { func, args, .. }) => std::iter::once(*func).chain(args.iter().copied()).collect(),
             StmtKind::Let(_, Expr::Op(_, args)) => args.clone(),
-            StmtKind::Store(_, r) | StmtKind::Return(r) => vec![*r],
+            StmtKind::Store(_, r) | StmtKind::Return(r) | StmtKind::Raise(r) => vec![*r],
             StmtKind::If { cond, .. } => vec![*cond],
             StmtKind::For { iter, item, .. } => vec![*iter, *item],
             _ => vec![],

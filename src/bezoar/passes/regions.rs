@@ -113,7 +113,7 @@ fn rename(b: &mut [Stmt], from: Reg, to: Reg) {
                 args.iter_mut().for_each(sub);
             }
             StmtKind::Let(_, Expr::Op(_, args)) => args.iter_mut().for_each(sub),
-            StmtKind::Store(_, r) | StmtKind::Return(r) => sub(r),
+            StmtKind::Store(_, r) | StmtKind::Return(r) | StmtKind::Raise(r) => sub(r),
             StmtKind::If { cond, then_body, else_body } => {
                 sub(cond);
                 rename(then_body, from, to);
@@ -134,7 +134,7 @@ fn stmt_uses(k: &StmtKind) -> Vec<Reg> {
     match k {
         StmtKind::Let(_, Expr::Call { func, args, .. }) => std::iter::once(*func).chain(args.iter().copied()).collect(),
         StmtKind::Let(_, Expr::Op(_, args)) => args.clone(),
-        StmtKind::Store(_, r) | StmtKind::Return(r) => vec![*r],
+        StmtKind::Store(_, r) | StmtKind::Return(r) | StmtKind::Raise(r) => vec![*r],
         StmtKind::If { cond, .. } => vec![*cond],
         StmtKind::For { iter, .. } => vec![*iter],
         _ => vec![],
@@ -223,7 +223,7 @@ fn stmt_ok(s: &StmtKind, loops: u32) -> bool {
             Expr::Op(op, _) => op_ok(op),
         },
         StmtKind::Store(..) => true,
-        StmtKind::Delete(_) | StmtKind::Unbind(_) | StmtKind::Return(_) => false,
+        StmtKind::Delete(_) | StmtKind::Unbind(_) | StmtKind::Return(_) | StmtKind::Raise(_) => false,
         StmtKind::Break | StmtKind::Continue => loops > 0,
         StmtKind::If { then_body, else_body, .. } => {
             then_body.iter().chain(else_body).all(|s| stmt_ok(&s.kind, loops))
@@ -841,7 +841,9 @@ impl Gen<'_> {
                 self.flush_all(depth);
                 self.line(depth, "continue");
             }
-            StmtKind::Return(_) | StmtKind::Delete(_) | StmtKind::Unbind(_) => unreachable!("not in a region"),
+            StmtKind::Return(_) | StmtKind::Raise(_) | StmtKind::Delete(_) | StmtKind::Unbind(_) => {
+                unreachable!("not in a region")
+            }
         }
     }
 

@@ -120,6 +120,8 @@ impl<'a> Parser<'a> {
                 StmtKind::Delete(c.var()?)
             } else if c.eat_keyword("return") {
                 StmtKind::Return(self.reg(&mut c)?)
+            } else if c.eat_keyword("raise") {
+                StmtKind::Raise(self.reg(&mut c)?)
             } else if c.eat_keyword("if") {
                 let cond = self.reg(&mut c)?;
                 c.punct(":")?;
@@ -288,6 +290,9 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "consumer_mismatch" => Intrinsic::ConsumerMismatch,
             "star_call" => Intrinsic::StarCall,
             "dict_merge" => Intrinsic::DictMerge,
+            "raise" => Intrinsic::Raise { from_cause: false },
+            "raise_from" => Intrinsic::Raise { from_cause: true },
+            "assertion_error" => Intrinsic::AssertionError,
             _ => return None,
         },
         _ => return None,

@@ -35,6 +35,7 @@ fn print_block(out: &mut String, block: &Block, depth: usize) {
             StmtKind::Delete(x) => format!("del {x}"),
             StmtKind::Unbind(x) => format!("unbind {x}"),
             StmtKind::Return(r) => format!("return r{r}"),
+            StmtKind::Raise(r) => format!("raise r{r}"),
             StmtKind::If { cond, .. } => format!("if r{cond}:"),
             StmtKind::For { iter, item, .. } => format!("for r{item} in r{iter}:"),
             StmtKind::Loop { .. } => "loop:".to_string(),

@@ -16,7 +16,7 @@
 //! waits), so the exits of all but the last iteration are not taken.
 use super::graph::*;
 use super::oracle::*;
-use crate::bezoar::passes::{assigned, contains_jump, deleted, leaves_loop, may_exit, needs_exits, DefinedSet};
+use crate::bezoar::passes::{always_raises, assigned, contains_jump, deleted, leaves_loop, may_exit, needs_exits, DefinedSet};
 use crate::bezoar::{self as bz, Expr, Intrinsic, Reg, StmtKind};
 use crate::control::Policy;
 use crate::control::Class;
@@ -415,7 +415,12 @@ impl<'a> Builder<'a> {
                     b.guard.push(le);
                 }
                 self.block(&mut b, else_body);
-                let defined = a.defined.meet(&b.defined);
+                // A branch that always raises never continues: the other one's definitions hold.
+                let defined = match (always_raises(then_body), always_raises(else_body)) {
+                    (true, false) => b.defined.clone(),
+                    (false, true) => a.defined.clone(),
+                    _ => a.defined.meet(&b.defined),
+                };
                 *st = self.join_if(st, &c, a, lt, b, le);
                 st.defined = defined;
             }
@@ -427,6 +432,8 @@ impl<'a> Builder<'a> {
                 let sid = self.loop_ids[&(s as *const bz::Stmt)];
                 self.while_loop(st, body, sid);
             }
+            // The raise operation (its `Let`) is the call; the path just ends, with no exit.
+            StmtKind::Raise(_) => {}
             StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
                 let kind = match s.kind {
                     StmtKind::Break => EscKind::Break,

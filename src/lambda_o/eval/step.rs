@@ -4,7 +4,8 @@ use super::*;
 impl<'a, H: Host> Eval<'a, H> {
     pub(super) fn drive(&mut self) -> Result<(), H::Error> {
         loop {
-            while let Some(w) = self.next_ready() {
+            // After a settled failure (`control::Controllers::settled`) nothing is reduced.
+            while let Some(w) = if self.ctl.settled { None } else { self.next_ready() } {
                 if self.steps_left == 0 {
                     return Err(self.host.internal_error("RuntimeError", "step budget exhausted"));
                 }
