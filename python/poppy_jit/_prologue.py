@@ -76,7 +76,7 @@ def ineligible(code) -> str | None:
         return f"{UNSUPPORTED} at line {code.co_firstlineno}"
     if code.co_flags & _NOT_SIMPLE:
         if code.co_flags & _COROUTINE:
-            return f"coroutine (async def): compiled on CPython 3.11 only, at line {code.co_firstlineno}"
+            return f"coroutine (async def): compiled on CPython 3.11 only at line {code.co_firstlineno}"
         return "generator"
     if _resume_unit(code) is None:
         return "code does not start with RESUME"

@@ -69,6 +69,12 @@ impl Out {
 /// The 3.11 form of a 3.12 code object and of every code object nested in its constants.
 /// Err is the fallback reason ("<construct> (<3.12 opcode>) at line N").
 pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
+    if ci.flags & CO_COROUTINE != 0 {
+        // 3.11 compiles an `async def` (its await loops folded by the lifter, its prologue
+        // awaiting the run); 3.12's await loop (SEND/END_SEND, CLEANUP_THROW and its handler) is
+        // not normalised yet, and the prologue does not intercept coroutines there.
+        return Err(format!("coroutine (async def): compiled on CPython 3.11 only at line {}", ci.firstlineno));
+    }
     normalise_at(ci, &[])
 }
 
