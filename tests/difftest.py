@@ -50,23 +50,26 @@ def programs() -> list:
     return sorted(p for p in PROGRAMS_DIR.glob("*.py") if not p.name.startswith("_"))
 
 
-def _compiled_path() -> bool:
-    """Whether this CPython runs @poppy functions compiled (docs/versions.md); elsewhere they all
-    fall back to CPython with a reason naming the version."""
+def _compiled_path() -> tuple[bool, bool]:
+    """Whether this CPython runs @poppy functions compiled (docs/versions.md; elsewhere they all
+    fall back to CPython with a reason naming the version), and whether it compiles `async def`
+    (3.11 only; elsewhere a coroutine falls back with that reason)."""
     try:
         from poppy_jit import _prologue
     except ImportError:
-        return True
-    return _prologue.UNSUPPORTED is None
+        return True, True
+    compiled = _prologue.UNSUPPORTED is None
+    return compiled, compiled and not (_prologue._NOT_SIMPLE & _prologue._COROUTINE)
 
 
-COMPILED_PATH = _compiled_path()
+COMPILED_PATH, COMPILED_COROUTINES = _compiled_path()
 
 
 def directives(path: Path) -> dict:
     """`# difftest: key=value` lines of a program, values as ints. Where the compiled path is not
     supported yet, the runs must still be identical, but neither the overlap a program requires
-    (`min_in_flight`) nor a known bug of the compiled path (`xfail`) can show: both are dropped."""
+    (`min_in_flight`) nor a known bug of the compiled path (`xfail`) can show: both are dropped.
+    `coroutine=1` says the overlap needs a compiled `async def`: dropped where those fall back."""
     out = {}
     for line in path.read_text().splitlines():
         m = _DIRECTIVE.match(line)
@@ -75,6 +78,8 @@ def directives(path: Path) -> dict:
     if not COMPILED_PATH:
         out.pop("min_in_flight", None)
         out.pop("xfail", None)
+    if out.pop("coroutine", 0) and not COMPILED_COROUTINES:
+        out.pop("min_in_flight", None)
     return out
 
 

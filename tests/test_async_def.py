@@ -3,7 +3,14 @@ run is a coroutine on the caller's running loop (no nested loop, no other thread
 reaches its externals, tracebacks point at the user's await, plain mode is CPython's."""
 import textwrap
 
+import pytest
+from difftest import COMPILED_COROUTINES
 from subproc import run_file
+
+# The tests that need a compiled coroutine; where `async def` falls back (CPython 3.12+), the
+# fallback itself is tested (test_coroutines_fall_back_where_not_compiled).
+compiled_only = pytest.mark.skipif(not COMPILED_COROUTINES,
+                                   reason="compiled `async def` is CPython 3.11's only")
 
 _HEAD = """
 import asyncio, sys, threading, time, traceback
@@ -18,6 +25,7 @@ def _run(body, tmp_path, poppy=True):
     return run_file(path, poppy)
 
 
+@compiled_only
 def test_runs_on_the_callers_loop_and_thread_overlapping(tmp_path):
     body = """
     seen = []
@@ -77,6 +85,7 @@ def test_plain_mode_returns_a_coroutine(tmp_path):
         assert p.stdout == "True 2\n"
 
 
+@compiled_only
 def test_cancelling_the_awaiting_task_cancels_the_run(tmp_path):
     body = """
     started = []
@@ -156,6 +165,7 @@ def test_traceback_points_at_the_users_await(tmp_path):
     assert poppy.stdout == plain.stdout
 
 
+@compiled_only
 def test_constructs_outside_the_fragment_fall_back_with_a_reason(tmp_path):
     body = """
     @poppy
@@ -202,3 +212,26 @@ def test_declines_without_a_running_task(tmp_path):
     p = _run(body, tmp_path)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "value 42\n"
+
+
+@pytest.mark.skipif(COMPILED_COROUTINES, reason="this CPython compiles `async def`")
+def test_coroutines_fall_back_where_not_compiled(tmp_path):
+    body = """
+    @unordered
+    async def llm(p):
+        await asyncio.sleep(0.01)
+        return p.upper()
+
+    @poppy
+    async def report(items):
+        return [await llm(it) for it in items] + [await llm("z")]
+
+    print(asyncio.run(report(["a", "b"])))
+    for f in poppy_jit.stats()["fallbacks"]:
+        print(f["function"], f["reason"])
+    """
+    p = _run(body, tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "['A', 'B', 'Z']"
+    assert lines[1].startswith("report coroutine (async def): compiled on CPython 3.11 only at line")

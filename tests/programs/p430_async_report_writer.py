@@ -3,6 +3,7 @@
 # coroutine runs on asyncio.run's loop and the independent awaits overlap (all items at once);
 # the prints and logs keep CPython's order.
 # difftest: min_in_flight=6
+# difftest: coroutine=1
 import asyncio
 
 from poppy_jit import poppy

@@ -2,6 +2,7 @@
 # awaited, or created first and awaited later), a task. Each is one sequential external in program
 # order; the annotated LLM calls around them still overlap.
 # difftest: min_in_flight=2
+# difftest: coroutine=1
 import asyncio
 
 from poppy_jit import poppy

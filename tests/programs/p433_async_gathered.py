@@ -2,6 +2,7 @@
 # wait_for. Each compiled run is a coroutine on the caller's loop; gathered runs overlap with each
 # other as plain asyncio would, and their own awaits overlap inside each.
 # difftest: min_in_flight=4
+# difftest: coroutine=1
 # The plain run overlaps the gathered coroutines' calls itself (concurrent asyncio tasks):
 # difftest: threads=1
 # The gathered runs make no sequential call: the order in which concurrent tasks reach one is a

@@ -2,6 +2,7 @@
 # (inlined into its run, so their awaits overlap with each other), calls a sync @poppy function,
 # a blocking external and a plain coroutine, and hands a not-awaited coroutine to gather.
 # difftest: min_in_flight=4
+# difftest: coroutine=1
 import asyncio
 
 from poppy_jit import poppy
