@@ -354,13 +354,3 @@ def run(argv: list[str]) -> int:
         raise
     return 0
 
-
-def console() -> int:
-    """The `poppy` console script: `poppy run …`, `poppy explain …`, `poppy timeline …`, and
-    `poppy script.py …` / `poppy -m module …` for `poppy run …`."""
-    from .__main__ import main
-
-    argv = sys.argv[1:]
-    if argv and argv[0] not in ("run", "explain", "timeline", "-h", "--help"):
-        argv = ["run"] + argv
-    return main(argv)

@@ -111,10 +111,10 @@ def declined_in_running_loop(fn) -> None:
 def unannotated_callees(fn) -> list:
     """Names of the calls in `fn` whose callee is a Python function without an annotation (so the
     runtime treats it as @sequential), in the order they appear."""
-    from ._decorators import _load_core
+    from . import _corelink
 
     try:
-        sites = _load_core().overlaps(fn)["sites"]
+        sites = _corelink.load().overlaps(fn)["sites"]
     except Exception:  # no analysis (e.g. a fallback): nothing to say
         return []
     names = []

@@ -90,18 +90,18 @@ def _blocking(f) -> bool:
 
 def _fallbacks() -> dict:
     try:
-        from . import _decorators
-        if _decorators._core is None:
+        from . import _corelink
+        if _corelink.core is None:
             return {}
-        return {fb["function"]: fb["reason"] for fb in _decorators._core.stats()["fallbacks"]}
+        return {fb["function"]: fb["reason"] for fb in _corelink.core.stats()["fallbacks"]}
     except Exception:  # the diagnosis never breaks a program
         return {}
 
 
 def _cap() -> int:
     try:
-        from . import _decorators
-        return int(_decorators._core.blocking_pool_info()["max_workers"])
+        from . import _corelink
+        return int(_corelink.core.blocking_pool_info()["max_workers"])
     except Exception:
         return 32
 
