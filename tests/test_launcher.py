@@ -307,3 +307,19 @@ def test_why_says_the_scripts_top_level_code_is_not_compiled(tmp_path):
     assert launched.returncode == 0, launched.stderr
     assert launched.stdout == plain.stdout
     assert "top-level code of par.py is not compiled" in launched.stderr
+
+
+def test_trace_option_writes_the_trace(tmp_path):
+    """`run --trace FILE` records the external calls and writes the file at exit (it crashed
+    before the program started)."""
+    import json
+
+    _write(tmp_path, "par.py", PARALLEL_SCRIPT)
+    _write(tmp_path, "poppy.toml", CONFIG)
+    plain = _run([PY, "par.py", "3"], tmp_path)
+    launched = _run([PY, "-m", "poppy_jit", "run", "--trace", "t.json", "par.py", "3"], tmp_path)
+    assert launched.returncode == 0, launched.stderr
+    assert launched.stdout == plain.stdout
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    asks = [e for e in events if e.get("cat") == "external" and e["name"].endswith("ask")]
+    assert len(asks) == 3

@@ -302,9 +302,7 @@ def run(argv: list[str]) -> int:
     from . import _config, _decorators, _why
 
     if o.trace:
-        import atexit
-        _decorators.start_trace(o.trace)
-        atexit.register(_decorators._trace._write_at_exit)
+        _decorators.start_trace(o.trace)  # written at exit (registered by the trace module)
     config = o.config or _default_config()
     main_names = ["__main__"] + ([o.module] if o.module else [])
     try:
