@@ -131,7 +131,11 @@ def test_why_reports_executor_calls_with_their_hand_over(tmp_path):
 
 
 def test_why_when_nothing_is_compiled(tmp_path):
-    r = _launch(tmp_path, "[poppy]\n", "--why")
+    (tmp_path / "prog.py").write_text(textwrap.dedent(SCRIPT).replace(
+        'if __name__ == "__main__":', "if True:"))  # no main block: module code only
+    r = subprocess.run([sys.executable, "-m", "poppy_jit", "run", "--why", "prog.py"],
+                       cwd=tmp_path, capture_output=True, text=True, env=poppy_env(False),
+                       timeout=120)
     assert r.returncode == 0, r.stderr
     assert "no compiled run made external calls" in r.stderr
 

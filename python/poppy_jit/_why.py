@@ -70,6 +70,34 @@ def note_main(path: str) -> None:
     _main_script = path
 
 
+def _main_lines(script: str) -> list:
+    """What became of the launched script's module code (`_mainblock`)."""
+    from . import _mainblock
+
+    base = os.path.basename(script)
+    notes = [n for n in _mainblock.notes if n[0] == script]
+    failed = [b.failed for b in _mainblock._blocks.values()
+              if b.filename == script and getattr(b, "failed", None)]
+    rest = ("the rest of its module code runs as plain CPython (the calls it makes itself run one "
+            "after another; the functions it calls are compiled as configured)")
+    if failed:
+        return [f"main block of {base}: {failed[0]}; {rest}"]
+    if not notes:
+        return [f"top-level code of {base} is not compiled (module code without an `if __name__ "
+                f"== \"__main__\":` block): {rest}"]
+    _, first, last, resume, reason = notes[-1]
+    if first is None:
+        return [f"main block of {base} is not compiled: {reason}; {rest}"]
+    fell_back = _fallbacks().get("<module>")
+    if fell_back:
+        return [f"main block of {base}: lines {first}–{last} were handed to the compiler but fell "
+                f"back ({fell_back}): they ran as plain CPython; {rest}"]
+    line = f"main block of {base}: lines {first}–{last} compiled"
+    if resume is not None:
+        line += f" (from line {resume} it runs as module code: {reason})"
+    return [line + f"; {rest}"]
+
+
 def _name(f) -> str:
     q = getattr(f, "__qualname__", None) or getattr(type(f), "__qualname__", "?")
     return q
@@ -250,10 +278,7 @@ def report(top: int = 8) -> str:
                      "another, and each is one sequential call of its caller):")
         lines += [f"    {name}: {reason}" for name, reason in fell_back.items()]
     if _main_script:
-        lines.append(f"top-level code of {os.path.basename(_main_script)} is not compiled (module "
-                     "code, `if __name__ == \"__main__\":` included): it runs as plain CPython, so "
-                     "the calls it makes itself run one after another; the functions it calls "
-                     "are compiled as configured")
+        lines += _main_lines(_main_script)
     if not s["runs"]:
         lines.append("no compiled run made external calls (nothing was compiled, or every "
                      "function fell back: see stats()['fallbacks'])")
