@@ -155,3 +155,49 @@ def test_plain_launcher_compiles_nothing(tmp_path):
     r = _run([PY, "-m", "poppy_jit", "run", "--plain", "prog.py"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert "peak 1" in r.stderr
+
+
+def test_annotations_and_sys_modules(tmp_path):
+    """A variable annotation ends the compiled statements (module code stores it in
+    `__annotations__`, a function does not); a script using `sys.modules` (which reaches its own
+    module) is not compiled at all."""
+    source = """\
+        import sys
+        if __name__ == "__main__":
+            a = [x * 2 for x in range(3)]
+            b: int = len(a)
+            print(a, b, __annotations__)
+        print(sorted(__annotations__), a, b)
+    """
+    plain, launched = both(tmp_path, source)
+    assert plain.returncode == 0, plain.stderr
+    assert_same(plain, launched)
+    assert "main block of prog.py: lines 3–3 compiled (from line 4 it runs as module code: a " \
+           "variable annotation" in launched.stderr
+    source = source.replace("print(sorted(", "print(len(sys.modules) > 0, sorted(")
+    plain, launched = both(tmp_path, source)
+    assert_same(plain, launched)
+    assert "main block of prog.py is not compiled: the script uses its own module by name" \
+        in launched.stderr
+
+
+def test_a_failing_block_that_falls_back_keeps_the_traceback(tmp_path):
+    """A block the compiler declines (a stored generator) runs as a plain function: its
+    exception's traceback is the module's, as without the launcher."""
+    source = """\
+        def parse(s):
+            return int(s)
+
+        if __name__ == "__main__":
+            words = ["1", "x"]
+            gen = (parse(w) for w in words)
+            print(next(gen))
+            total = sum(gen)
+    """
+    plain, launched = both(tmp_path, source)
+    assert plain.returncode == 1 and "ValueError" in plain.stderr
+    assert launched.stdout == plain.stdout and launched.returncode == 1
+    # the launched run also warns that the block fell back (a PoppyFallbackWarning)
+    warning, _, rest = _without_report(launched.stderr).partition("\n  words = ")
+    assert "PoppyFallbackWarning" in warning
+    assert rest.split("\n", 1)[1] == plain.stderr

@@ -18,7 +18,8 @@ everywhere else:
 
 Compiled are the block's statements up to the first one that the function form could change:
 one that defines a function, class or lambda (their `__qualname__` would change), declares
-`global`, imports `*`, or uses introspection (a debugger, frames, `globals()`/`locals()`/`vars()`,
+`global`, annotates a variable (module code stores it in `__annotations__`), imports `*`, or uses
+introspection (a debugger, frames, `globals()`/`locals()`/`vars()`,
 `exec`/`eval`, the `__main__` module by name, poppy_jit itself: its stats describe finished runs). That statement and the ones after it run as
 module code, after the write-back. Nothing is compiled when the script itself uses any of those
 on its module's namespace, or when the runtime is off (`--plain`, PYTHONPOPPY=0).
@@ -92,6 +93,8 @@ def _why_not(stmt: ast.stmt) -> str | None:
             return "import *"
         if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)):
             return "yield or await"
+        if isinstance(n, ast.AnnAssign):
+            return "a variable annotation (module code stores it in __annotations__)"
     used = _introspection(stmt)
     if used:
         return f"it uses {used} (introspection)"
@@ -258,7 +261,7 @@ def transform(tree: ast.Module, source, filename: str) -> ast.Module:
         return tree
     uses = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & _NAMESPACE)
     if uses or _mentions_main(tree, guard):
-        what = uses[0] if uses else "__main__ (the module by name)"
+        what = uses[0] if uses else "its own module by name (__main__ or sys.modules)"
         notes.append((filename, None, None, None, f"the script uses {what}"))
         return tree
     n = 0
@@ -297,11 +300,15 @@ def transform(tree: ast.Module, source, filename: str) -> ast.Module:
 
 
 def _mentions_main(tree, guard) -> bool:
-    """`__main__` named anywhere but in the guard's test (sys.modules["__main__"], import)."""
+    """`__main__` named anywhere but in the guard's test (sys.modules["__main__"], import), or
+    `sys.modules` used at all (`sys.modules[__name__]` is the module too)."""
     skip = {id(guard.test)} | {id(x) for x in ast.walk(guard.test)}
     for n in ast.walk(tree):
         if id(n) in skip:
             continue
+        if isinstance(n, ast.Attribute) and n.attr == "modules" and isinstance(n.value, ast.Name) \
+                and n.value.id == "sys":
+            return True
         if isinstance(n, ast.Constant) and n.value == "__main__":
             return True
         if isinstance(n, (ast.Import, ast.ImportFrom)) and any(a.name == "__main__" for a in n.names):
