@@ -201,3 +201,36 @@ def test_a_failing_block_that_falls_back_keeps_the_traceback(tmp_path):
     warning, _, rest = _without_report(launched.stderr).partition("\n  words = ")
     assert "PoppyFallbackWarning" in warning
     assert rest.split("\n", 1)[1] == plain.stderr
+
+
+def test_not_compiled_when_the_config_names_entries_elsewhere(tmp_path):
+    """With an entry function named elsewhere, the block stays module code: compiled, it would
+    reach the entry through a function that falls back, where the entry runs plainly (a nested
+    run) — the config's entry must stay a run of its own."""
+    (tmp_path / "searchlib.py").write_text(textwrap.dedent(PARALLEL.split("def report")[0]) +
+                                           "\ndef search(n):\n    return [ask(f'q{i}') for i in range(n)]\n")
+    source = """\
+        import sys, searchlib
+
+        def driver(n):
+            try:                       # a fallback: the compiler has no exception handling
+                return searchlib.search(n)
+            finally:
+                pass
+
+        if __name__ == "__main__":
+            print(driver(4))
+            print("peak", searchlib.peak, file=sys.stderr)
+    """
+    config = """\
+        [poppy]
+        functions = ["searchlib:search"]
+        [externals]
+        "searchlib:ask" = { kind = "unordered", blocking = true }
+    """
+    plain, launched = both(tmp_path, source, config)
+    assert plain.returncode == 0, plain.stderr
+    assert launched.stdout == plain.stdout
+    assert "peak 4" in launched.stderr
+    assert "main block of prog.py is not compiled: the config names entry functions elsewhere " \
+           "(searchlib:search)" in launched.stderr

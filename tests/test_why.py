@@ -210,3 +210,29 @@ def test_why_names_an_unannotated_slow_call_run_inline(tmp_path):
     assert 'a = [slowlib.ask(f"q{i}") for i in range(3)]' in r.stderr
     assert "ask (slowlib:ask through functools.partial) (prog.py, line 8): 3 calls" in r.stderr
     assert '"slowlib:ask" = { kind = "unordered", blocking = true }' in r.stderr
+
+
+def test_why_says_an_own_function_that_fell_back_ran_as_one_call(tmp_path):
+    """A slow call of the program's own function that fell back is not an unannotated external:
+    the report gives the fallback's reason instead of suggesting an annotation."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""\
+        import time
+
+        def slow_helper(q):
+            try:
+                time.sleep(0.05)
+            finally:
+                pass
+            return q
+
+        if __name__ == "__main__":
+            print([slow_helper(str(i)) for i in range(3)])
+    """))
+    r = subprocess.run([sys.executable, "-m", "poppy_jit", "run", "--why", "prog.py"],
+                       cwd=tmp_path, capture_output=True, text=True, env=poppy_env(False),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "['0', '1', '2']\n"
+    assert "slow_helper (prog.py, line 11): 3 calls" in r.stderr
+    assert "__main__:slow_helper is the program's own function and fell back (" in r.stderr
+    assert "annotate it" not in r.stderr

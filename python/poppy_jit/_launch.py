@@ -292,6 +292,24 @@ def _run_module(name: str, entries: list, block: bool = False) -> None:
         runpy._get_module_details = details
 
 
+def _entries_elsewhere(path: str | None, main_names: list) -> str | None:
+    """The first `[poppy] functions` entry of the config outside the program's own module."""
+    from . import _config
+
+    if not path:
+        return None
+    try:
+        plan = _config.load(path)
+    except _config.ConfigError:
+        return None
+    for module, entries in plan.items():
+        if module not in main_names:
+            for qualname, kind, _ in entries:
+                if kind == "poppy":
+                    return f"{module}:{qualname}"
+    return None
+
+
 def _default_config() -> str | None:
     if os.environ.get("PYTHONPOPPY_CONFIG"):
         return None  # applied when poppy_jit was imported
@@ -339,7 +357,18 @@ def run(argv: list[str]) -> int:
     else:
         sys.argv[:] = [o.script] + o.args
     here = sys._getframe()
-    block = _decorators.is_enabled()  # the main block is compiled only when the runtime runs
+    # The main block is compiled only when the runtime runs, and not when the config names entry
+    # functions elsewhere: the block would reach them through code that runs plainly, where a
+    # @poppy frame runs plainly too (a nested run).
+    entries_elsewhere = _entries_elsewhere(config or os.environ.get("PYTHONPOPPY_CONFIG"),
+                                           main_names)
+    block = _decorators.is_enabled() and not entries_elsewhere
+    if entries_elsewhere:
+        from . import _mainblock
+        _mainblock.notes.append((os.path.abspath(o.script) if o.script else None, None, None,
+                                 None, f"the config names entry functions elsewhere "
+                                 f"({entries_elsewhere}), which it would reach through code "
+                                 "that runs plainly"))
     try:
         if o.module is not None:
             _run_module(o.module, _main_entries, block)

@@ -22,7 +22,9 @@ one that defines a function, class or lambda (their `__qualname__` would change)
 introspection (a debugger, frames, `globals()`/`locals()`/`vars()`,
 `exec`/`eval`, the `__main__` module by name, poppy_jit itself: its stats describe finished runs). That statement and the ones after it run as
 module code, after the write-back. Nothing is compiled when the script itself uses any of those
-on its module's namespace, or when the runtime is off (`--plain`, PYTHONPOPPY=0).
+on its module's namespace, when the runtime is off (`--plain`, PYTHONPOPPY=0), or when the config
+names entry functions outside the script (`_launch` decides: compiled, the block would reach them
+through code that runs plainly, where they would run plainly too).
 
 Tracebacks read as without the launcher: `run` cuts the call of the block (launcher frames and
 the module frame that called it) so the block's frames are the module's.

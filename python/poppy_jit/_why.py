@@ -425,9 +425,14 @@ def _inline_lines(sites: list) -> list:
         src = linecache.getline(x["file"], x["line"]).strip() if x.get("file") else ""
         if src:
             out.append(f"        {src}")
+        fell_back = _fallbacks().get(name.split(":")[-1]) if name else None
         if annotated:
             out.append("        annotated without blocking=True: a call that waits (network, "
                        "sleep) needs blocking=True (or async def) to run beside others")
+        elif own and fell_back:
+            out.append(f"        {name} is the program's own function and fell back "
+                       f"({fell_back}): it ran as one sequential call, its own calls one at a "
+                       "time (and @poppy functions it reaches run plainly: nested runs)")
         elif name:
             if own and via:
                 out.append(f"        {name} is the program's own function, called through "
