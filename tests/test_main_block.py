@@ -199,7 +199,7 @@ def test_a_failing_block_that_falls_back_keeps_the_traceback(tmp_path):
     assert launched.stdout == plain.stdout and launched.returncode == 1
     # the launched run also warns that the block fell back (a PoppyFallbackWarning)
     warning, _, rest = _without_report(launched.stderr).partition("\n  words = ")
-    assert "PoppyFallbackWarning" in warning
+    assert "PoppyFallbackWarning" in warning and "(run --why says which lines)" in warning
     assert rest.split("\n", 1)[1] == plain.stderr
 
 
