@@ -236,3 +236,16 @@ def test_why_says_an_own_function_that_fell_back_ran_as_one_call(tmp_path):
     assert "slow_helper (prog.py, line 11): 3 calls" in r.stderr
     assert "__main__:slow_helper is the program's own function and fell back (" in r.stderr
     assert "annotate it" not in r.stderr
+
+
+def test_container_statements_are_reported_by_their_names():
+    """`x in c`, `c[k] = v` and `del c[k]` run as the runtime's helpers but are operations the
+    program wrote (a cache's look-up and store): reported as such, other helpers not at all."""
+    from poppy_jit import _intrinsics
+
+    assert _why._name(_intrinsics._contains) == "in"
+    assert _why._name(_intrinsics._not_contains) == "not in"
+    assert _why._name(_intrinsics._setitem) == "setitem"
+    assert not _why._is_intrinsic(_intrinsics._contains)
+    assert not _why._is_intrinsic(_intrinsics._setitem)
+    assert _why._is_intrinsic(_intrinsics._build_list)

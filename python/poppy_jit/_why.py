@@ -100,11 +100,21 @@ def _main_lines(script: str) -> list:
 
 def _name(f) -> str:
     q = getattr(f, "__qualname__", None) or getattr(type(f), "__qualname__", "?")
+    if getattr(f, "__module__", "") == "poppy_jit._intrinsics" and q in _SHOWN_INTRINSICS:
+        return _SHOWN_INTRINSICS[q]
     return q
 
 
 def _is_intrinsic(f) -> bool:
-    return getattr(f, "__module__", "") in ("poppy_jit._intrinsics", "poppy_jit._rt")
+    """A helper of the runtime, not a call the program wrote — except the statements `x in c`,
+    `c[k] = v` and `del c[k]`, which are calls the program orders (a cache's look-up and store)."""
+    return getattr(f, "__module__", "") in ("poppy_jit._intrinsics", "poppy_jit._rt") \
+        and getattr(f, "__name__", "") not in _SHOWN_INTRINSICS
+
+
+# The runtime's helpers that stand for an operation written in the program, with its name.
+_SHOWN_INTRINSICS = {"_contains": "in", "_not_contains": "not in", "_setitem": "setitem",
+                     "_delitem": "delitem"}
 
 
 def _blocking(f) -> bool:
