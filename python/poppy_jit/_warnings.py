@@ -93,8 +93,11 @@ def fallback(fn, reason: str) -> None:
         module = os.path.splitext(os.path.basename(fn.__code__.co_filename))[0]
     target = f"{module}:{_name(fn)}"
     log.info("fallback: %s runs as plain CPython: %s", target, reason)
+    # A launched script's main block (`_mainblock`) has no name `explain` could import.
+    hint = "run --why says which lines" if _name(fn) == "<module>" \
+        else f"python -m poppy_jit explain {target}"
     _warn_at(fn, f"poppy_jit: {_name(fn)} runs as plain CPython, its external calls one at a "
-                 f"time: {reason} (python -m poppy_jit explain {target})", PoppyFallbackWarning)
+                 f"time: {reason} ({hint})", PoppyFallbackWarning)
 
 
 def declined_in_running_loop(fn) -> None:
