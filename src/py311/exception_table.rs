@@ -132,7 +132,9 @@ pub fn constructs(table: &[u8], instrs: &[Instr]) -> Vec<(HandlerKind, u32)> {
     es.sort_by_key(|e| e.start);
     let mut out: Vec<(HandlerKind, u32)> = Vec::new();
     for e in es {
-        if let Some(k) = handler_kind(instrs, e.target) {
+        // A handler whose body protects nothing (`try: pass`) is the target of no entry; its
+        // own code is still protected by the clean-up entry, whose range starts at it.
+        if let Some(k) = handler_kind(instrs, e.target).or_else(|| handler_kind(instrs, e.start)) {
             if !out.iter().any(|(o, _)| *o == k) {
                 out.push((k, e.start));
             }
@@ -179,6 +181,7 @@ mod tests {
         let cases: &[(&str, &[HandlerKind])] = &[
             ("def f(a):\n    try:\n        a()\n    except KeyError as e:\n        a(e)\n", &[HandlerKind::Except]),
             ("def f(a):\n    try:\n        a()\n    except:\n        a(2)\n", &[HandlerKind::Except]),
+            ("def f(a):\n    try:\n        pass\n    except E:\n        a(2)\n", &[HandlerKind::Except]),
             ("def f(a):\n    try:\n        a()\n    finally:\n        a(1)\n", &[HandlerKind::Finally]),
             (
                 "def f(a):\n    try:\n        a()\n    except KeyError:\n        a(2)\n    finally:\n        a(1)\n",
