@@ -34,6 +34,25 @@ HELPERS = {
 }
 
 
+class Caught:
+    """The value of a catching call (`xcall?` in λO) that failed: the exception (its
+    `__traceback__` restored) and the source line of the call, where a re-raise places it.
+    Made by the Rust host (`Host::caught`); compiled handlers test for it (`is_caught`)."""
+
+    __slots__ = ("exception", "line")
+
+    def __init__(self, exception, line):
+        self.exception = exception
+        self.line = line
+
+    def __repr__(self):
+        return f"<caught {self.exception!r} at line {self.line}>"
+
+
+HELPERS["is_caught"] = unordered(lambda v: type(v) is Caught)
+HELPERS["caught_exception"] = unordered(lambda v: v.exception)
+
+
 # ---------------------------------------------------------------------------------------------
 # Support for the Rust executor (src/host/): cancellation. Blocking externals run on the
 # runtime's own worker threads (src/host/pool.rs).

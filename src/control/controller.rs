@@ -221,6 +221,10 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                     match e.need_prim(a, w) {
                         None => return,
                         Some(Ok(p)) => argv.push(p),
+                        // A catching call catches an error argument too: an unbound local's
+                        // check gets one (any other error argument comes from an earlier
+                        // failure, which stays the run's: it is earlier in program order).
+                        Some(Err(err)) if e.ctl_ref()[cid].catch => return caught(e, cid, err),
                         Some(Err(err)) => return fail(e, cid, err),
                     }
                 }
@@ -397,8 +401,23 @@ fn complete<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
             let w = ctl.work[cid];
             e.wake(w);
         }
+        Err(err) if e.ctl_ref()[cid].catch => caught(e, cid, err),
         Err(err) => fail(e, cid, err),
     }
+}
+
+/// A catching call (`xcall?`) failed, or got an error argument: the failure is its value
+/// (`Env::bind_caught`), not the run's — it is not among `failures`, sets no `failed_at` and
+/// cancels nothing — and the call completes like a success: its F_R'/F_W' resolve once its
+/// input order's do, so what follows it in program order (the handler) runs after it.
+fn caught<E: Env>(e: &mut E, cid: CtrlId, err: E::Error) {
+    e.ctl()[cid].done = true;
+    objects::wake_done(e, cid);
+    e.bind_caught(cid, err);
+    let ctl = e.ctl();
+    ctl[cid].phase = Phase::Completed;
+    let w = ctl.work[cid];
+    e.wake(w);
 }
 
 /// The call raised, or cannot run because an argument is an error: its result is the error

@@ -119,6 +119,9 @@ pub trait Env {
     fn bind_result(&mut self, cid: CtrlId, v: Self::Prim);
     /// The call failed: its result variable is the error.
     fn bind_error(&mut self, cid: CtrlId, e: Self::Error);
+    /// A catching call failed with `e`: bind its result to the host's value for a caught
+    /// failure (`Host::caught`, with the call's line).
+    fn bind_caught(&mut self, cid: CtrlId, e: Self::Error);
 
     // The host (see `lambda_o::Host` for each).
 

@@ -68,6 +68,9 @@ pub struct Ctrl<P> {
     pub held: Vec<SlotId>,
     pub dispatched: bool,
     pub done: bool,
+    /// A catching call (`xcall?`): its own failure, or an error argument, becomes its value
+    /// (`Env::bind_caught`) and the order passes on as after a success; never inlined.
+    pub catch: bool,
     /// Per-object ordering: what this call does to objects the run created (None: nothing).
     pub obj: Option<Box<ObjInfo>>,
     /// Per-object ordering decided before the arguments were known (`objects::early_local`):
@@ -121,6 +124,7 @@ impl<P> Ctrl<P> {
             held,
             dispatched: false,
             done: false,
+            catch: false,
             obj: None,
             early_local: None,
             early_part: None,

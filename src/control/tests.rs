@@ -156,6 +156,10 @@ impl Env for Mock {
     fn bind_error(&mut self, cid: CtrlId, e: String) {
         self.set(self.ctl[cid].result, V::Err(e));
     }
+    fn bind_caught(&mut self, cid: CtrlId, _e: String) {
+        // The mock's primitives are ints: a caught failure is -1.
+        self.set(self.ctl[cid].result, V::Prim(-1));
+    }
     fn classify_callee(&mut self, _: &i64) -> Option<Class> {
         None
     }
@@ -522,4 +526,30 @@ fn a_whole_dict_read_waits_for_every_store_before_it() {
     m.run();
     assert_eq!(count(&m, LEN), 1);
     assert_eq!(m.ctl[n].class, Class::Unordered);
+}
+
+/// A catching call that fails completes like a success: its outputs resolve, the sequential
+/// call after it runs, its result is the caught value, and the run has no failure (nothing is
+/// cancelled, no later call is refused).
+#[test]
+fn a_failed_catching_call_passes_the_order_on_like_a_success() {
+    let mut m = Mock::new(&CLASSES);
+    let (s, _) = m.call(S, Some(0));
+    m.ctl[s].catch = true;
+    let (u, _) = m.call(U, Some(0));
+    let (s2, _) = m.call(S2, Some(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![S, U]);
+    finished(&mut m, s, Err("boom".into()));
+    m.run();
+    assert_eq!(m.out(s), (true, true));
+    assert!(matches!(m.vars[m.ctl[s].result], Some(V::Prim(-1))));
+    assert!(m.ctl.failures.is_empty() && m.cancelled.is_empty());
+    finished(&mut m, u, Ok(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![S, U, S2]);
+    finished(&mut m, s2, Ok(0));
+    m.run();
+    assert_eq!(m.out(s2), (true, true));
+    assert!(raised(&m).is_none());
 }

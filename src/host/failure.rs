@@ -84,3 +84,19 @@ pub(super) fn internal_error<'py>(h: &mut PyHost<'py>, kind: &str, msg: &str) ->
         .unwrap_or_else(|e| e);
     PyErrRef::new(err)
 }
+
+/// The value of a catching call that failed with `e` at `line`: a `poppy_jit._rt.Caught`
+/// holding the exception, with the traceback the fetched error kept beside it set on it.
+pub(super) fn caught<'py>(h: &mut PyHost<'py>, e: PyErrRef, line: u32) -> Obj {
+    let py = h.py;
+    let err = e.to_pyerr(py);
+    let value = err.value_bound(py).clone();
+    if let Some(tb) = err.traceback_bound(py) {
+        let _ = value.setattr("__traceback__", tb);
+    }
+    crate::pyobj::rt_module(py)
+        .and_then(|m| m.getattr("Caught"))
+        .and_then(|c| c.call1((value, line)))
+        .map(|v| v.unbind())
+        .expect("poppy_jit._rt.Caught")
+}

@@ -292,4 +292,8 @@ impl<'py> Host for PyHost<'py> {
     fn internal_error(&mut self, kind: &str, msg: &str) -> PyErrRef {
         failure::internal_error(self, kind, msg)
     }
+
+    fn caught(&mut self, e: PyErrRef, line: u32) -> Obj {
+        failure::caught(self, e, line)
+    }
 }

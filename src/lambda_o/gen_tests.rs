@@ -278,7 +278,7 @@ impl Cbv<'_> {
                     }
                     a
                 }
-                Op::XCall { seq: _, func, args, kwnames: _ } => match get(&env, *func) {
+                Op::XCall { seq: _, func, args, kwnames: _, .. } => match get(&env, *func) {
                     V::C(g, mut caps) => {
                         caps.push(V::Seq);
                         caps.extend(args.iter().map(|a| get(&env, *a)));

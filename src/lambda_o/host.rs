@@ -189,6 +189,11 @@ pub trait Host {
     /// `kind` is a Python exception name such as "UnboundLocalError" or "TypeError".
     fn internal_error(&mut self, kind: &str, msg: &str) -> Self::Error;
 
+    /// The value of a catching call (`xcall?`) that failed with `e` at source line `line`: what
+    /// the compiled handler tests and takes the exception from, and re-raises unchanged when no
+    /// handler matches.
+    fn caught(&mut self, e: Self::Error, line: u32) -> Self::Prim;
+
     /// The run raises `e`, the failure of the external call at source line `line`. `later` are
     /// the ordered externals after it in program order that had already run (possible only when
     /// it is an unordered call, which passes the order on before it finishes; CPython would not

@@ -66,7 +66,11 @@ pub enum Op<P> {
     /// `x := xcall S f(a, b; k=c)` — a call in program order. `x` is the tuple (S', result).
     /// If `f` resolves to an internal function the call is inlined (its template is instantiated
     /// with [S, args...]); otherwise a concurrency controller queues the external call.
-    XCall { seq: Var, func: Var, args: Vec<Var>, kwnames: Vec<String> },
+    /// `catch` (text `xcall?`): a *catching* call — its failure is its value instead of the
+    /// run's: the result is the host's `caught` value for the error, and the order passes on as
+    /// after a success. A catching call is never inlined (failures inside an inlined body would
+    /// be its calls' own) and always goes through a controller.
+    XCall { seq: Var, func: Var, args: Vec<Var>, kwnames: Vec<String>, catch: bool },
     /// `x := mem` — the empty memory (mutable variable store).
     MemEmpty,
     /// `x := load M name` — read a mutable variable (unbound → host error).
@@ -123,7 +127,9 @@ impl<P> Op<P> {
                 Op::Ite { cond: f(cond), then_f: f(then_f), else_f: f(else_f), args: m(args) }
             }
             Op::Fold { seq, body, acc } => Op::Fold { seq: f(seq), body: f(body), acc: f(acc) },
-            Op::XCall { seq, func, args, kwnames } => Op::XCall { seq: f(seq), func: f(func), args: m(args), kwnames },
+            Op::XCall { seq, func, args, kwnames, catch } => {
+                Op::XCall { seq: f(seq), func: f(func), args: m(args), kwnames, catch }
+            }
             Op::MemEmpty => Op::MemEmpty,
             Op::MemLoad { mem, name } => Op::MemLoad { mem: f(mem), name },
             Op::MemStore { mem, name, value } => Op::MemStore { mem: f(mem), name, value: f(value) },

@@ -163,7 +163,12 @@ impl TestHost {
             "h_loop_exit" => Int(if int(&args[0])? == 1 { 0 } else { int(&args[0])? }),
             "h_loop_again" => Bool(matches!(int(&args[0])?, 0 | 2)),
             "h_select_return" => if int(&args[0])? == 3 { args[1].clone() } else { None },
-            "fail" | "u_fail" => return Err(format!("boom {}", args.iter().map(show).collect::<Vec<_>>().join(","))),
+            "h_is_caught" => Bool(matches!(&args[0], Tuple(t) if t.first() == Some(&Str("#caught".into())))),
+            "h_caught_error" => match &args[0] {
+                Tuple(t) if t.len() == 3 => t[1].clone(),
+                other => return Err(format!("h_caught_error: not caught: {other:?}")),
+            },
+            "fail" | "u_fail" | "u_fail2" => return Err(format!("boom {}", args.iter().map(show).collect::<Vec<_>>().join(","))),
             // u*/r*/w*/s*: identity-ish externals that return their first argument (or None).
             _ => args.first().cloned().unwrap_or(None),
         })
@@ -308,6 +313,11 @@ impl Host for TestHost {
 
     fn internal_error(&mut self, kind: &str, msg: &str) -> String {
         format!("{kind}: {msg}")
+    }
+
+    /// `<"#caught" error line>`; `h_is_caught` tests for it, `h_caught_error` takes the error.
+    fn caught(&mut self, e: String, line: u32) -> TPrim {
+        TPrim::Tuple(vec![TPrim::Str("#caught".into()), TPrim::Str(e), TPrim::Int(line as i64)])
     }
 }
 

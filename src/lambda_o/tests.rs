@@ -274,3 +274,32 @@ fn golden_programs_are_confluent() {
         }
     }
 }
+
+/// A catching call (`xcall?`) of a function the host would inline is made as an external call
+/// instead: failures inside an inlined body would be its calls' own, not the catching call's.
+/// The same call without `?` is inlined, so the body's failure is the run's.
+#[test]
+fn catching_calls_are_never_inlined() {
+    let inner = text::parse::<TPrim>(
+        "fun inner/0(S, x):\n  fail := prim @fail\n  t := xcall S fail(x)\n  ret t\n",
+    )
+    .unwrap();
+    let outer = |q: &str| {
+        format!(
+            "fun main/0(S):\n  f := prim @inner\n  one := prim 1\n  t := xcall{q} S f(one)\n  S.1 := prj 0 t\n  \
+             r := prj 1 t\n  out := (S.1, r)\n  ret out\n"
+        )
+    };
+    let run_outer = |q: &str| {
+        let mut host = TestHost::new();
+        host.programs.insert("inner".into(), Rc::new(inner.clone()));
+        let mut stats = RunStats::default();
+        let prog = text::parse::<TPrim>(&outer(q)).unwrap();
+        let r = run(&mut host, Rc::new(prog), vec![], &mut stats);
+        (r.map(|p| show(&p)), stats.inlined_calls, host.trace.iter().map(|c| c.name.clone()).collect::<Vec<_>>())
+    };
+    // Inlined: the body's `fail` is the run's failure.
+    assert_eq!(run_outer(""), (Err("boom 1".to_string()), 1, vec!["fail".to_string()]));
+    // Catching: one external call of `inner` (the test host's identity external), no inlining.
+    assert_eq!(run_outer("?"), (Ok("1".to_string()), 0, vec!["inner".to_string()]));
+}

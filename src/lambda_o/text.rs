@@ -4,6 +4,7 @@
 //! fun main/0(S, x):               # entry function first; `name/ID`, ID = index in the program
 //!   p := prim @print
 //!   t := xcall S p(x; end=e)      # keyword arguments after ';'
+//!   u := xcall? S p(x)            # a catching call: its failure is its value
 //!   S.1 := prj 0 t
 //!   r := prj 1 t
 //!   b := fun body/1[p, S.1]        # a closure: function body/1 capturing p and S.1
@@ -85,7 +86,7 @@ pub fn print_with<P>(p: &Program<P>, fmt: &dyn Fn(&P) -> String) -> String {
                     format!("ite({}, {}, {}; {})", v(cond), v(then_f), v(else_f), list(args))
                 }
                 Op::Fold { seq, body, acc } => format!("fold({}, {}, {})", v(seq), v(body), v(acc)),
-                Op::XCall { seq, func, args, kwnames } => {
+                Op::XCall { seq, func, args, kwnames, catch } => {
                     let npos = args.len() - kwnames.len();
                     let mut a = list(&args[..npos]);
                     if !kwnames.is_empty() {
@@ -93,7 +94,7 @@ pub fn print_with<P>(p: &Program<P>, fmt: &dyn Fn(&P) -> String) -> String {
                             kwnames.iter().zip(&args[npos..]).map(|(k, x)| format!("{k}={}", v(x))).collect();
                         a = format!("{a}; {}", kws.join(", "));
                     }
-                    format!("xcall {} {}({})", v(seq), v(func), a)
+                    format!("xcall{} {} {}({})", if *catch { "?" } else { "" }, v(seq), v(func), a)
                 }
                 Op::MemEmpty => "mem".to_string(),
                 Op::MemLoad { mem, name } => format!("load {} {}", v(mem), name),
@@ -284,7 +285,8 @@ fn parse_op<P: PrimText>(sc: &FnScope, rhs: &str) -> Result<Op<P>, String> {
         }
         return Ok(Op::Fold { seq: v[0], body: v[1], acc: v[2] });
     }
-    if let Some(r) = rhs.strip_prefix("xcall ") {
+    let xcall = rhs.strip_prefix("xcall ").map(|r| (r, false)).or_else(|| rhs.strip_prefix("xcall? ").map(|r| (r, true)));
+    if let Some((r, catch)) = xcall {
         let (seq, call) = split_once(r.trim(), " ")?;
         let (f, args) = split_once(call, "(")?;
         let args = args.strip_suffix(')').ok_or("missing ) after xcall")?;
@@ -296,7 +298,7 @@ fn parse_op<P: PrimText>(sc: &FnScope, rhs: &str) -> Result<Op<P>, String> {
             kwnames.push(k.trim().to_string());
             argv.push(sc.get(v)?);
         }
-        return Ok(Op::XCall { seq: sc.get(seq)?, func: sc.get(f)?, args: argv, kwnames });
+        return Ok(Op::XCall { seq: sc.get(seq)?, func: sc.get(f)?, args: argv, kwnames, catch });
     }
     if let Some(r) = rhs.strip_prefix('(') {
         return Ok(Op::Tuple(sc.list(r.strip_suffix(')').ok_or("missing ) in tuple")?)?));

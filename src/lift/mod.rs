@@ -282,8 +282,13 @@ fn check_code_object(ci: &CodeInfo) -> Result<()> {
         return at_def("generator function");
     }
     if let Some(start) = exception_table::first_protected(&ci.exceptiontable) {
-        // Reported at the line of the first protected instruction.
-        return Err(Fallback::new("exception handling (try/with)", ci.line_at(start)));
+        // Reported at the line of the first protected instruction, naming the statements
+        // (docs/design-exceptions.md: try/except is the first to be compiled).
+        let instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+        let kinds: Vec<&str> =
+            exception_table::constructs(&ci.exceptiontable, &instrs).iter().map(|(k, _)| k.name()).collect();
+        let what = if kinds.is_empty() { "try/with".to_string() } else { kinds.join(", ") };
+        return Err(Fallback::new(format!("exception handling ({what})"), ci.line_at(start)));
     }
     Ok(())
 }

@@ -249,7 +249,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         let seq = self.resolve(st.s);
         let func = self.resolve(f);
         let args = args.iter().map(|a| self.resolve(*a)).collect();
-        let t = self.emit("t", Op::XCall { seq, func, args, kwnames: kwnames.to_vec() }, line);
+        let t = self.emit("t", Op::XCall { seq, func, args, kwnames: kwnames.to_vec(), catch: false }, line);
         st.s = self.proj("S", t, 0, line);
         self.proj(name, t, 1, line)
     }

@@ -183,6 +183,12 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         let mut params = vec![seq];
         params.extend_from_slice(&self.ctl[cid].args);
         let (prog, fid, env) = match fv {
+            // A catching call is never inlined: failures in the body would not be its own.
+            Value::Prim(p) if self.ctl[cid].catch => return Callee::External(p),
+            Value::Closure(_) if self.ctl[cid].catch => {
+                let e = self.host.internal_error("RuntimeError", "poppy_jit: a catching call of a λO function");
+                return Callee::Failed(e);
+            }
             Value::Prim(p) => match self.host.inline_binding(&p, nargs, &self.ctl[cid].kwnames) {
                 Some((prog, binds)) => {
                     params = self.bind_params(seq, &self.ctl[cid].args.clone(), binds);
@@ -246,6 +252,12 @@ impl<'a, H: Host> Env for Eval<'a, H> {
     fn bind_error(&mut self, cid: CtrlId, e: H::Error) {
         let result = self.ctl[cid].result;
         self.resolve(result, Value::Error(e));
+    }
+
+    fn bind_caught(&mut self, cid: CtrlId, e: H::Error) {
+        let (result, line) = (self.ctl[cid].result, self.ctl[cid].line);
+        let v = self.host.caught(e, line);
+        self.resolve(result, Value::Prim(v));
     }
 
     #[inline]

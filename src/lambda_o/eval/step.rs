@@ -185,10 +185,22 @@ impl<'a, H: Host> Eval<'a, H> {
                     self.resolve(dst, e);
                 }
             },
-            Op::XCall { seq, func: f, args, kwnames } => {
+            Op::XCall { seq, func: f, args, kwnames, catch } => {
                 let seq = env[*seq as usize];
                 let arg_slots: Vec<SlotId> = args.iter().map(|a| env[*a as usize]).collect();
                 let callee = env[*f as usize];
+                if *catch {
+                    // Never inlined, never eager: a controller makes the call and turns its
+                    // failure into its value (`control::controller`).
+                    let func = match self.value(callee) {
+                        Some(Value::Prim(p)) => Some(p.clone()),
+                        _ => None,
+                    };
+                    self.queue_call(seq, callee, func, arg_slots, kwnames.clone(), dst, stmt.line);
+                    let cid = self.ctl.ctrls.len() - 1;
+                    self.ctl[cid].catch = true;
+                    return true;
+                }
                 let Some(fv) = self.value(callee).cloned() else {
                     // The callee is not known yet (e.g. a method looked up on a pending result):
                     // queue the call now so that the order passes on as soon as possible.
