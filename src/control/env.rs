@@ -164,10 +164,18 @@ pub trait Env {
     /// its condition: which one, and the ite's input order; the values either branch starts
     /// from — its closure's captured variables and the ite's arguments, other than the input
     /// order, looking into tuples, closures and memories — are appended to `known` (primitives)
-    /// and `pending` (variables not known yet). Whatever either branch's calls will touch is
-    /// reachable from those (or from globals, which no owned object is in before it escapes,
-    /// or made afresh). None: not such a variable, or too much to collect.
-    fn ite_source(&self, _s: SlotId, _known: &mut Vec<Self::Prim>, _pending: &mut Vec<SlotId>) -> Option<IteSource> {
+    /// and `pending` (variables not known yet) — those not in `seen` yet, which they are added
+    /// to (a question asked of many ites looks at each variable once). Whatever either
+    /// branch's calls will touch is reachable from those (or from globals, which no owned
+    /// object is in before it escapes, or made afresh). None: not such a variable, or too much
+    /// to collect.
+    fn ite_source(
+        &self,
+        _s: SlotId,
+        _seen: &mut std::collections::HashSet<SlotId>,
+        _known: &mut Vec<Self::Prim>,
+        _pending: &mut Vec<SlotId>,
+    ) -> Option<IteSource> {
         None
     }
     fn scope(&mut self, cid: CtrlId, args: &[Self::Prim]) -> Option<Scope<Self::Prim>>;

@@ -8,6 +8,7 @@ use super::env::{Env, Partial, Peek};
 use super::state::{CtrlId, ObjInfo, Phase, SlotId, WorkId};
 use super::wait::{producer_along, resolve_fut, wait_fut};
 use super::order::{predecessor, Pred};
+use std::collections::HashSet;
 
 /// Wake the work items waiting for call `cid` to finish (per-object ordering).
 pub(super) fn wake_done<E: Env>(e: &mut E, cid: CtrlId) {
@@ -65,15 +66,26 @@ pub(super) fn involvement<E: Env>(e: &mut E, cid: CtrlId, argv: &[E::Prim]) -> O
 /// before answering "may" (always sound, only less parallel).
 const WALK_BUDGET: u32 = 1024;
 
-fn walk_budget() -> u32 {
-    WALK_BUDGET
+/// One question of the walk (may this call or value involve these objects?): what is left of
+/// its budget, and the variables and calls already looked at (each is looked at once: a value
+/// several later ones are computed from is not judged again for each).
+struct Look {
+    budget: u32,
+    seen: HashSet<SlotId>,
+    calls: HashSet<CtrlId>,
+}
+
+impl Look {
+    fn new() -> Look {
+        Look { budget: WALK_BUDGET, seen: HashSet::new(), calls: HashSet::new() }
+    }
 }
 
 /// Whether call `c`, still waiting for arguments, may involve one of `keys`: None if it
 /// cannot; Some(slot) to wait for (Some(None): its involvement will be known once it
-/// advances, which it is queued to do). `budget` bounds the calls it looks at.
-fn may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], budget: &mut u32) -> Option<Option<SlotId>> {
-    *budget = budget.saturating_sub(1);
+/// advances, which it is queued to do). `look` bounds the calls it looks at.
+fn may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], look: &mut Look) -> Option<Option<SlotId>> {
+    look.budget = look.budget.saturating_sub(1);
     let mut known = Vec::new();
     let mut pending = Vec::new();
     for &a in &e.ctl_ref()[c].args {
@@ -83,7 +95,7 @@ fn may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], budget: &mut u32) -> 
         return Some(pending.first().copied());
     }
     for &p in &pending {
-        if pending_may_involve(e, p, keys, budget) {
+        if pending_may_involve(e, p, keys, look) {
             return Some(Some(p));
         }
     }
@@ -99,31 +111,37 @@ fn may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], budget: &mut u32) -> 
 /// from what it starts from — no owned object is in a global before it escapes, and a call's
 /// result is one only if the object reached the call — so it may be one of `keys` only if one
 /// of those values may. Anything else (an internal function's result) could be anything.
-fn pending_may_involve<E: Env>(e: &mut E, p: SlotId, keys: &[u64], budget: &mut u32) -> bool {
+fn pending_may_involve<E: Env>(e: &mut E, p: SlotId, keys: &[u64], look: &mut Look) -> bool {
+    if !look.seen.insert(p) {
+        return false; // looked at already (a "may" would have ended the question)
+    }
     match producer_along(e, p, true) {
         Some(pc) if e.ctl_ref()[pc].func.is_some() => match e.ctl_ref()[pc].phase {
-            Phase::WaitArgs => *budget == 0 || may_involve(e, pc, keys, budget).is_some(),
+            Phase::WaitArgs if !look.calls.insert(pc) => false,
+            Phase::WaitArgs => look.budget == 0 || may_involve(e, pc, keys, look).is_some(),
             Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => true,
             _ => e.ctl_ref()[pc].obj.as_ref().and_then(|o| o.carries).is_some_and(|k| keys.contains(&k)),
         },
         Some(_) => true,
-        None => *budget == 0 || ite_may_involve(e, p, keys, budget).is_none_or(|m| m),
+        None => look.budget == 0 || ite_may_involve(e, p, keys, look).is_none_or(|m| m),
     }
 }
 
 /// For pending `s`, a component of an undecided `ite`'s result: whether either branch may reach
 /// one of `keys`; None if `s` is not such a component.
-fn ite_may_involve<E: Env>(e: &mut E, s: SlotId, keys: &[u64], budget: &mut u32) -> Option<bool> {
-    *budget = budget.saturating_sub(1);
+fn ite_may_involve<E: Env>(e: &mut E, s: SlotId, keys: &[u64], look: &mut Look) -> Option<bool> {
+    look.budget = look.budget.saturating_sub(1);
     let (mut known, mut pending) = (Vec::new(), Vec::new());
-    if e.ite_source(s, &mut known, &mut pending).is_none() {
+    if e.ite_source(s, &mut look.seen, &mut known, &mut pending).is_none() {
         return None;
     }
     if e.reach_keys(&known).iter().any(|k| keys.contains(k)) {
         return Some(true);
     }
     for &q in &pending {
-        if pending_may_involve(e, q, keys, budget) {
+        // Collected into `seen` already: judged here, not skipped as looked at.
+        look.seen.remove(&q);
+        if pending_may_involve(e, q, keys, look) {
             return Some(true);
         }
     }
@@ -136,16 +154,17 @@ fn ite_may_involve<E: Env>(e: &mut E, s: SlotId, keys: &[u64], budget: &mut u32)
 /// before them. Err: the variable to wait for.
 fn through_undecided<E: Env>(e: &mut E, seq: SlotId, keys: &[u64]) -> Result<Pred, SlotId> {
     let mut s = seq;
-    let mut budget = WALK_BUDGET;
+    let mut look = Look::new();
     for _ in 0..64 {
         let (mut known, mut pending) = (Vec::new(), Vec::new());
-        let Some(src) = e.ite_source(s, &mut known, &mut pending) else { return Err(s) };
+        let Some(src) = e.ite_source(s, &mut look.seen, &mut known, &mut pending) else { return Err(s) };
         let (0, Some(input)) = (src.index, src.input) else { return Err(s) };
         if e.reach_keys(&known).iter().any(|k| keys.contains(k)) {
             return Err(s);
         }
         for &p in &pending {
-            if pending_may_involve(e, p, keys, &mut budget) {
+            look.seen.remove(&p);
+            if pending_may_involve(e, p, keys, &mut look) {
                 return Err(p);
             }
         }
@@ -169,7 +188,7 @@ fn other_entry<E: Env>(e: &mut E, c: CtrlId, active: &[(u64, bool, bool, Option<
         return false;
     }
     let others: Vec<u64> = active.iter().map(|a| a.0).filter(|&k| k != ek).collect();
-    others.is_empty() || may_involve(e, c, &others, &mut walk_budget()).is_none()
+    others.is_empty() || may_involve(e, c, &others, &mut Look::new()).is_none()
 }
 
 /// Per-object ordering of call `cid` (see `ObjInfo`): walk program order backwards from it
@@ -230,7 +249,7 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
                     cur = c;
                     continue;
                 }
-                if let Some(p) = may_involve(e, c, &keys, &mut walk_budget()) {
+                if let Some(p) = may_involve(e, c, &keys, &mut Look::new()) {
                     match p {
                         Some(slot) => {
                             e.need_slot(slot, w);
@@ -427,7 +446,7 @@ fn receiver_escaped_before<E: Env>(e: &mut E, cid: CtrlId, k: u64) -> Option<boo
                 if e.ctl_ref()[c].early_local == Some(k) {
                     return Some(false); // it decided the same for everything before it
                 }
-                if may_involve(e, c, &[k], &mut walk_budget()).is_some() {
+                if may_involve(e, c, &[k], &mut Look::new()).is_some() {
                     return None;
                 }
             }

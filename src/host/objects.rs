@@ -33,7 +33,11 @@ fn method_receiver_key(f: &Bound<'_, PyAny>) -> Option<u64> {
     if unsafe { pyo3::ffi::PyCFunction_Check(f.as_ptr()) } == 0 {
         return None;
     }
-    container_key(&f.getattr(pyo3::intern!(f.py(), "__self__")).ok()?)
+    // SAFETY: `f` is a live PyCFunction (checked above); its self is a borrowed reference (or
+    // NULL for a function without one) that `f` keeps alive while we look at it.
+    let slf = unsafe { pyo3::ffi::PyCFunction_GetSelf(f.as_ptr()) };
+    let slf = unsafe { Bound::from_borrowed_ptr_or_opt(f.py(), slf) }?;
+    container_key(&slf)
 }
 
 /// Keys of the containers among `o` and, inside tuples, their items (`subclasses`: inside

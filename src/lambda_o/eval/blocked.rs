@@ -5,7 +5,7 @@ use super::*;
 use crate::control::IteSource;
 use std::collections::HashSet;
 
-/// At most this many variables are looked at for one `ite` (captured closures can be large).
+/// At most this many variables are looked at for one question (captured closures can be large).
 const BUDGET: usize = 4096;
 
 impl<'a, H: Host> Eval<'a, H> {
@@ -87,7 +87,7 @@ impl<'a, H: Host> Eval<'a, H> {
     }
 
     /// `Env::ite_source`.
-    pub(super) fn ite_source_of(&self, s: SlotId, known: &mut Vec<H::Prim>, pending: &mut Vec<SlotId>) -> Option<IteSource> {
+    pub(super) fn ite_source_of(&self, s: SlotId, seen: &mut HashSet<SlotId>, known: &mut Vec<H::Prim>, pending: &mut Vec<SlotId>) -> Option<IteSource> {
         let s = self.alias_end(s);
         let (frame, stmt) = self.blocked_stmt(s)?;
         let Op::Proj { index, tuple } = stmt.op else { return None };
@@ -99,9 +99,8 @@ impl<'a, H: Host> Eval<'a, H> {
         let env = &iframe.env;
         let input = args.first().and_then(|&a| self.order_leaf(env[a as usize]));
         let skip = input.unwrap_or(NONE as SlotId);
-        let mut seen = HashSet::new();
         for &v in [then_f, else_f].into_iter().chain(args.iter()) {
-            if !self.reach_leaves(env[v as usize], skip, &mut seen, known, pending) {
+            if !self.reach_leaves(env[v as usize], skip, seen, known, pending) {
                 return None;
             }
         }

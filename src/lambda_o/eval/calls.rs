@@ -311,8 +311,8 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         self.host.reach_keys(values)
     }
 
-    fn ite_source(&self, s: SlotId, known: &mut Vec<H::Prim>, pending: &mut Vec<SlotId>) -> Option<crate::control::IteSource> {
-        self.ite_source_of(s, known, pending)
+    fn ite_source(&self, s: SlotId, seen: &mut std::collections::HashSet<SlotId>, known: &mut Vec<H::Prim>, pending: &mut Vec<SlotId>) -> Option<crate::control::IteSource> {
+        self.ite_source_of(s, seen, known, pending)
     }
 
     fn scope(&mut self, cid: CtrlId, args: &[H::Prim]) -> Option<crate::control::Scope<H::Prim>> {
