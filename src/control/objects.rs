@@ -132,9 +132,7 @@ fn pending_may_involve<E: Env>(e: &mut E, p: SlotId, keys: &[u64], look: &mut Lo
 fn ite_may_involve<E: Env>(e: &mut E, s: SlotId, keys: &[u64], look: &mut Look) -> Option<bool> {
     look.budget = look.budget.saturating_sub(1);
     let (mut known, mut pending) = (Vec::new(), Vec::new());
-    if e.ite_source(s, &mut look.seen, &mut known, &mut pending).is_none() {
-        return None;
-    }
+    e.ite_source(s, &mut look.seen, &mut known, &mut pending)?;
     if e.reach_keys(&known).iter().any(|k| keys.contains(k)) {
         return Some(true);
     }

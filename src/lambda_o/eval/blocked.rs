@@ -5,6 +5,9 @@ use super::*;
 use crate::control::IteSource;
 use std::collections::HashSet;
 
+/// A statement and the frame it belongs to.
+type StmtIn<'f, P> = (&'f Frame<P>, &'f Stmt<P>);
+
 /// At most this many variables are looked at for one question (captured closures can be large).
 const BUDGET: usize = 4096;
 
@@ -25,7 +28,7 @@ impl<'a, H: Host> Eval<'a, H> {
 
     /// The statement (and its frame) that will bind pending slot `s`, if one was noted and is
     /// still that slot's (not reduced since: its work item was not reused for another one).
-    fn blocked_stmt(&self, s: SlotId) -> Option<(&Frame<H::Prim>, &Stmt<H::Prim>)> {
+    fn blocked_stmt(&self, s: SlotId) -> Option<StmtIn<'_, H::Prim>> {
         let w = *self.blocked.get(s)?;
         if w == NONE || !matches!(self.slots[s], Slot::Pending(_)) {
             return None;
