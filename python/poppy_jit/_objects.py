@@ -5,8 +5,9 @@ a comprehension) against the other operations on that object only — not agains
 sequential call — as long as the object has not escaped (been given to any other call). See
 `ObjInfo` in src/lambda_o/eval.rs. This module is the Python side: `MAKERS` and `scope`.
 
-`scope(f, args, kwnames)` is `(receiver, writes, other_args, part)` (`writes` None: touches no
-state; `part`: the hash of the one dict/set key it touches, None: the whole receiver) when calling
+`scope(f, args, kwnames)` is `(receiver, writes, other_args, part, recheck)` (`writes` None:
+touches no state; `part`: the hash of the one dict/set key it touches, None: the whole receiver;
+`recheck`: holds only while the receiver's contents do) when calling
 `f` touches nothing but
 `receiver` (an exact list/dict/set) — no user code can run (keys are immutable atoms in a
 container whose keys all are, indices are ints), nothing else is read — else None. Values it stores
@@ -55,13 +56,28 @@ def owned_ok(o) -> bool:
 
 
 def scope(f, args: tuple, kwnames: tuple):
-    """`(receiver, writes, other_args, part)` or None (module doc); `part` is the hash of the
-    dict's or set's key the call touches alone (an atom: hashing it runs no user code; equal
-    keys hash equal), None when it touches the whole receiver."""
+    """`(receiver, writes, other_args, part, recheck)` or None (module doc); `part` is the hash
+    of the dict's or set's key the call touches alone (an atom: hashing it runs no user code;
+    equal keys hash equal), None when it touches the whole receiver; `recheck`: the answer holds
+    only while the receiver's contents do (`x in lst`), so the runtime asks again when the call
+    is about to run (`Scope::recheck`)."""
     r = _scope(f, args, kwnames)
-    if r is None or len(r) == 4:
+    if r is None or len(r) == 5:
         return r
-    return r + (None,)
+    if len(r) == 4:
+        return r + (False,)
+    return r + (None, False)
+
+
+def _atoms_only(lst: list) -> bool:
+    """Whether every item of `lst` is an atom other than bytes: comparing one with an atom
+    (`==`, as `in` does) then runs no user code. (bytes compared with str or int can warn under
+    `python -b`, and a warning can run user code: left out.)"""
+    for x in lst:
+        t = type(x)
+        if t not in ATOMS or t is bytes:
+            return False
+    return True
 
 
 def _keyed(recv, write, rest, key):
@@ -139,6 +155,10 @@ def _scope(f, args: tuple, kwnames: tuple):
         x, o = args
         if _atom(x) and type(o) in (dict, set):
             return _keyed(o, False, (), x)
+        if type(o) is list and _atom(x) and type(x) is not bytes and _atoms_only(o):
+            # Compares atoms only — while the items are atoms, which an earlier append still
+            # pending may change: asked again when the call is about to run (`recheck`).
+            return o, False, (), None, True
     return None
 
 

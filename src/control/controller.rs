@@ -272,7 +272,10 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
             }
             Phase::WaitOrder => {
                 if e.ctl()[cid].obj.as_ref().is_some_and(|o| o.local.is_none()) {
-                    let Some(local) = objects::object_order(e, cid, w) else { return };
+                    let Some(mut local) = objects::object_order(e, cid, w) else { return };
+                    if local {
+                        local = objects::recheck(e, cid);
+                    }
                     let c = &mut e.ctl()[cid];
                     let o = c.obj.as_mut().expect("involved");
                     o.local = Some(local);

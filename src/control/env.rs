@@ -45,6 +45,23 @@ pub struct Scope<P> {
     pub part: Option<u64>,
     /// The other arguments: values it stores (their objects escape).
     pub rest: Vec<P>,
+    /// The call touches only its receiver provided the receiver's contents are still what
+    /// made it so when the call runs (`x in lst`: no item's `__eq__` is user code while every
+    /// item is an atom): asked again once the walk has decided it local (`Env::scope` on the
+    /// same arguments), when every earlier operation on the receiver has finished and none can
+    /// come in between; if it then says otherwise, the call follows the global order.
+    pub recheck: bool,
+}
+
+/// A pending variable that will be a component of the result of an `ite` still waiting for its
+/// condition (`Env::ite_source`).
+pub struct IteSource {
+    /// Which component of the ite's result the variable will be.
+    pub index: u32,
+    /// The ite's input order: the first leaf of its first argument, where lowering threads S
+    /// (a token, or a pending order variable) — None if that leaf is neither. Component 0 of
+    /// the result is then the order after the branch's calls.
+    pub input: Option<SlotId>,
 }
 
 /// What a call's callee turned out to be (`Env::callee`).
@@ -142,6 +159,28 @@ pub trait Env {
     fn fresh_keys(&mut self, cid: CtrlId, result: &Self::Prim) -> Vec<u64>;
     fn object_keys(&mut self, cid: CtrlId, args: &[Self::Prim]) -> Vec<u64>;
     fn arg_keys(&mut self, args: &[Self::Prim]) -> Vec<u64>;
+    /// Keys of the containers code holding `values` could reach (`Host::reach_keys`).
+    fn reach_keys(&mut self, values: &[Self::Prim]) -> Vec<u64> {
+        self.arg_keys(values)
+    }
+    /// If pending variable `s` will be a component of the result of an `ite` still waiting for
+    /// its condition: which one, and the ite's input order; the values either branch starts
+    /// from — its closure's captured variables and the ite's arguments, other than the input
+    /// order, looking into tuples, closures and memories — are appended to `known` (primitives)
+    /// and `pending` (variables not known yet) — those not in `seen` yet, which they are added
+    /// to (a question asked of many ites looks at each variable once). Whatever either
+    /// branch's calls will touch is reachable from those (or from globals, which no owned
+    /// object is in before it escapes, or made afresh). None: not such a variable, or too much
+    /// to collect.
+    fn ite_source(
+        &self,
+        _s: SlotId,
+        _seen: &mut std::collections::HashSet<SlotId>,
+        _known: &mut Vec<Self::Prim>,
+        _pending: &mut Vec<SlotId>,
+    ) -> Option<IteSource> {
+        None
+    }
     fn scope(&mut self, cid: CtrlId, args: &[Self::Prim]) -> Option<Scope<Self::Prim>>;
     /// For a call whose arguments are known except the pending ones: if it touches nothing but
     /// one container (its receiver) whatever values the pending ones turn out to be — they are

@@ -66,7 +66,7 @@ mod wait;
 mod tests;
 
 pub use controller::{advance, fail, finished, raised};
-pub use env::{Callee, Count, Env, Partial, Peek, Read, Scope};
+pub use env::{Callee, Count, Env, IteSource, Partial, Peek, Read, Scope};
 pub use futures::{FutId, Futures, Token};
 pub use state::{Controllers, Ctrl, CtrlId, ObjInfo, Phase, SlotId, WorkId};
 pub use policy::{Class, Policy};

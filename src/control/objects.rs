@@ -8,6 +8,7 @@ use super::env::{Env, Partial, Peek};
 use super::state::{CtrlId, ObjInfo, Phase, SlotId, WorkId};
 use super::wait::{producer_along, resolve_fut, wait_fut};
 use super::order::{predecessor, Pred};
+use std::collections::HashSet;
 
 /// Wake the work items waiting for call `cid` to finish (per-object ordering).
 pub(super) fn wake_done<E: Env>(e: &mut E, cid: CtrlId) {
@@ -28,6 +29,7 @@ pub(super) fn involvement<E: Env>(e: &mut E, cid: CtrlId, argv: &[E::Prim]) -> O
     }
     // A scoped operation: its receiver is touched; the other arguments' objects escape.
     let mut part = None;
+    let mut recheck = false;
     let touch = match e.scope(cid, argv).filter(|s| e.ctl_ref().owned.contains_key(&s.recv)) {
         Some(s) => {
             let k = s.recv;
@@ -39,7 +41,7 @@ pub(super) fn involvement<E: Env>(e: &mut E, cid: CtrlId, argv: &[E::Prim]) -> O
                 // waited for (see `object_order`).
                 None if keys.is_empty() => {
                     let done = e.ctl().futs.new_future();
-                    let info = ObjInfo { touch: None, part: None, escapes: Vec::new(), local: None, carries: Some(k), done };
+                    let info = ObjInfo { touch: None, part: None, escapes: Vec::new(), local: None, carries: Some(k), done, recheck: false };
                     return Some(Box::new(info));
                 }
                 None => None,
@@ -47,6 +49,7 @@ pub(super) fn involvement<E: Env>(e: &mut E, cid: CtrlId, argv: &[E::Prim]) -> O
                 Some(_) if keys.contains(&k) => None,
                 Some(write) => {
                     part = s.part;
+                    recheck = s.recheck;
                     Some((k, write))
                 }
             }
@@ -56,13 +59,33 @@ pub(super) fn involvement<E: Env>(e: &mut E, cid: CtrlId, argv: &[E::Prim]) -> O
     keys.sort_unstable();
     keys.dedup();
     let done = e.ctl().futs.new_future();
-    Some(Box::new(ObjInfo { touch, part, escapes: keys, local: None, carries: None, done }))
+    Some(Box::new(ObjInfo { touch, part, escapes: keys, local: None, carries: None, done, recheck }))
+}
+
+/// How many calls and undecided `ite`s one question of the walk (`may_involve`) may look at
+/// before answering "may" (always sound, only less parallel).
+const WALK_BUDGET: u32 = 1024;
+
+/// One question of the walk (may this call or value involve these objects?): what is left of
+/// its budget, and the variables and calls already looked at (each is looked at once: a value
+/// several later ones are computed from is not judged again for each).
+struct Look {
+    budget: u32,
+    seen: HashSet<SlotId>,
+    calls: HashSet<CtrlId>,
+}
+
+impl Look {
+    fn new() -> Look {
+        Look { budget: WALK_BUDGET, seen: HashSet::new(), calls: HashSet::new() }
+    }
 }
 
 /// Whether call `c`, still waiting for arguments, may involve one of `keys`: None if it
 /// cannot; Some(slot) to wait for (Some(None): its involvement will be known once it
-/// advances, which it is queued to do).
-fn may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], depth: u32) -> Option<Option<SlotId>> {
+/// advances, which it is queued to do). `look` bounds the calls it looks at.
+fn may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], look: &mut Look) -> Option<Option<SlotId>> {
+    look.budget = look.budget.saturating_sub(1);
     let mut known = Vec::new();
     let mut pending = Vec::new();
     for &a in &e.ctl_ref()[c].args {
@@ -72,23 +95,83 @@ fn may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], depth: u32) -> Option
         return Some(pending.first().copied());
     }
     for &p in &pending {
-        // The pending value is an external call's result (not an internal function's: that
-        // could return anything). Such a result is an owned object only if the object reached
-        // that call — as an argument (the call then lies on our walk, which deals with it) or
-        // through its callee (a bound method: a carrier).
-        let safe = match producer_along(e, p, true) {
-            Some(pc) if e.ctl_ref()[pc].func.is_some() => match e.ctl_ref()[pc].phase {
-                Phase::WaitArgs => depth < 16 && may_involve(e, pc, keys, depth + 1).is_none(),
-                Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => false,
-                _ => !e.ctl_ref()[pc].obj.as_ref().and_then(|o| o.carries).is_some_and(|k| keys.contains(&k)),
-            },
-            _ => false,
-        };
-        if !safe {
+        if pending_may_involve(e, p, keys, look) {
             return Some(Some(p));
         }
     }
     None
+}
+
+/// Whether pending value `p` may be, or hold, one of `keys` once known.
+///
+/// An external call's result is an owned object only if the object reached that call — as an
+/// argument (the call then lies on our walk, which deals with it) or through its callee (a
+/// bound method: a carrier). A value internal code has yet to compute is a component of an
+/// undecided `ite`'s result (`Env::ite_source`): it holds only what either branch can reach
+/// from what it starts from — no owned object is in a global before it escapes, and a call's
+/// result is one only if the object reached the call — so it may be one of `keys` only if one
+/// of those values may. Anything else (an internal function's result) could be anything.
+fn pending_may_involve<E: Env>(e: &mut E, p: SlotId, keys: &[u64], look: &mut Look) -> bool {
+    if !look.seen.insert(p) {
+        return false; // looked at already (a "may" would have ended the question)
+    }
+    match producer_along(e, p, true) {
+        Some(pc) if e.ctl_ref()[pc].func.is_some() => match e.ctl_ref()[pc].phase {
+            Phase::WaitArgs if !look.calls.insert(pc) => false,
+            Phase::WaitArgs => look.budget == 0 || may_involve(e, pc, keys, look).is_some(),
+            Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => true,
+            _ => e.ctl_ref()[pc].obj.as_ref().and_then(|o| o.carries).is_some_and(|k| keys.contains(&k)),
+        },
+        Some(_) => true,
+        None => look.budget == 0 || ite_may_involve(e, p, keys, look).is_none_or(|m| m),
+    }
+}
+
+/// For pending `s`, a component of an undecided `ite`'s result: whether either branch may reach
+/// one of `keys`; None if `s` is not such a component.
+fn ite_may_involve<E: Env>(e: &mut E, s: SlotId, keys: &[u64], look: &mut Look) -> Option<bool> {
+    look.budget = look.budget.saturating_sub(1);
+    let (mut known, mut pending) = (Vec::new(), Vec::new());
+    e.ite_source(s, &mut look.seen, &mut known, &mut pending)?;
+    if e.reach_keys(&known).iter().any(|k| keys.contains(k)) {
+        return Some(true);
+    }
+    for &q in &pending {
+        // Collected into `seen` already: judged here, not skipped as looked at.
+        look.seen.remove(&q);
+        if pending_may_involve(e, q, keys, look) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// The call before a call whose input order `seq` is not known yet because it is the order out
+/// of an `ite` still waiting for its condition (or a chain of them): when no branch of those
+/// can reach any of `keys`, none of the calls they will make involves them, so the walk goes on
+/// before them. Err: the variable to wait for.
+fn through_undecided<E: Env>(e: &mut E, seq: SlotId, keys: &[u64]) -> Result<Pred, SlotId> {
+    let mut s = seq;
+    let mut look = Look::new();
+    for _ in 0..64 {
+        let (mut known, mut pending) = (Vec::new(), Vec::new());
+        let Some(src) = e.ite_source(s, &mut look.seen, &mut known, &mut pending) else { return Err(s) };
+        let (0, Some(input)) = (src.index, src.input) else { return Err(s) };
+        if e.reach_keys(&known).iter().any(|k| keys.contains(k)) {
+            return Err(s);
+        }
+        for &p in &pending {
+            look.seen.remove(&p);
+            if pending_may_involve(e, p, keys, &mut look) {
+                return Err(p);
+            }
+        }
+        match e.peek_token(input) {
+            Some(t) => return Ok(super::order::pred_of_token(e, t)),
+            None => s = input,
+        }
+    }
+    Err(s)
 }
 
 /// Whether call `c`, waiting for its arguments, was decided to store into one entry of an owned
@@ -103,7 +186,7 @@ fn other_entry<E: Env>(e: &mut E, c: CtrlId, active: &[(u64, bool, bool, Option<
         return false;
     }
     let others: Vec<u64> = active.iter().map(|a| a.0).filter(|&k| k != ek).collect();
-    others.is_empty() || may_involve(e, c, &others, 0).is_none()
+    others.is_empty() || may_involve(e, c, &others, &mut Look::new()).is_none()
 }
 
 /// Per-object ordering of call `cid` (see `ObjInfo`): walk program order backwards from it
@@ -125,9 +208,23 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
             Pred::Call(c) => c,
             Pred::Start => break, // every earlier call was looked at
             Pred::Unknown => {
-                // Its input order is not known yet: wait for it (an error value: no order).
+                // Its input order is not known yet: look through an undecided `ite` that cannot
+                // reach our objects, else wait for it (an error value: no order).
                 let seq = e.ctl_ref()[cur].seq;
-                return e.need_slot(seq, w).then_some(false);
+                let keys: Vec<u64> = active.iter().map(|a| a.0).collect();
+                match through_undecided(e, seq, &keys) {
+                    Ok(Pred::Call(c)) => c,
+                    Ok(_) => break,
+                    Err(s) if s == seq => {
+                        return e.need_slot(seq, w).then_some(false);
+                    }
+                    Err(s) => {
+                        if e.need_slot(s, w) {
+                            e.wake(w);
+                        }
+                        return None;
+                    }
+                }
             }
         };
         match e.ctl_ref()[c].phase {
@@ -150,7 +247,7 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
                     cur = c;
                     continue;
                 }
-                if let Some(p) = may_involve(e, c, &keys, 0) {
+                if let Some(p) = may_involve(e, c, &keys, &mut Look::new()) {
                     match p {
                         Some(slot) => {
                             e.need_slot(slot, w);
@@ -227,6 +324,19 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
     }
     let touch = e.ctl_ref()[cid].obj.as_ref().and_then(|o| o.touch);
     Some(touch.is_some() && !escaped)
+}
+
+/// A call the walk decided local whose scope holds only while its receiver's contents do
+/// (`Scope::recheck`): whether the host still says it touches nothing but that receiver. Every
+/// earlier operation on the receiver has finished (the walk waited for the writes) and no
+/// later one can run before this call, which is dispatched at once: the contents now are those
+/// it will see. False: it follows the global order (classified as any call).
+pub(super) fn recheck<E: Env>(e: &mut E, cid: CtrlId) -> bool {
+    let Some((k, _)) = e.ctl_ref()[cid].obj.as_ref().filter(|o| o.recheck).and_then(|o| o.touch) else { return true };
+    let argv = std::mem::take(&mut e.ctl()[cid].argv);
+    let still = e.scope(cid, &argv).is_some_and(|s| s.recv == k);
+    e.ctl()[cid].argv = argv;
+    still
 }
 
 /// Per-object ordering before the arguments are known. A call that only stores its pending
@@ -334,7 +444,7 @@ fn receiver_escaped_before<E: Env>(e: &mut E, cid: CtrlId, k: u64) -> Option<boo
                 if e.ctl_ref()[c].early_local == Some(k) {
                     return Some(false); // it decided the same for everything before it
                 }
-                if may_involve(e, c, &[k], 0).is_some() {
+                if may_involve(e, c, &[k], &mut Look::new()).is_some() {
                     return None;
                 }
             }

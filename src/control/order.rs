@@ -72,6 +72,14 @@ pub fn predecessor<E: Env>(e: &E, cid: CtrlId) -> Pred {
     }
 }
 
+/// The call whose output order is token `tok` (through inlined calls' bridges), or the start.
+pub(super) fn pred_of_token<E: Env>(e: &E, tok: super::Token) -> Pred {
+    match e.ctl_ref().owner(through_bridges(e, tok.r)) {
+        Some(owner) => Pred::Call(owner),
+        None => Pred::Start,
+    }
+}
+
 fn through_bridges<E: Env>(e: &E, mut r: FutId) -> FutId {
     while let Some(&b) = e.ctl_ref().bridge.get(&r) {
         r = b;

@@ -285,4 +285,7 @@ pub struct ObjInfo {
     pub(super) carries: Option<u64>,
     /// Resolved when this call finishes (later operations on the object wait for it).
     pub(super) done: usize,
+    /// Decided local only if `Env::scope` still says so once the walk is done
+    /// (`Scope::recheck`).
+    pub(super) recheck: bool,
 }

@@ -198,10 +198,10 @@ impl Env for Mock {
     fn scope(&mut self, cid: CtrlId, args: &[i64]) -> Option<Scope<i64>> {
         let recv = *args.first().filter(|&&r| r >= OBJ)? as u64;
         match self.ctl[cid].func? {
-            APPEND => Some(Scope { recv, write: Some(true), part: None, rest: args[1..].to_vec() }),
-            SETK => Some(Scope { recv, write: Some(true), part: Some(args[1] as u64), rest: args[2..].to_vec() }),
-            GETK => Some(Scope { recv, write: Some(false), part: Some(args[1] as u64), rest: Vec::new() }),
-            LEN => Some(Scope { recv, write: Some(false), part: None, rest: Vec::new() }),
+            APPEND => Some(Scope { recv, write: Some(true), part: None, rest: args[1..].to_vec(), recheck: false }),
+            SETK => Some(Scope { recv, write: Some(true), part: Some(args[1] as u64), rest: args[2..].to_vec(), recheck: false }),
+            GETK => Some(Scope { recv, write: Some(false), part: Some(args[1] as u64), rest: Vec::new(), recheck: false }),
+            LEN => Some(Scope { recv, write: Some(false), part: None, rest: Vec::new(), recheck: false }),
             _ => None,
         }
     }

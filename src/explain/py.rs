@@ -271,7 +271,7 @@ impl<'py> Oracle for PyOracle<'py> {
         let keys = self.host.object_keys(&fo, &argv);
         info.objects.keys = self.objects_of(keys);
         if complete {
-            if let Some(crate::control::Scope { recv: k, write, rest, part }) = self.host.scope(&fo, &argv, kwnames) {
+            if let Some(crate::control::Scope { recv: k, write, rest, part, .. }) = self.host.scope(&fo, &argv, kwnames) {
                 if let Some(&o) = self.owned_by_key.get(&k) {
                     let rest_keys = self.host.arg_keys(&rest);
                     info.objects.scope = Some((o, write, self.objects_of(rest_keys)));

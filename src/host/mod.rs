@@ -199,6 +199,10 @@ impl<'py> Host for PyHost<'py> {
         objects::arg_keys(self, args)
     }
 
+    fn reach_keys(&mut self, values: &[Obj]) -> Vec<u64> {
+        objects::reach_keys(self, values)
+    }
+
     fn scope(&mut self, f: &Obj, args: &[Obj], kwnames: &[String]) -> Option<crate::control::Scope<Obj>> {
         objects::scope(self, f, args, kwnames)
     }

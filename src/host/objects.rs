@@ -33,22 +33,44 @@ fn method_receiver_key(f: &Bound<'_, PyAny>) -> Option<u64> {
     if unsafe { pyo3::ffi::PyCFunction_Check(f.as_ptr()) } == 0 {
         return None;
     }
-    container_key(&f.getattr(pyo3::intern!(f.py(), "__self__")).ok()?)
+    // SAFETY: `f` is a live PyCFunction (checked above); its self is a borrowed reference (or
+    // NULL for a function without one) that `f` keeps alive while we look at it.
+    let slf = unsafe { pyo3::ffi::PyCFunction_GetSelf(f.as_ptr()) };
+    let slf = unsafe { Bound::from_borrowed_ptr_or_opt(f.py(), slf) }?;
+    container_key(&slf)
 }
 
-/// Keys of the containers among `o` and, inside tuples, their items.
-fn collect_keys(o: &Bound<'_, PyAny>, out: &mut Vec<u64>, depth: u32) {
+/// Keys of the containers among `o` and, inside tuples, their items (`subclasses`: inside
+/// instances of tuple subclasses too, read at the C level: no user code).
+fn collect_keys_in(o: &Bound<'_, PyAny>, out: &mut Vec<u64>, depth: u32, subclasses: bool) {
     if let Some(k) = container_key(o) {
         out.push(k);
     } else if let Some(k) = method_receiver_key(o) {
         out.push(k); // `lst.append` given away gives the list away
     } else if depth < 8 {
-        if let Ok(t) = o.downcast_exact::<PyTuple>() {
+        let t = if subclasses { o.downcast::<PyTuple>().ok().cloned() } else { o.downcast_exact::<PyTuple>().ok().cloned() };
+        if let Some(t) = t {
             for x in t.iter() {
-                collect_keys(&x, out, depth + 1);
+                collect_keys_in(&x, out, depth + 1, subclasses);
             }
         }
     }
+}
+
+fn collect_keys(o: &Bound<'_, PyAny>, out: &mut Vec<u64>, depth: u32) {
+    collect_keys_in(o, out, depth, false)
+}
+
+/// `Host::reach_keys`: the keys `arg_keys` gives, looking into tuple subclasses as well (a
+/// region's `Outputs` holds the containers it made; internal code not yet run may take them
+/// out). Anything else holding an owned container got it from a call, which was an escape.
+pub(super) fn reach_keys<'py>(h: &mut PyHost<'py>, values: &[Obj]) -> Vec<u64> {
+    let py = h.py;
+    let mut out = Vec::new();
+    for a in values {
+        collect_keys_in(a.bind(py), &mut out, 0, true);
+    }
+    out
 }
 
 impl<'py> PyHost<'py> {
@@ -131,9 +153,9 @@ pub(super) fn scope<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj], kwnames: &[
     if r.is_none() {
         return None;
     }
-    let (recv, write, rest, part): (Bound<'_, PyAny>, Option<bool>, Bound<'_, PyTuple>, Option<isize>) = r.extract().ok()?;
+    let (recv, write, rest, part, recheck): (Bound<'_, PyAny>, Option<bool>, Bound<'_, PyTuple>, Option<isize>, bool) = r.extract().ok()?;
     let key = container_key(&recv)?;
-    Some(Scope { recv: key, write, part: part.map(|h| h as u64), rest: rest.iter().map(|x| x.unbind()).collect() })
+    Some(Scope { recv: key, write, part: part.map(|h| h as u64), rest: rest.iter().map(|x| x.unbind()).collect(), recheck })
 }
 
 /// `scope` for a call with pending arguments, which `poppy_jit._objects.scope_pending` sees as

@@ -67,6 +67,12 @@ pub trait Host {
     fn arg_keys(&mut self, _args: &[Self::Prim]) -> Vec<u64> {
         Vec::new()
     }
+    /// Keys of the containers code holding `values` could reach: `arg_keys`, and also inside
+    /// tuples of the runtime's own that are not exact tuples (an internal region's outputs hold
+    /// the containers it made). For values internal code not yet run will work on.
+    fn reach_keys(&mut self, values: &[Self::Prim]) -> Vec<u64> {
+        self.arg_keys(values)
+    }
     /// If the call touches nothing but one container (its receiver) and stores or reads nothing
     /// else that could reach another object: (receiver key, writes? (None: touches no state at
     /// all), the other arguments).

@@ -319,6 +319,14 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         self.host.arg_keys(args)
     }
 
+    fn reach_keys(&mut self, values: &[H::Prim]) -> Vec<u64> {
+        self.host.reach_keys(values)
+    }
+
+    fn ite_source(&self, s: SlotId, seen: &mut std::collections::HashSet<SlotId>, known: &mut Vec<H::Prim>, pending: &mut Vec<SlotId>) -> Option<crate::control::IteSource> {
+        self.ite_source_of(s, seen, known, pending)
+    }
+
     fn scope(&mut self, cid: CtrlId, args: &[H::Prim]) -> Option<crate::control::Scope<H::Prim>> {
         let c = &self.ctl[cid];
         self.host.scope(c.func.as_ref().expect("callee known"), args, &c.kwnames)

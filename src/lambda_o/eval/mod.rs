@@ -18,7 +18,8 @@
 //!
 //! Files: `slots` (variables, follow edges, reclamation), `instantiate` (function templates),
 //! `step` (the driver loop and statement reduction), `calls` (queueing a controller; `Env`),
-//! `trace` (call records), `resume` (a run in steps, parked between them, for an awaiting caller). Depends on `control`, `stats` and the λO terms and host trait;
+//! `blocked` (which statement will bind a pending variable: per-object ordering looks through an
+//! undecided `ite`), `trace` (call records), `resume` (a run in steps, parked between them, for an awaiting caller). Depends on `control`, `stats` and the λO terms and host trait;
 //! `control` does not depend on it.
 use super::host::{CallRecord, Dispatch, Host, TaskId};
 use super::term::*;
@@ -28,6 +29,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
 
+mod blocked;
 mod calls;
 mod instantiate;
 mod resume;
@@ -131,6 +133,10 @@ struct Eval<'a, H: Host> {
     steps_left: u64,
     /// xorshift state when stepping in pseudo-random order.
     shuffle: Option<u64>,
+    /// By slot: the work item of a projection or `ite` statement that waited for an input and
+    /// will bind that slot (NONE, or stale once the statement is reduced: checked when read).
+    /// Per-object ordering looks through an undecided `ite` with it (`Env::ite_source`).
+    blocked: Vec<u32>,
 }
 
 /// The evaluator's large vectors, kept (emptied) from one run to the next on the same thread,
@@ -281,6 +287,7 @@ pub fn run_with<H: Host>(
         ctl: b.ctl,
         steps_left: max_steps,
         shuffle: opts.shuffle_seed.map(|s| s | 1),
+        blocked: Vec::new(),
     };
     ev.ctl.tracing = ev.host.tracing();
     let token = ev.ctl.released_token();

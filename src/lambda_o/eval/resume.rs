@@ -19,6 +19,7 @@ pub struct Parked<H: Host> {
     ctl: Controllers<H::Prim, H::Error>,
     steps_left: u64,
     shuffle: Option<u64>,
+    blocked: Vec<u32>,
     ret: SlotId,
 }
 
@@ -54,6 +55,7 @@ pub fn start<H: Host>(
         ctl: b.ctl,
         steps_left: opts.max_steps,
         shuffle: opts.shuffle_seed.map(|s| s | 1),
+        blocked: Vec::new(),
     };
     ev.ctl.tracing = ev.host.tracing();
     let token = ev.ctl.released_token();
@@ -108,6 +110,7 @@ impl<'a, H: Host> Eval<'a, H> {
             ctl: p.ctl,
             steps_left: p.steps_left,
             shuffle: p.shuffle,
+            blocked: p.blocked,
         };
         (ev, p.ret)
     }
@@ -135,6 +138,7 @@ impl<'a, H: Host> Eval<'a, H> {
                 ctl: std::mem::take(&mut self.ctl),
                 steps_left: self.steps_left,
                 shuffle: self.shuffle,
+                blocked: std::mem::take(&mut self.blocked),
                 ret,
             });
         }

@@ -59,6 +59,8 @@ impl<'a, H: Host> Eval<'a, H> {
                             self.release(s);
                         }
                     }
+                } else {
+                    self.note_blocked(w, &frame, index);
                 }
             }
         }
