@@ -56,6 +56,9 @@ pub fn start<H: Host>(
         shuffle: opts.shuffle_seed.map(|s| s | 1),
     };
     ev.ctl.tracing = ev.host.tracing();
+    for k in ev.host.owned_from_start() {
+        ev.ctl.own_from_start(k);
+    }
     let token = ev.ctl.released_token();
     let mut params = vec![ev.new_slot(Value::Seq(token))];
     params.extend(args.into_iter().map(|a| ev.new_slot(Value::Prim(a))));
