@@ -1,7 +1,7 @@
 # A `while True` loop whose only way out is an exception raised inside an inlined @poppy callee
 # stops like CPython's. Compiled, it stopped only while nothing was in flight when the raise came
 # (a failed dispatched sequential call settles the run); when the raise had to wait for a call in
-# flight, the unrolling went on without bound (p494). Such a loop now falls back, naming it.
+# flight, the unrolling went on without bound (p499). Such a loop now falls back, naming it.
 import poppy_jit
 from poppy_jit import _prologue, poppy
 from _ext import log, set_latency_scale
