@@ -245,7 +245,8 @@ def test_config_names_the_scripts_own_functions(tmp_path):
                     tmp_path)
     assert launched.returncode == 0, launched.stderr
     assert launched.stdout == plain.stdout
-    assert "compiled 1 fallbacks 0" in launched.stderr
+    # main and the main block's first statement (which calls it) are compiled
+    assert "compiled 2 fallbacks 0" in launched.stderr
     assert "peak 4" in launched.stderr  # the four blocking calls were in flight together
     # poppy.toml in the current directory is the default config; --plain runs plain CPython
     default = _run([PY, "-m", "poppy_jit", "run", "par.py", "4"], tmp_path)
@@ -297,13 +298,37 @@ def test_blocking_threads_setting(tmp_path):
     assert "peak 2" in r.stderr
 
 
-def test_why_says_the_scripts_top_level_code_is_not_compiled(tmp_path):
-    """Module-level code is not compiled (the lifter translates functions only): `run --why`
-    says so, naming the script, so calls made there one after another have a visible reason."""
+def test_why_says_what_of_the_scripts_top_level_code_is_compiled(tmp_path):
+    """The main block's leading statements are compiled up to one that uses introspection (here
+    poppy_jit itself); `run --why` says which lines, and where module code resumes. Top-level code
+    without a main block is not compiled, and the report says so."""
     _write(tmp_path, "par.py", PARALLEL_SCRIPT)
     _write(tmp_path, "poppy.toml", CONFIG)
     plain = _run([PY, "par.py", "4"], tmp_path)
     launched = _run([PY, "-m", "poppy_jit", "run", "--why", "par.py", "4"], tmp_path)
     assert launched.returncode == 0, launched.stderr
     assert launched.stdout == plain.stdout
-    assert "top-level code of par.py is not compiled" in launched.stderr
+    assert "main block of par.py: lines 24–24 compiled (from line 25 it runs as module code: " \
+           "it uses poppy_jit (introspection))" in launched.stderr
+    _write(tmp_path, "flat.py", PARALLEL_SCRIPT.replace('if __name__ == "__main__":', "if True:"))
+    plain = _run([PY, "flat.py", "4"], tmp_path)
+    launched = _run([PY, "-m", "poppy_jit", "run", "--why", "flat.py", "4"], tmp_path)
+    assert launched.returncode == 0, launched.stderr
+    assert launched.stdout == plain.stdout
+    assert "top-level code of flat.py is not compiled (module code without an" in launched.stderr
+
+
+def test_trace_option_writes_the_trace(tmp_path):
+    """`run --trace FILE` records the external calls and writes the file at exit (it crashed
+    before the program started)."""
+    import json
+
+    _write(tmp_path, "par.py", PARALLEL_SCRIPT)
+    _write(tmp_path, "poppy.toml", CONFIG)
+    plain = _run([PY, "par.py", "3"], tmp_path)
+    launched = _run([PY, "-m", "poppy_jit", "run", "--trace", "t.json", "par.py", "3"], tmp_path)
+    assert launched.returncode == 0, launched.stderr
+    assert launched.stdout == plain.stdout
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    asks = [e for e in events if e.get("cat") == "external" and e["name"].endswith("ask")]
+    assert len(asks) == 3

@@ -96,7 +96,7 @@ def test_why_names_a_sequential_annotation(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout == "['Q0', 'Q1', 'Q2', 'Q3']\n"
     assert "why calls did not overlap" in r.stderr
-    assert "ask (line 8): 3 of 4 calls waited" in r.stderr
+    assert "ask (prog.py, line 8): 3 of 4 calls waited" in r.stderr
     assert 'return [ask(f"q{i}") for i in range(4)]' in r.stderr  # the source line
     assert "sequential, waited for ask (sequential, line 8) to finish" in r.stderr
 
@@ -131,7 +131,11 @@ def test_why_reports_executor_calls_with_their_hand_over(tmp_path):
 
 
 def test_why_when_nothing_is_compiled(tmp_path):
-    r = _launch(tmp_path, "[poppy]\n", "--why")
+    (tmp_path / "prog.py").write_text(textwrap.dedent(SCRIPT).replace(
+        'if __name__ == "__main__":', "if True:"))  # no main block: module code only
+    r = subprocess.run([sys.executable, "-m", "poppy_jit", "run", "--why", "prog.py"],
+                       cwd=tmp_path, capture_output=True, text=True, env=poppy_env(False),
+                       timeout=120)
     assert r.returncode == 0, r.stderr
     assert "no compiled run made external calls" in r.stderr
 
@@ -167,3 +171,81 @@ def test_stats_has_the_waits_per_call_site(tmp_path):
                        env=dict(poppy_env(False), PYTHONPOPPY_WHY="1"))
     assert r.returncode == 0, r.stderr
     assert "[('ask', 4, 3, ['order'])]" in r.stdout
+
+
+def test_why_names_an_unannotated_slow_call_run_inline(tmp_path):
+    """A model call left unannotated (sequential by default) runs synchronously on the runtime's
+    thread: no call ever waits, so the causes above say nothing; the report names the slow
+    callee — also through functools.partial — with its file, line and source, and the config
+    entry that would let its calls overlap."""
+    (tmp_path / "slowlib.py").write_text(textwrap.dedent("""\
+        import time
+
+        def ask(q, suffix=""):
+            time.sleep(0.05)
+            return q.upper() + suffix
+    """))
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""\
+        import functools
+        import slowlib
+
+        shout = functools.partial(slowlib.ask, suffix="!")
+
+        def main():
+            a = [slowlib.ask(f"q{i}") for i in range(3)]
+            b = [shout(f"p{i}") for i in range(3)]
+            return a + b
+
+        if __name__ == "__main__":
+            print(main())
+    """))
+    (tmp_path / "poppy.toml").write_text('[poppy]\nfunctions = ["__main__:main"]\n')
+    r = subprocess.run([sys.executable, "-m", "poppy_jit", "run", "--why", "prog.py"],
+                       cwd=tmp_path, capture_output=True, text=True, env=poppy_env(False),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "['Q0', 'Q1', 'Q2', 'P0!', 'P1!', 'P2!']\n"
+    assert "slow calls ran one at a time on the runtime's own thread" in r.stderr
+    assert "ask (prog.py, line 7): 3 calls" in r.stderr
+    assert 'a = [slowlib.ask(f"q{i}") for i in range(3)]' in r.stderr
+    assert "ask (slowlib:ask through functools.partial) (prog.py, line 8): 3 calls" in r.stderr
+    assert '"slowlib:ask" = { kind = "unordered", blocking = true }' in r.stderr
+
+
+def test_why_says_an_own_function_that_fell_back_ran_as_one_call(tmp_path):
+    """A slow call of the program's own function that fell back is not an unannotated external:
+    the report gives the fallback's reason instead of suggesting an annotation."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""\
+        import time
+
+        def slow_helper(q):
+            try:
+                time.sleep(0.05)
+            finally:
+                pass
+            return q
+
+        if __name__ == "__main__":
+            print([slow_helper(str(i)) for i in range(3)])
+    """))
+    r = subprocess.run([sys.executable, "-m", "poppy_jit", "run", "--why", "prog.py"],
+                       cwd=tmp_path, capture_output=True, text=True, env=poppy_env(False),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "['0', '1', '2']\n"
+    assert "slow_helper (prog.py, line 11): 3 calls" in r.stderr
+    assert "__main__:slow_helper is the program's own function and fell back (" in r.stderr
+    assert "annotate it" not in r.stderr
+
+
+def test_container_statements_are_reported_by_their_names():
+    """`x in c`, `c[k] = v` and `del c[k]` run as the runtime's helpers but are operations the
+    program wrote (a cache's look-up and store): reported as such, other helpers not at all."""
+    from poppy_jit import _intrinsics
+
+    assert _why._name(_intrinsics._contains) == "in"
+    assert _why._name(_intrinsics._not_contains) == "not in"
+    assert _why._name(_intrinsics._setitem) == "setitem"
+    assert not _why._is_intrinsic(_intrinsics._contains)
+    assert not _why._is_intrinsic(_intrinsics._setitem)
+    assert _why._is_intrinsic(_intrinsics._build_list)

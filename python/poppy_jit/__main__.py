@@ -133,5 +133,14 @@ def main(argv: list | None = None) -> int:
     return 0
 
 
+def console() -> int:
+    """The `poppy` console script: `poppy run …`, `poppy explain …`, `poppy timeline …`, and
+    `poppy script.py …` / `poppy -m module …` for `poppy run …`."""
+    argv = sys.argv[1:]
+    if argv and argv[0] not in ("run", "explain", "timeline", "-h", "--help"):
+        argv = ["run"] + argv
+    return main(argv)
+
+
 if __name__ == "__main__":
     sys.exit(main())

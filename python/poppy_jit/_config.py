@@ -321,10 +321,10 @@ _blocking_threads: int | None = None
 
 def apply_blocking_threads() -> None:
     """Hand the setting to the runtime if it is loaded (plain mode never loads it)."""
-    from . import _decorators
+    from . import _corelink
 
-    if _blocking_threads is not None and _decorators._core is not None:
-        _decorators._core.set_blocking_threads(_blocking_threads)
+    if _blocking_threads is not None and _corelink.core is not None:
+        _corelink.core.set_blocking_threads(_blocking_threads)
 
 
 _internal: list[str] = []

@@ -15,6 +15,7 @@ import sys
 import types
 from typing import Any, Callable, ParamSpec, Protocol, TypeVar, overload
 
+from . import _corelink
 from ._contract import CLASS_NAMES as KINDS
 
 # The off switch stays cheap: the event loops (`_loop`: asyncio), the interception prologue
@@ -203,24 +204,6 @@ sequential: ExternalDecorator = _external_decorator("sequential")
 # Internal functions and the hook
 
 _registry: list = []  # every @poppy function, in decoration order
-_core = None  # the compiled module once imported
-
-
-def _load_core():
-    global _core
-    if _core is None:
-        try:
-            import importlib
-            core = importlib.import_module(__package__ + "._core")
-        except ImportError as exc:
-            raise ImportError(
-                "poppy_jit._core (the compiled runtime) is not available: build and install the "
-                "package with `pip install .` (or `maturin develop --release`). "
-                f"Original error: {exc}") from exc
-        _core = core
-    return _core
-
-
 @overload
 def poppy(fn: F, /) -> F: ...
 
@@ -242,16 +225,16 @@ def poppy(fn: Any = None, /) -> Any:
         raise TypeError(f"@poppy must decorate a Python function, got {type(fn).__name__}")
     fn.__poppy__ = True
     _registry.append(fn)
-    if _core is not None and _core.is_enabled():
+    if _corelink.core is not None and _corelink.core.is_enabled():
         from . import _prologue
-        _prologue.intercept(fn, _core)
+        _prologue.intercept(fn, _corelink.core)
     return fn
 
 
 def enable() -> None:
     """Hand all @poppy functions to the runtime (imports `_core`): each gets a copy of its code
     with an interception prologue (`_prologue`)."""
-    core = _load_core()
+    core = _corelink.load()
     # The runtime's Python support (intrinsics, classification), loaded now rather than by the
     # first translation (whose compile time would otherwise include this one-time import).
     import importlib
@@ -264,8 +247,8 @@ def enable() -> None:
 
 def disable() -> None:
     """@poppy functions run as plain CPython again (their original code objects back)."""
-    if _core is not None:
-        _core.disable()
+    if _corelink.core is not None:
+        _corelink.core.disable()
         for fn in _registry:
             from . import _prologue
             _prologue.release(fn)
@@ -273,13 +256,13 @@ def disable() -> None:
 
 def is_enabled() -> bool:
     """Whether @poppy functions currently run on the runtime (PYTHONPOPPY=1 or `enable()`)."""
-    return _core is not None and _core.is_enabled()
+    return _corelink.core is not None and _corelink.core.is_enabled()
 
 
 def stats() -> dict:
     """Runtime counters (functions compiled, fallbacks, reductions, external calls, ...); with
     the diagnosis of waits on (`run --why`), "waits": per call site, why calls waited."""
-    st = _load_core().stats()
+    st = _corelink.load().stats()
     from . import _why
     if _why.active:
         st["waits"] = _why.summary()["sites"]
@@ -288,12 +271,12 @@ def stats() -> dict:
 
 def reset_stats() -> None:
     """Zero the counters `stats()` reports."""
-    _load_core().reset_stats()
+    _corelink.load().reset_stats()
 
 
 def explain(fn: Callable) -> dict:
     """The Bezoar and λO texts the compiler produced for `fn`, or why it falls back."""
-    return _load_core().explain(fn)
+    return _corelink.load().explain(fn)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,11 +324,11 @@ def format_stats(st: dict) -> str:
 
 
 def _print_stats_at_exit() -> None:
-    if _core is None:
+    if _corelink.core is None:
         print("poppy_jit stats: hook not enabled (plain CPython), nothing to report",
               file=sys.stderr)
         return
-    print(format_stats(_core.stats()), file=sys.stderr)
+    print(format_stats(_corelink.core.stats()), file=sys.stderr)
 
 
 def write_trace(path: str | None = None) -> str:

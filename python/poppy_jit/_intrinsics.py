@@ -365,7 +365,7 @@ def _cell_get(cell, name, free):
     except ValueError:
         if free:
             raise NameError(f"cannot access free variable '{name}' where it is not associated with a "
-                            "value in enclosing scope") from None
+                            "value in enclosing scope", name=name) from None
         raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated "
                                 "with a value") from None
 
@@ -443,7 +443,7 @@ def _load_global(g, name):
     try:
         return b[name]
     except KeyError:
-        raise NameError(f"name '{name}' is not defined") from None
+        raise NameError(f"name '{name}' is not defined", name=name) from None
 
 
 def _import_name(g, fromlist, level, name):

@@ -181,11 +181,23 @@ def annotate_main(name: str) -> None:
         _config.annotate(module, entries)
 
 
-def _compile_main(source: bytes, filename: str, entries: list):
-    if not entries:
+def _compile_main(source: bytes, filename: str, entries: list, block: bool = False):
+    """The program's module code: with the hooks annotating its configured functions, and (with
+    `block`: the runtime is on) its main block's leading statements compiled (`_mainblock`)."""
+    if not entries and not block:
         return compile(source, filename, "exec", dont_inherit=True)
-    tree = ast.parse(source, filename)
-    tree.body = _AnnotateAfterDefs({e[0].split(".")[0] for e in entries}).body(tree.body)
+    # (compile, not ast.parse: a SyntaxError's traceback then has no frame of the ast module)
+    tree = compile(source, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    if entries:
+        tree.body = _AnnotateAfterDefs({e[0].split(".")[0] for e in entries}).body(tree.body)
+    if block:
+        from . import _mainblock
+        try:
+            text = source.decode("utf-8") if isinstance(source, bytes) else source
+        except UnicodeDecodeError:
+            text = None
+        if text is not None:
+            tree = _mainblock.transform(tree, text, filename)
     return compile(tree, filename, "exec", dont_inherit=True)
 
 
@@ -207,7 +219,7 @@ def _cut_launcher_frames(tb, here):
     return t
 
 
-def _run_script(path: str, entries: list) -> None:
+def _run_script(path: str, entries: list, block: bool = False) -> None:
     from importlib.machinery import SourceFileLoader
 
     absolute = os.path.abspath(path)
@@ -239,7 +251,7 @@ def _run_script(path: str, entries: list) -> None:
     sys.modules["__main__"] = main
     from . import _why
     _why.note_main(absolute)
-    code = _compile_main(source, absolute, entries)
+    code = _compile_main(source, absolute, entries, block)
     exec(code, main.__dict__)
 
 
@@ -251,7 +263,7 @@ def _is_zip(path: str) -> bool:
         return False
 
 
-def _run_module(name: str, entries: list) -> None:
+def _run_module(name: str, entries: list, block: bool = False) -> None:
     import runpy
 
     sys.path[0] = os.getcwd()
@@ -260,7 +272,7 @@ def _run_module(name: str, entries: list) -> None:
     main = types.ModuleType("__main__")
     main.__dict__.update({"__annotations__": {}, "__builtins__": sys.modules["builtins"]})
     sys.modules["__main__"] = main
-    if not entries:
+    if not entries and not block:
         runpy._run_module_as_main(name, alter_argv=True)
         return
     details = runpy._get_module_details
@@ -270,7 +282,7 @@ def _run_module(name: str, entries: list) -> None:
         source = spec.loader.get_source(mod_name)
         if source is not None:
             code = _compile_main(source.encode("utf-8") if isinstance(source, str) else source,
-                                 code.co_filename, entries)
+                                 code.co_filename, entries, block)
         return mod_name, spec, code
 
     runpy._get_module_details = with_annotations
@@ -278,6 +290,24 @@ def _run_module(name: str, entries: list) -> None:
         runpy._run_module_as_main(name, alter_argv=True)
     finally:
         runpy._get_module_details = details
+
+
+def _entries_elsewhere(path: str | None, main_names: list) -> str | None:
+    """The first `[poppy] functions` entry of the config outside the program's own module."""
+    from . import _config
+
+    if not path:
+        return None
+    try:
+        plan = _config.load(path)
+    except _config.ConfigError:
+        return None
+    for module, entries in plan.items():
+        if module not in main_names:
+            for qualname, kind, _ in entries:
+                if kind == "poppy":
+                    return f"{module}:{qualname}"
+    return None
 
 
 def _default_config() -> str | None:
@@ -302,9 +332,7 @@ def run(argv: list[str]) -> int:
     from . import _config, _decorators, _why
 
     if o.trace:
-        import atexit
-        _decorators.start_trace(o.trace)
-        atexit.register(_decorators._trace._write_at_exit)
+        _decorators.start_trace(o.trace)  # written at exit (registered by the trace module)
     config = o.config or _default_config()
     main_names = ["__main__"] + ([o.module] if o.module else [])
     try:
@@ -329,17 +357,30 @@ def run(argv: list[str]) -> int:
     else:
         sys.argv[:] = [o.script] + o.args
     here = sys._getframe()
+    # The main block is compiled only when the runtime runs, and not when the config names entry
+    # functions elsewhere: the block would reach them through code that runs plainly, where a
+    # @poppy frame runs plainly too (a nested run).
+    entries_elsewhere = _entries_elsewhere(config or os.environ.get("PYTHONPOPPY_CONFIG"),
+                                           main_names)
+    block = _decorators.is_enabled() and not entries_elsewhere
+    if entries_elsewhere:
+        from . import _mainblock
+        _mainblock.notes.append((os.path.abspath(o.script) if o.script else None, None, None,
+                                 None, f"the config names entry functions elsewhere "
+                                 f"({entries_elsewhere}), which it would reach through code "
+                                 "that runs plainly"))
     try:
         if o.module is not None:
-            _run_module(o.module, _main_entries)
+            _run_module(o.module, _main_entries, block)
         else:
-            _run_script(o.script, _main_entries)
+            _run_script(o.script, _main_entries, block)
     except SystemExit:
         raise
     except BaseException as exc:
         # Printed by the interpreter (sys.excepthook, then exit status 1, or SIGINT for a
         # KeyboardInterrupt) as for `python script.py`: only without the launcher's frames.
-        cut = _cut_launcher_frames(exc.__traceback__, here)
+        from . import _mainblock
+        cut = _mainblock.splice(_cut_launcher_frames(exc.__traceback__, here))
         previous = sys.excepthook
 
         def hook(t, v, tb, _previous=previous, _exc=exc, _cut=cut):
@@ -354,13 +395,3 @@ def run(argv: list[str]) -> int:
         raise
     return 0
 
-
-def console() -> int:
-    """The `poppy` console script: `poppy run …`, `poppy explain …`, `poppy timeline …`, and
-    `poppy script.py …` / `poppy -m module …` for `poppy run …`."""
-    from .__main__ import main
-
-    argv = sys.argv[1:]
-    if argv and argv[0] not in ("run", "explain", "timeline", "-h", "--help"):
-        argv = ["run"] + argv
-    return main(argv)

@@ -219,6 +219,7 @@ def build(code, entry):
 
     orig = code.co_code
     positions = list(code.co_positions())
+    _SITE_OPS = (_OP["CALL"], _OP["RAISE_VARARGS"], _OP["LOAD_GLOBAL"])
     # Dead NOPs after the body: one per line (no columns), one per CALL (its exact positions).
     sites = {}
     dead_pos = []
@@ -231,12 +232,13 @@ def build(code, entry):
         sites[(ln, -1)] = 2 * (1 + len(pro) + body_units - 1 + len(dead_pos))
         dead_pos.append((ln, ln, None, None))
     for i in range(body_units):
-        if orig[2 * i] in (_OP["CALL"], _OP["RAISE_VARARGS"]) and positions[i][0] is not None:
+        # (a global's load too: a failed look-up's caret marks the name)
+        if orig[2 * i] in _SITE_OPS and positions[i][0] is not None:
             sites[(positions[i][0], 2 * i)] = 2 * (1 + len(pro) + body_units - 1 + len(dead_pos))
             pos = positions[i]
             # `await f(...)`: CPython's traceback shows the await expression (its SEND).
             j = i + 1 + _CACHES.get(_OP["CALL"], 0)
-            if 2 * j + 4 < len(orig) and orig[2 * j] == _OP["GET_AWAITABLE"] and orig[2 * j + 4] == _OP["SEND"]:
+            if orig[2 * i] == _OP["CALL"] and 2 * j + 4 < len(orig) and orig[2 * j] == _OP["GET_AWAITABLE"] and orig[2 * j + 4] == _OP["SEND"]:
                 pos = positions[j + 2]
             dead_pos.append(pos)
 

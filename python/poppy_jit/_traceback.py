@@ -117,6 +117,13 @@ def _chain(top, inlined, line):
     return [(target, line)], False
 
 
+def _loads_of(code, line: int, name: str) -> list:
+    """Offsets of the instructions on `line` that load the global (or module-level) `name`."""
+    return [i.offset for i in dis.get_instructions(code)
+            if i.opname in ("LOAD_GLOBAL", "LOAD_NAME") and i.argval == name
+            and i.positions is not None and i.positions.lineno == line]
+
+
 def _strip_runtime(tb):
     """Drop leading entries of poppy_jit's own Python code (intrinsics, helpers)."""
     while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_PKG_DIR):
@@ -159,6 +166,10 @@ def place(exc: BaseException, top, args: tuple, inlined: list, line: int, on_sta
         if raised and innermost:
             raises = [off for off, op, l in _units(code) if l == ln and op == _RAISE]
             tb_lasti = raises[0] if len(raises) == 1 else -1
+        elif innermost and type(exc) is NameError and isinstance(exc.name, str):
+            # A failed global look-up: CPython's caret marks the name's load.
+            loads = _loads_of(code, ln, exc.name)
+            tb_lasti = loads[0] if len(loads) == 1 else tb_lasti
         if own:
             site = (ln, tb_lasti)
             break

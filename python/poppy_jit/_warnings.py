@@ -93,8 +93,11 @@ def fallback(fn, reason: str) -> None:
         module = os.path.splitext(os.path.basename(fn.__code__.co_filename))[0]
     target = f"{module}:{_name(fn)}"
     log.info("fallback: %s runs as plain CPython: %s", target, reason)
+    # A launched script's main block (`_mainblock`) has no name `explain` could import.
+    hint = "run --why says which lines" if _name(fn) == "<module>" \
+        else f"python -m poppy_jit explain {target}"
     _warn_at(fn, f"poppy_jit: {_name(fn)} runs as plain CPython, its external calls one at a "
-                 f"time: {reason} (python -m poppy_jit explain {target})", PoppyFallbackWarning)
+                 f"time: {reason} ({hint})", PoppyFallbackWarning)
 
 
 def declined_in_running_loop(fn) -> None:
@@ -111,10 +114,10 @@ def declined_in_running_loop(fn) -> None:
 def unannotated_callees(fn) -> list:
     """Names of the calls in `fn` whose callee is a Python function without an annotation (so the
     runtime treats it as @sequential), in the order they appear."""
-    from ._decorators import _load_core
+    from . import _corelink
 
     try:
-        sites = _load_core().overlaps(fn)["sites"]
+        sites = _corelink.load().overlaps(fn)["sites"]
     except Exception:  # no analysis (e.g. a fallback): nothing to say
         return []
     names = []

@@ -70,13 +70,51 @@ def note_main(path: str) -> None:
     _main_script = path
 
 
+def _main_lines(script: str) -> list:
+    """What became of the launched script's module code (`_mainblock`)."""
+    from . import _mainblock
+
+    base = os.path.basename(script)
+    notes = [n for n in _mainblock.notes if n[0] == script]
+    failed = [b.failed for b in _mainblock._blocks.values()
+              if b.filename == script and getattr(b, "failed", None)]
+    rest = ("the rest of its module code runs as plain CPython (the calls it makes itself run one "
+            "after another; the functions it calls are compiled as configured)")
+    if failed:
+        return [f"main block of {base}: {failed[0]}; {rest}"]
+    if not notes:
+        return [f"top-level code of {base} is not compiled (module code without an `if __name__ "
+                f"== \"__main__\":` block): {rest}"]
+    _, first, last, resume, reason = notes[-1]
+    if first is None:
+        return [f"main block of {base} is not compiled: {reason}; {rest}"]
+    fell_back = _fallbacks().get("<module>")
+    if fell_back:
+        return [f"main block of {base}: lines {first}–{last} were handed to the compiler but fell "
+                f"back ({fell_back}): they ran as plain CPython; {rest}"]
+    line = f"main block of {base}: lines {first}–{last} compiled"
+    if resume is not None:
+        line += f" (from line {resume} it runs as module code: {reason})"
+    return [line + f"; {rest}"]
+
+
 def _name(f) -> str:
     q = getattr(f, "__qualname__", None) or getattr(type(f), "__qualname__", "?")
+    if getattr(f, "__module__", "") == "poppy_jit._intrinsics" and q in _SHOWN_INTRINSICS:
+        return _SHOWN_INTRINSICS[q]
     return q
 
 
 def _is_intrinsic(f) -> bool:
-    return getattr(f, "__module__", "") in ("poppy_jit._intrinsics", "poppy_jit._rt")
+    """A helper of the runtime, not a call the program wrote — except the statements `x in c`,
+    `c[k] = v` and `del c[k]`, which are calls the program orders (a cache's look-up and store)."""
+    return getattr(f, "__module__", "") in ("poppy_jit._intrinsics", "poppy_jit._rt") \
+        and getattr(f, "__name__", "") not in _SHOWN_INTRINSICS
+
+
+# The runtime's helpers that stand for an operation written in the program, with its name.
+_SHOWN_INTRINSICS = {"_contains": "in", "_not_contains": "not in", "_setitem": "setitem",
+                     "_delitem": "delitem"}
 
 
 def _blocking(f) -> bool:
@@ -90,18 +128,18 @@ def _blocking(f) -> bool:
 
 def _fallbacks() -> dict:
     try:
-        from . import _decorators
-        if _decorators._core is None:
+        from . import _corelink
+        if _corelink.core is None:
             return {}
-        return {fb["function"]: fb["reason"] for fb in _decorators._core.stats()["fallbacks"]}
+        return {fb["function"]: fb["reason"] for fb in _corelink.core.stats()["fallbacks"]}
     except Exception:  # the diagnosis never breaks a program
         return {}
 
 
 def _cap() -> int:
     try:
-        from . import _decorators
-        return int(_decorators._core.blocking_pool_info()["max_workers"])
+        from . import _corelink
+        return int(_corelink.core.blocking_pool_info()["max_workers"])
     except Exception:
         return 32
 
@@ -202,11 +240,18 @@ def summary() -> dict:
     for qualname, func, calls in _runs:
         calls = [c for c in calls if not _is_intrinsic(c["callee"])]
         diagnosed = diagnose(calls, fallbacks, cap)
+        files = _candidate_files(func)
         for c in diagnosed:
             key = (_name(c["callee"]), c["line"])
             s = sites.setdefault(key, {"callee": key[0], "line": key[1], "calls": 0, "waited": 0,
-                                       "wait_s": 0.0, "causes": defaultdict(int), "why": {}})
+                                       "wait_s": 0.0, "causes": defaultdict(int), "why": {},
+                                       "run_s": 0.0, "inline": _inline(c["callee"]),
+                                       "func": c["callee"], "class": c["class"],
+                                       "file": _file_of(files, c["line"], key[0],
+                                                        _unwrap(c["callee"]))})
             s["calls"] += 1
+            if c["t_dispatch"] is not None and c["t_done"] is not None:
+                s["run_s"] += c["t_done"] - c["t_dispatch"]
             if c["cause"] is not None and c["wait"] > 0:
                 s["waited"] += 1
                 s["wait_s"] += c["wait"]
@@ -226,6 +271,8 @@ def summary() -> dict:
     for s in sites.values():
         s["causes"] = dict(s["causes"])
         s.setdefault("serialising_s", 0.0)
+        f = s.pop("func")
+        s["target"], s["annotated"], s["own"] = _describe(f) if s["inline"] else (None, None, None)
     ranked = sorted(sites.values(), key=lambda s: (-s["serialising_s"], -s["wait_s"]))
     return {"sites": ranked, "runs": runs}
 
@@ -241,10 +288,7 @@ def report(top: int = 8) -> str:
                      "another, and each is one sequential call of its caller):")
         lines += [f"    {name}: {reason}" for name, reason in fell_back.items()]
     if _main_script:
-        lines.append(f"top-level code of {os.path.basename(_main_script)} is not compiled (module "
-                     "code, `if __name__ == \"__main__\":` included): it runs as plain CPython, so "
-                     "the calls it makes itself run one after another; the functions it calls "
-                     "are compiled as configured")
+        lines += _main_lines(_main_script)
     if not s["runs"]:
         lines.append("no compiled run made external calls (nothing was compiled, or every "
                      "function fell back: see stats()['fallbacks'])")
@@ -254,18 +298,22 @@ def report(top: int = 8) -> str:
         if r["could_overlap"]:
             lines.append(f"{r['function']}: calls could have overlapped but did not (at most "
                          f"{r['peak']} at a time of {r['calls']}); causes below")
+    inline = _inline_lines(s["sites"])
+    lines += inline
     waited = [x for x in s["sites"] if x["waited"]]
-    if not waited:
+    if not waited and not inline:
         lines.append("no call waited to start (calls started as soon as they were reached)")
     serialising = [x for x in waited if x["serialising_s"] > 0]
     data = [x for x in waited if x["serialising_s"] == 0]
+    if serialising and inline:
+        lines.append("(the waits below include time the runtime's thread spent in those calls)")
     if serialising:
         lines.append("serialising causes (calls held back by the order of other calls, an "
                      "object, the thread cap or a fallback), longest first:")
     for x in serialising[:top]:
-        lines.append(f"{x['callee']} (line {x['line']}): {x['waited']} of {x['calls']} calls "
+        lines.append(f"{x['callee']} ({_where(x)}): {x['waited']} of {x['calls']} calls "
                      f"waited {x['serialising_s'] * 1000:.0f} ms in all")
-        src = _source(files, x["line"], x["callee"])
+        src = _source([x["file"]] if x.get("file") else files, x["line"], x["callee"])
         if src:
             lines.append(f"    {src}")
         whys = [(w, n) for w, n in x["why"].items() if not w.startswith("waited for an argument")]
@@ -273,10 +321,137 @@ def report(top: int = 8) -> str:
             lines.append(f"    {n}× {why}")
     if data:
         total = sum(x["wait_s"] for x in data)
-        worst = ", ".join(f"{x['callee']} (line {x['line']})" for x in data[:3])
+        worst = ", ".join(f"{x['callee']} ({_where(x)})" for x in data[:3])
         lines.append(f"{sum(x['waited'] for x in data)} calls at {len(data)} sites waited only "
                      f"for their arguments ({total * 1000:.0f} ms; data dependences, e.g. {worst})")
     return "\n".join(lines + _remote_lines())
+
+
+def _spec(f):
+    """The annotation of an external (`ExternalSpec`), looked for on `f` and what it wraps."""
+    for g in (f, getattr(f, "__func__", None), getattr(f, "func", None),
+              getattr(type(f), "__call__", None)):
+        spec = getattr(g, "__poppy_external__", None)
+        if spec is not None:
+            return spec
+    return None
+
+
+def _inline(f) -> bool:
+    """Whether calls of `f` run on the runtime's own thread (synchronous, not `blocking=True`,
+    not async, not on an executor): while one runs, nothing else starts."""
+    spec = _spec(f)
+    return spec is None or not (spec.blocking or spec.is_async)
+
+
+def _unwrap(f):
+    """The function a call of `f` ends in: through functools.partial and bound methods."""
+    import functools
+
+    for _ in range(16):
+        if isinstance(f, functools.partial):
+            f = f.func
+        elif hasattr(f, "__func__") and not isinstance(f, type):
+            f = f.__func__
+        else:
+            break
+    return f
+
+
+def _describe(f):
+    """(`module:qualname` of what a call of `f` runs or None, whether it is annotated, whether
+    it is the program's own function (an internal module's))."""
+    import functools
+
+    target = _unwrap(f)
+    mod = getattr(target, "__module__", None)
+    qual = getattr(target, "__qualname__", None)
+    name = f"{mod}:{qual}" if isinstance(mod, str) and isinstance(qual, str) else None
+    annotated = _spec(f) is not None or _spec(target) is not None
+    own = False
+    try:
+        from . import _config
+        own = callable(target) and _config.is_internal(target)
+    except Exception:  # the diagnosis never breaks a program
+        pass
+    via = "functools.partial" if isinstance(f, functools.partial) else None
+    return (name, via), annotated, own
+
+
+def _candidate_files(func) -> list:
+    """Files compiled code of a run may come from: the run's function's, the launched script's
+    and the program's internal modules' (inlined callees)."""
+    files = []
+    code = getattr(func, "__code__", None)
+    if code is not None:
+        files.append(code.co_filename)
+    if _main_script:
+        files.append(_main_script)
+    try:
+        from . import _config
+        for name, m in list(sys.modules.items()):
+            f = getattr(m, "__file__", None)
+            if f and name != "__main__" and _config.is_internal_module(name):
+                files.append(f)
+    except Exception:  # the diagnosis never breaks a program
+        pass
+    return list(dict.fromkeys(files))
+
+
+def _file_of(files: list, line: int, callee: str, target=None):
+    """The first of `files` whose line `line` mentions the callee or the function it wraps (None
+    if none does)."""
+    shorts = {callee.split(".")[-1], str(getattr(target, "__name__", "")) or callee}
+    for f in files:
+        text = linecache.getline(f, line).strip()
+        if text and any(short in text for short in shorts):
+            return f
+    return files[0] if len(files) == 1 else None
+
+
+def _where(x) -> str:
+    f = x.get("file")
+    return f"{os.path.basename(f)}, line {x['line']}" if f else f"line {x['line']}"
+
+
+# A call on the runtime's thread this long (in all, per site) is reported as holding the run up.
+_SLOW_INLINE = 0.05
+
+
+def _inline_lines(sites: list) -> list:
+    """The call sites whose calls ran one at a time on the runtime's own thread, long enough to
+    matter: the usual cause of a run with nothing in parallel (an unannotated model call)."""
+    slow = [x for x in sites if x["inline"] and x["run_s"] >= _SLOW_INLINE
+            and x["run_s"] >= 0.005 * x["calls"]]
+    if not slow:
+        return []
+    out = ["slow calls ran one at a time on the runtime's own thread (synchronous and neither "
+           "blocking=True nor async: while one runs, no other call starts or finishes):"]
+    for x in sorted(slow, key=lambda x: -x["run_s"])[:4]:
+        (name, via), annotated, own = x["target"], x["annotated"], x["own"]
+        shown = f"{name.split(':')[-1]} ({name} through {via})" if via and name else x["callee"]
+        out.append(f"    {shown} ({_where(x)}): {x['calls']} calls, {x['run_s'] * 1000:.0f} ms "
+                   f"in all, {x['class']}")
+        src = linecache.getline(x["file"], x["line"]).strip() if x.get("file") else ""
+        if src:
+            out.append(f"        {src}")
+        fell_back = _fallbacks().get(name.split(":")[-1]) if name else None
+        if annotated:
+            out.append("        annotated without blocking=True: a call that waits (network, "
+                       "sleep) needs blocking=True (or async def) to run beside others")
+        elif own and fell_back:
+            out.append(f"        {name} is the program's own function and fell back "
+                       f"({fell_back}): it ran as one sequential call, its own calls one at a "
+                       "time (and @poppy functions it reaches run plainly: nested runs)")
+        elif name:
+            if own and via:
+                out.append(f"        {name} is the program's own function, called through "
+                           f"{via}: such a call is not compiled into the run, it runs as one "
+                           "sequential call")
+            out.append(f"        {name} is not annotated, so it is sequential; if it is a model or "
+                       f"tool call whose effects need no order, annotate it ([externals] "
+                       f"\"{name}\" = {{ kind = \"unordered\", blocking = true }})")
+    return out
 
 
 def _remote_lines() -> list:

@@ -123,7 +123,7 @@ fn may_wrap(f: &Bound<'_, PyAny>) -> bool {
     flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE != 0 && !f.is_instance_of::<PyType>()
 }
 
-fn is_partial(f: &Bound<'_, PyAny>) -> bool {
+pub(super) fn is_partial(f: &Bound<'_, PyAny>) -> bool {
     static T: GILOnceCell<Py<PyType>> = GILOnceCell::new();
     is_exactly(f, &T, "functools", "partial")
 }

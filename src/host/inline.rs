@@ -20,21 +20,40 @@ pub(super) fn inline_binding<'py>(h: &mut PyHost<'py>, f: &Obj, nargs: usize, kw
     // `await f(...)` of a @poppy `async def` (`poppy_jit._awaits.AwaitedPoppy`): f's body in
     // place. Any other call of an `async def` makes a coroutine object: never inlined.
     let awaited = !b.is_instance_of::<PyFunction>() && b.hasattr(pyo3::intern!(py, "__poppy_awaited__")).unwrap_or(false);
-    // A bound method of a Python function: its receiver is the first argument.
-    let (func, receiver) = if awaited {
+    // A bound method of a Python function: its receiver is the first argument. A
+    // `functools.partial` of one: its arguments come first, its keywords unless the call gives
+    // the same ones (`f(*p.args, *args, **{**p.keywords, **kwargs})`).
+    let mut extra_kw: Vec<(String, Bound<'py, PyAny>)> = Vec::new();
+    let (func, lead) = if awaited {
         let func = b.getattr("fn").ok()?;
         if !func.is_instance_of::<PyFunction>() {
             return None;
         }
-        (func, None)
+        (func, Vec::new())
     } else if b.is_instance_of::<PyFunction>() {
-        (b.clone(), None)
+        (b.clone(), Vec::new())
     } else if super::callee::is_method(b) {
         let func = b.getattr("__func__").ok()?;
         if !func.is_instance_of::<PyFunction>() {
             return None;
         }
-        (func, Some(b.getattr("__self__").ok()?))
+        (func, vec![b.getattr("__self__").ok()?])
+    } else if super::callee::is_partial(b) {
+        let func = b.getattr("func").ok()?;
+        if !func.is_instance_of::<PyFunction>() {
+            return None;
+        }
+        let pargs = b.getattr("args").ok()?;
+        let pargs = pargs.downcast::<PyTuple>().ok()?;
+        let pkw = b.getattr("keywords").ok()?;
+        let pkw = pkw.downcast::<PyDict>().ok()?;
+        for (k, v) in pkw.iter() {
+            let k: String = k.extract().ok()?;
+            if !kwnames.contains(&k) {
+                extra_kw.push((k, v));
+            }
+        }
+        (func, pargs.iter().collect())
     } else {
         return None;
     };
@@ -60,7 +79,7 @@ pub(super) fn inline_binding<'py>(h: &mut PyHost<'py>, f: &Obj, nargs: usize, kw
         }
         return None;
     }
-    let binds = bind(&func, &code, receiver, nargs, kwnames)?;
+    let binds = bind(&func, &code, lead, nargs, kwnames, extra_kw)?;
     if binds.len() != compiled.argcount {
         return None;
     }
@@ -93,15 +112,17 @@ pub fn inlinable(py: Python<'_>, f: &Bound<'_, PyAny>, nargs: usize, kwnames: &[
         return false;
     }
     match crate::pipeline::compile_function(py, f) {
-        Ok(c) if c.nfree == 0 => bind(f, &code, None, nargs, kwnames).is_some_and(|b| b.len() == c.argcount),
+        Ok(c) if c.nfree == 0 => bind(f, &code, Vec::new(), nargs, kwnames, Vec::new()).is_some_and(|b| b.len() == c.argcount),
         _ => false,
     }
 }
 
 /// The parameters of `func` bound from a call with `nargs` arguments (the last `kwnames.len()`
-/// by keyword), after `receiver` if any: CPython's rules for a function without `*args` or
-/// `**kwargs`. None where CPython raises a TypeError (the call then runs in CPython, which does).
-fn bind(func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>, receiver: Option<Bound<'_, PyAny>>, nargs: usize, kwnames: &[String]) -> Option<Vec<Bind<Obj>>> {
+/// by keyword), after the values `lead` (a bound method's receiver, a partial's arguments) and
+/// with the keyword values `extra_kw` (a partial's keywords the call does not give): CPython's
+/// rules for a function without `*args` or `**kwargs`. None where CPython raises a TypeError (the
+/// call then runs in CPython, which does).
+fn bind(func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>, lead: Vec<Bound<'_, PyAny>>, nargs: usize, kwnames: &[String], extra_kw: Vec<(String, Bound<'_, PyAny>)>) -> Option<Vec<Bind<Obj>>> {
     let argcount: usize = code.getattr("co_argcount").ok()?.extract().ok()?;
     let posonly: usize = code.getattr("co_posonlyargcount").ok()?.extract().ok()?;
     let kwonly: usize = code.getattr("co_kwonlyargcount").ok()?.extract().ok()?;
@@ -109,16 +130,12 @@ fn bind(func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>, receiver: Option<Bound
     let n = argcount + kwonly;
     let npos = nargs - kwnames.len();
     let mut slots: Vec<Option<Bind<Obj>>> = (0..n).map(|_| None).collect();
-    let mut i = 0;
-    if let Some(r) = receiver {
-        if n == 0 || argcount == 0 {
-            return None;
-        }
-        slots[0] = Some(Bind::Value(r.unbind()));
-        i = 1;
-    }
+    let i = lead.len();
     if i + npos > argcount {
-        return None; // too many positional arguments
+        return None; // too many positional arguments (a receiver or partial's included)
+    }
+    for (k, v) in lead.into_iter().enumerate() {
+        slots[k] = Some(Bind::Value(v.unbind()));
     }
     for a in 0..npos {
         slots[i + a] = Some(Bind::Arg(a));
@@ -129,6 +146,13 @@ fn bind(func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>, receiver: Option<Bound
             return None; // positional-only, or given twice
         }
         slots[p] = Some(Bind::Arg(npos + k));
+    }
+    for (name, v) in extra_kw {
+        let p = varnames[..n].iter().position(|x| *x == name)?; // unexpected keyword
+        if p < posonly || slots[p].is_some() {
+            return None; // positional-only, or given twice
+        }
+        slots[p] = Some(Bind::Value(v.unbind()));
     }
     let defaults = func.getattr("__defaults__").ok().filter(|d| !d.is_none());
     let defaults = defaults.as_ref().and_then(|d| d.downcast::<PyTuple>().ok());

@@ -37,7 +37,10 @@ impl GlobalLoader {
         if let Some(v) = self.builtins.bind(py).get_item(name)? {
             return Ok(v.unbind());
         }
-        Err(pyo3::exceptions::PyNameError::new_err(format!("name '{name}' is not defined")))
+        // With its `name`, as CPython's: the traceback's caret and "Did you mean" use it.
+        let err = pyo3::exceptions::PyNameError::new_err(format!("name '{name}' is not defined"));
+        err.value_bound(py).setattr("name", name)?;
+        Err(err)
     }
 }
 
