@@ -99,11 +99,19 @@ fn run_frame(
     let Some(compiled) = compiled else {
         return Ok(None);
     };
+    let nargs = compiled.argcount - compiled.nfree;
+    // How many references each parameter has before the run takes its own: 1 is the frame's
+    // slot alone (an argument the caller built for the call and keeps nowhere).
+    let refcnts: Vec<isize> = (0..nargs).map(|i| unsafe { ffi::Py_REFCNT(*locals.add(i)) }).collect();
     let Some(args) = frame_args(py, &compiled, func, locals)? else {
         return Ok(None);
     };
-    let nargs = compiled.argcount - compiled.nfree;
     let mut host = PyHost::new(py, &qualname(func))?;
+    for i in 0..nargs {
+        if !compiled.cell_params[i] {
+            host.note_private_arg(&args[i], refcnts[i]);
+        }
+    }
     host.set_frame(func.clone().unbind(), args[..nargs].iter().map(|a| a.clone_ref(py)).collect(), on_stack);
     let mut stats = RunStats::default();
     let time = py.import_bound("time")?;

@@ -371,9 +371,6 @@ def test_dict_grown_by_a_helper_during_iteration():
     """)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 14: " + MUTATED + " (a parameter that is a global list: only "
-                          "containers reached through a global or an attribute are iterated lazily)")
 def test_worklist_passed_as_a_parameter_and_appended_through_the_global():
     assert_same("""
         g0_work = [5]
@@ -413,6 +410,87 @@ def test_loop_over_a_cell_variable_passed_to_a_helper_in_its_body():
         f0 = make0()
         run_case(0, f0, 0, 'ash', [0])
     """)
+
+
+def test_count_loop_in_a_lazy_loop_over_a_global_dict_ends():
+    # seed 2026 case 9382 of a long run (as generated): an itertools.count loop whose body makes
+    # a failing sequential call, with a lazy loop over a global dict a helper grows nested in
+    # it; run as a script it once never ended (iter_mutated was a known gap because of it)
+    assert_same("""
+        # case 9382
+        @poppy
+        def p9382_push(c, v):
+            c.append(v)
+            return len(c)
+
+        g9382_work = [1, 1]
+
+        g9382_reg = {'a': 1, 'b': 2}
+
+        def h9382_more(x):
+            note('h9382_more', x)
+            if len(g9382_work) < 6:
+                g9382_work.append(x + 1)
+
+        def h9382_reg(key):
+            note('h9382_reg', key)
+            g9382_reg[key] = len(g9382_reg)
+
+        g9382_a = 10
+
+        def make9382():
+            fv = 2
+            def bump9382(k):
+                nonlocal fv
+                note('bump9382', k)
+                fv = fv * 3 % 41 + k
+            @poppy
+            def f9382(n, s, xs):
+                i1 = 1
+                t0 = s
+                l1 = sorted(xs, reverse=False)
+                def g1(a):
+                    nonlocal i1
+                    i1 += a
+                    return i1
+                i0 = 11
+                def g2(a):
+                    nonlocal i0
+                    s_log('g2', i0)
+                    i0 += a
+                    return i0
+                def g3(a):
+                    nonlocal i1
+                    i1 += a
+                    return i1
+                xs.append((bump9382((bump9382(i0) or fv)) or fv))
+                i0 = fv
+                for x4 in itertools.count(2):
+                    if x4 >= 3:
+                        break
+                    p9382_push(xs, s_fail(fv))
+                    for x5, _ in g9382_reg.items():
+                        h9382_reg(x5 + 'x')
+                        bump9382(g9382_a)
+                    else:
+                        for j7, x6 in zip(itertools.count(2), l1):
+                            i2 = len(t0)
+                        else:
+                            bump9382(g1(n))
+                            bump9382(i1)
+                        i2 = g9382_a + i1
+                else:
+                    pass
+                return (i0, i1, l1, t0, fv,)
+            return f9382
+
+
+        f9382 = make9382()
+
+        run_case(9382, f9382, 4, 'fern', [4, 6, 1, 2])
+        g9382_a = 3
+        run_case(9382, f9382, 4, 'fern', [4, 6, 1, 2])
+    """, case_timeout=20)
 
 
 # ------------------------------------------------------------------ issue 14, class 3

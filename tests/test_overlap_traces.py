@@ -449,10 +449,25 @@ PROGRAMS = {
     with_continue: [([40, 10, 60],)],
 }
 
+def call(fn, args):
+    # The first argument (the plan a loop runs over) is a copy made for the call, which nothing
+    # but the run's frame holds, as a literal argument is (so it is passed positionally, not in
+    # a tuple): a list the caller also keeps (here, in `args`) could be changed by a call in the
+    # body, so a loop over it would take its items one at a time, each after the earlier
+    # sequential calls (docs/semantics.md, `for` loops).
+    if not args or type(args[0]) is not list:
+        return fn(*args)
+    if len(args) == 1:
+        return fn(list(args[0]))
+    if len(args) == 2:
+        return fn(list(args[0]), args[1])
+    return fn(list(args[0]), args[1], args[2])
+
+
 if __name__ == "__main__":
     for fn, runs in PROGRAMS.items():
         for args in runs:
-            fn(*args)
+            call(fn, args)
 '''
 
 # What the analysis claims for each program: (callee, callee, where). The trace test checks the

@@ -633,7 +633,7 @@ _PURE_ALWAYS = frozenset(id(f) for f in (_is, _is_not, _build_tuple, _build_list
                                          builtins.id, builtins.callable, INTRINSICS["await_call"],
                                          INTRINSICS["match_sequence"], INTRINSICS["match_mapping"]))
 # The 28 operators and the pure building intrinsics: classified by their arguments' levels.
-_SHALLOW_INTRINSICS = ("iter", "iter_live", "unpack_sequence", "unpack_ex", "list_to_tuple", "truth", "not",
+_SHALLOW_INTRINSICS = ("iter", "iter_private", "unpack_sequence", "unpack_ex", "list_to_tuple", "truth", "not",
                        "get_len")
 _BY_ARGS = frozenset(id(f) for k, f in INTRINSICS.items()
                      if not k.startswith("inplace_") and k not in (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import gc
 import operator
 import sys
 import types
@@ -60,15 +61,19 @@ def _format_ascii(x, spec=""):
 # Iteration: what a `for` loop runs over (lowering: src/lower/control.rs, `lower_for`).
 
 # Iterables whose items can be read at once without running user code, and which nothing can
-# change while the loop runs: the immutable ones.
+# change while the loop runs: the immutable ones. A loop over one is a `fold` over its items.
 _MATERIALISE = frozenset({range, tuple, str, bytes, frozenset})
 # The builtin containers: reading their items runs no user code, but code the loop body calls
-# may change them. A loop over one the function reached through a global or an attribute
-# (`_iter_live`) is iterated lazily: a helper appending to a worklist or growing a dict is seen
-# as CPython sees it (or raises "changed size during iteration"). Other loops over one read it
-# at once (`_iter_snapshot`; bezoar::passes::loop_iterable decides which loop is which).
+# may change them while the loop runs (a helper appending to a worklist it reaches through a
+# global, a dict grown by a callee), so a loop over one is iterated lazily, one `next` in program
+# order, as CPython does: a readonly call (after every earlier call that may change the
+# container, before every later one), or, over a container the run owns, an operation on that
+# container alone (`poppy_jit._objects`: it waits only for the earlier calls that touch it or
+# hand it out, so the body's calls still overlap across iterations).
 _CONTAINERS = frozenset({list, dict, set, bytearray, collections.deque, type({}.keys()),
                          type({}.values()), type({}.items())})
+# The containers per-object ordering knows (an owned object is one of these).
+_OWNABLE = (list, dict, set)
 # The builtin iterators over immutable iterables.
 _IMMUTABLE_ITERATORS = frozenset(type(i) for i in (
     iter(()), iter(range(1)), iter(range(2 ** 70)), iter(""), iter("\xe9"), iter(b"")))
@@ -106,6 +111,18 @@ _PRIVATE_REFS = {enumerate: (lambda w: _max_refs(_wrapper_sources(w)))(enumerate
                  zip: (lambda w: _max_refs(_wrapper_sources(w)))(zip([], ()))}
 
 
+def _container_of(it):
+    """The list, dict or set a builtin container iterator reads (a dict view's or reversed
+    iterator's dict too), or None (an iterator over an immutable sequence, a bytearray, a
+    deque: per-object ordering does not know those)."""
+    if type(it) in _IMMUTABLE_ITERATORS:
+        return None
+    for o in gc.get_referents(it):
+        if type(o) in _OWNABLE:
+            return o
+    return None
+
+
 class LazyIter:
     """The iterator of a `for` loop that is iterated lazily (`_next_or_stop`, one item per
     iteration, in program order). Falsy, so that lowering's `ite` on the loop's iterable picks
@@ -113,13 +130,16 @@ class LazyIter:
     annotation library judges it untrusted: `_next_or_stop` on it is sequential (it runs user
     code, e.g. a generator's body) — unless `builtin` is set: a private iterator over builtin
     containers only, whose `next` runs no user code and only reads them (readonly: after every
-    earlier call that may change them, before every later one)."""
+    earlier call that may change them, before every later one). `src` is the one list, dict or
+    set such an iterator reads when there is exactly one (else None): `next` is then an
+    operation on it alone, ordered per object when the run owns it (`poppy_jit._objects`)."""
 
-    __slots__ = ("it", "builtin")
+    __slots__ = ("it", "builtin", "src")
 
-    def __init__(self, it, builtin=False):
+    def __init__(self, it, builtin=False, src=None):
         self.it = it
         self.builtin = builtin
+        self.src = src
 
     def __bool__(self):
         return False
@@ -131,37 +151,52 @@ class LazyIter:
         return f"<poppy_jit lazy iterator over {self.it!r}>"
 
 
-def _iter(x, containers: bool):
+def _lazy_over_containers(it, srcs):
+    """A builtin LazyIter over the container iterators `srcs` (those `it` reads)."""
+    found = [c for c in map(_container_of, srcs) if c is not None]
+    return LazyIter(it, True, found[0] if len(found) == 1 else None)
+
+
+def _iter_snapshot(x):
+    """`GET_ITER` of a `for` loop: a tuple of the items for an immutable iterable (range, tuple,
+    str, bytes, frozenset, reversed() of one, enumerate/zip made from such), which nothing can
+    change while the loop runs; a lazy iterator otherwise: over a builtin container (or
+    enumerate/zip/reversed over containers) a builtin one, whose steps only read them; over
+    anything else (generators, iterators, files, map/filter, custom `__iter__`) one whose steps
+    run user code."""
     t = type(x)
     if t in _MATERIALISE:
         return tuple(x)
     if t in _CONTAINERS:
-        return tuple(x) if containers else LazyIter(iter(x), True)
+        it = iter(x)
+        return _lazy_over_containers(it, (it,))
     if t is reversed:  # reversed() of a sequence without __reversed__
         if type(x.__reduce__()[1][0]) in _MATERIALISE:
             return tuple(x)
     elif t in _WRAPPERS:
         srcs = _wrapper_sources(x)
         if srcs is not None and _private(x, srcs):
-            if all(type(i) in (_CONTAINER_ITERATORS if containers else _IMMUTABLE_ITERATORS)
-                   for i in srcs):
+            if all(type(i) in _IMMUTABLE_ITERATORS for i in srcs):
                 return tuple(x)
-            return LazyIter(iter(x), all(type(i) in _CONTAINER_ITERATORS for i in srcs))
+            if all(type(i) in _CONTAINER_ITERATORS for i in srcs):
+                return _lazy_over_containers(iter(x), srcs)
     return LazyIter(iter(x))
 
 
-def _iter_snapshot(x):
-    """`GET_ITER` of a `for` loop: a tuple of the items when reading them at once is safe (an
-    immutable iterable, a builtin container, enumerate/zip over such made from them), else
-    `LazyIter(iter(x))` (generators, iterators, files, map/filter, custom `__iter__`)."""
-    return _iter(x, True)
+def _iter_private(x):
+    """`GET_ITER` of a `for` loop whose body cannot hand the container on
+    (bezoar::passes::private_iterables): `_iter_snapshot`'s result — unless the run owns the
+    container and has handed it to nobody, when the runtime calls `_iter_fold` instead (see
+    `Host::local_variant`): nothing can then change it while the loop runs."""
+    return _iter_snapshot(x)
 
 
-def _iter_live(x):
-    """`GET_ITER` of a `for` loop over a container the function reached through a global or an
-    attribute (code the body calls may change it): a tuple only for immutable iterables; a
-    builtin container is iterated lazily (`LazyIter(..., builtin=True)`)."""
-    return _iter(x, False)
+def _iter_fold(x):
+    """`_iter_private` on a list, dict or set that nothing but the loop's own reads can reach
+    while the loop runs: its items at once (the loop is a `fold`)."""
+    if type(x) in _OWNABLE:
+        return tuple(x)
+    return _iter_snapshot(x)
 
 
 def _next_or_stop(it):
@@ -209,7 +244,7 @@ INTRINSICS = {
     "format_none": _format_none, "format_str": _format_str,
     "format_repr": _format_repr, "format_ascii": _format_ascii,
     "iter": _iter_snapshot,
-    "iter_live": _iter_live,
+    "iter_private": _iter_private,
     "next_or_stop": _next_or_stop,
 }
 for _name in _BINARY:

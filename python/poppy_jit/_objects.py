@@ -16,18 +16,41 @@ container whose keys all are, indices are ints), nothing else is read — else N
 from __future__ import annotations
 
 import builtins
+import gc
 import operator
 
 from ._contract import ATOMS
 from ._regions import Region as _Region
-from ._intrinsics import FreshArgs, _build_list, _build_map, _build_set, _contains, _iter_snapshot, \
-    _list_extend, _not_contains, _setitem
+from ._intrinsics import FreshArgs, LazyIter, _build_list, _build_map, _build_set, _contains, \
+    _iter_private, _iter_snapshot, _list_extend, _next_or_stop, _not_contains, _setitem
 
 # Calls whose result is a new list/dict/set nobody else has seen.
 MAKERS = frozenset(id(f) for f in (_build_list, _build_map, _build_set, list, dict, set, sorted))
 FRESH_ARGS = FreshArgs
 
 _STR_SPLITS = frozenset(("split", "rsplit", "splitlines"))
+
+# Builtin iterators and iterator wrappers that hold a container (`enumerate(lst)`, `iter(d)`):
+# handing one on hands the container on (`held`; the runtime's key collection asks it).
+HOLDER_TYPES = frozenset(type(x) for x in (
+    enumerate([]), reversed([]), iter([]), iter({}), iter({}.values()), iter({}.items()),
+    iter(set()), reversed({}), reversed({}.values()), reversed({}.items())))
+
+
+def held(o) -> tuple:
+    """The lists, dicts and sets a holder (`HOLDER_TYPES`) reaches, directly or through the
+    iterators it wraps."""
+    out, todo, seen = [], [o], 0
+    while todo and seen < 16:
+        x = todo.pop()
+        seen += 1
+        for r in gc.get_referents(x):
+            t = type(r)
+            if t in (list, dict, set):
+                out.append(r)
+            elif t in HOLDER_TYPES or t is tuple:
+                todo.append(r)
+    return tuple(out)
 
 
 def maker(f) -> bool:
@@ -105,6 +128,10 @@ def _scope(f, args: tuple, kwnames: tuple):
                 return recv, True, ()
             if name in ("clear", "reverse") and n == 0:
                 return recv, True, ()
+            if name == "extend" and n == 1 and type(args[0]) in (list, tuple) and args[0] is not recv:
+                # Iterating a builtin list or tuple runs no user code; its items are only stored
+                # (an owned object among them escaped when it was stored there).
+                return recv, True, args
         elif t is dict:
             if name == "get" and n in (1, 2) and _atom(args[0]):
                 return _keyed(recv, False, args[1:], args[0])
@@ -141,8 +168,22 @@ def _scope(f, args: tuple, kwnames: tuple):
         # A comprehension's append (`LIST_APPEND` is `_list_extend(lst, (x,))`) or `[a, *t]`
         # with a tuple: iterating a tuple runs no user code; the items are only stored.
         return args[0], True, args[1:]
-    if (f is _iter_snapshot or f is builtins.len) and n == 1 and type(args[0]) in _CONTAINERS:
+    if (f is _iter_snapshot or f is _iter_private or f is builtins.len) and n == 1 and \
+            type(args[0]) in _CONTAINERS:
         return args[0], False, ()
+    if (f is _iter_snapshot or f is _iter_private) and n == 1 and type(args[0]) in HOLDER_TYPES:
+        # `for i, x in enumerate(lst)`: reads the one container the wrapper holds
+        h = held(args[0])
+        return (h[0], False, ()) if len(h) == 1 else None
+    if f is builtins.enumerate and n == 1 and type(args[0]) in _CONTAINERS:
+        # The wrapper reads nothing yet; it holds the container (a holder: handing it on hands
+        # the container on).
+        return args[0], False, ()
+    if f is _next_or_stop and n == 1 and type(args[0]) is LazyIter and args[0].builtin and \
+            type(args[0].src) in _CONTAINERS:
+        # One step of a `for` loop over one builtin container: reads it, runs no user code (the
+        # loop's private iterator is no other object the program can see).
+        return args[0].src, False, ()
     if (f is builtins.tuple or f is builtins.list) and n == 1 and type(args[0]) in _CONTAINERS:
         # A copy of the items (a dict's keys): iterating a builtin container runs no user code
         # and the items are only referenced — a read of the whole container.

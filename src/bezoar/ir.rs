@@ -296,15 +296,16 @@ pub enum Intrinsic {
     FormatValue { conv: Conversion, has_spec: bool },
     /// f-string concatenation of n strings.
     BuildString,
-    /// `GET_ITER` of a `for` loop: a tuple of the iterable's items when reading them at once is
-    /// safe (range, tuple, str, bytes, frozenset, the builtin containers, enumerate/zip over
-    /// them), else the iterator, wrapped so that it is falsy (iterated lazily; lowering chooses
-    /// with `ite` on this value).
+    /// `GET_ITER` of a `for` loop: a tuple of the iterable's items when nothing can change them
+    /// (range, tuple, str, bytes, frozenset, enumerate/zip/reversed over those), else the
+    /// iterator, wrapped so that it is falsy (iterated lazily, one `next` in program order;
+    /// lowering chooses with `ite` on this value).
     IterSnapshot,
-    /// `GET_ITER` of a `for` loop over a container the function reached through a global or an
-    /// attribute (`bezoar::passes::live_iterables`): like `IterSnapshot`, but a builtin container
-    /// (which code the body calls may change) is iterated lazily, not read at once.
-    IterLive,
+    /// `GET_ITER` of a `for` loop whose body cannot hand the container on
+    /// (`bezoar::passes::private_iterables`): like `IterSnapshot`, but a list, dict or set the
+    /// run owns and has handed to nobody (its read is ordered against that object alone) is
+    /// read at once.
+    IterPrivate,
     /// One step of a lazily iterated `for` loop: `(item,)`, or `()` once the iterator is
     /// exhausted. Operands: [the `IterSnapshot` value]. Emitted by lowering only.
     NextOrStop,
@@ -467,7 +468,7 @@ impl Intrinsic {
             .into(),
             Intrinsic::BuildString => "build_string".into(),
             Intrinsic::IterSnapshot => "iter".into(),
-            Intrinsic::IterLive => "iter_live".into(),
+            Intrinsic::IterPrivate => "iter_private".into(),
             Intrinsic::NextOrStop => "next_or_stop".into(),
             Intrinsic::SetAttr(_) => "setattr".into(),
             Intrinsic::DelAttr(_) => "delattr".into(),

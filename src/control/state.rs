@@ -228,6 +228,12 @@ impl<P, E> Controllers<P, E> {
 
     /// A fresh ordering token (two unresolved futures).
     #[inline]
+    /// Make `key` an object the run owns from its start (a parameter nothing but the run's frame
+    /// holds): no call of the run made it, so walks back over program order reach the start.
+    pub fn own_from_start(&mut self, key: u64) {
+        self.owned.insert(key, CtrlId::MAX);
+    }
+
     pub fn new_token(&mut self) -> Token {
         Token { r: self.futs.new_future(), w: self.futs.new_future() }
     }
@@ -288,4 +294,12 @@ pub struct ObjInfo {
     /// Decided local only if `Env::scope` still says so once the walk is done
     /// (`Scope::recheck`).
     pub(super) recheck: bool,
+}
+
+impl ObjInfo {
+    /// Whether the operation was ordered against its owned object alone (the object was made by
+    /// the run and handed to nobody before it in program order).
+    pub fn ordered_locally(&self) -> bool {
+        self.local == Some(true)
+    }
 }

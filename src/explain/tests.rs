@@ -69,7 +69,7 @@ impl Oracle for Table {
                             info.class = Some(Class::Unordered);
                         }
                     }
-                    Intrinsic::IterSnapshot | Intrinsic::IterLive | Intrinsic::GetItem => {
+                    Intrinsic::IterSnapshot | Intrinsic::IterPrivate | Intrinsic::GetItem => {
                         if let Some(AVal::Obj(o, _)) = args.first() {
                             info.objects = ObjFacts { keys: keys.clone(), scope: Some((*o, Some(false), vec![])), keyed: false };
                         }

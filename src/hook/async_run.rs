@@ -102,12 +102,19 @@ pub(super) fn enter(
         notify(py, "fallback", (f, reason))?;
     }
     let Some(compiled) = compiled else { return Ok(None) };
-    let Some(args) = frame_args(py, &compiled, func, locals)? else { return Ok(None) };
     let nargs = compiled.argcount - compiled.nfree;
+    // (see `hook::run`: 1 is the frame's slot alone)
+    let refcnts: Vec<isize> = (0..nargs).map(|i| unsafe { pyo3::ffi::Py_REFCNT(*locals.add(i)) }).collect();
+    let Some(args) = frame_args(py, &compiled, func, locals)? else { return Ok(None) };
     // SAFETY: the host lives in this unsendable object and is only used by its methods, which
     // hold the GIL (so `'static` stands for "whenever the GIL is held on this thread").
     let spy: Python<'static> = unsafe { Python::assume_gil_acquired() };
     let mut host = PyHost::new(spy, &qualname(func))?;
+    for i in 0..nargs {
+        if !compiled.cell_params[i] {
+            host.note_private_arg(&args[i], refcnts[i]);
+        }
+    }
     host.set_frame(func.clone().unbind(), args[..nargs].iter().map(|a| a.clone_ref(py)).collect(), true);
     let waker = Py::new(py, Waker { fut: RefCell::new(None) })?;
     host.set_async(loop_.clone().unbind(), waker.clone_ref(py).into_any());

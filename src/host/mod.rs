@@ -96,6 +96,8 @@ pub struct PyHost<'py> {
     /// first use, and the owned objects of this run (kept alive so their keys stay unique).
     objects: Option<ObjectsApi<'py>>,
     owned: Vec<Obj>,
+    /// Keys of the arguments only the run's frame holds (`Host::owned_from_start`).
+    private_args: Vec<u64>,
     /// Globals read eagerly, checked after calls (dispatch.rs).
     guard: dispatch::GlobalsGuard,
 }
@@ -130,11 +132,21 @@ impl<'py> PyHost<'py> {
             abort: None,
             objects: None,
             owned: Vec::new(),
+            private_args: Vec::new(),
             guard: Default::default(),
         })
     }
 
     /// The function (and arguments) whose frame this run replaces.
+    /// The arguments (lists and dicts) nothing but the run's frame holds: owned by the run from
+    /// its start (see `objects::private_arg`).
+    pub fn note_private_arg(&mut self, arg: &Obj, refcnt: isize) {
+        let py = self.py;
+        if let Some(k) = objects::private_arg(self, arg.bind(py), refcnt) {
+            self.private_args.push(k);
+        }
+    }
+
     pub fn set_frame(&mut self, func: Obj, args: Vec<Obj>, on_stack: bool) {
         self.frame = Some((func, args));
         self.frame_on_stack = on_stack;
@@ -205,6 +217,14 @@ impl<'py> Host for PyHost<'py> {
 
     fn scope(&mut self, f: &Obj, args: &[Obj], kwnames: &[String]) -> Option<crate::control::Scope<Obj>> {
         objects::scope(self, f, args, kwnames)
+    }
+
+    fn owned_from_start(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.private_args)
+    }
+
+    fn local_variant(&mut self, f: &Obj) -> Option<Obj> {
+        objects::local_variant(self, f)
     }
 
     fn scope_pending(&mut self, f: &Obj, args: &[crate::control::Partial<Obj>], kwnames: &[String]) -> Option<(u64, bool, Option<u64>)> {

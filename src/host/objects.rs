@@ -18,6 +18,17 @@ pub(super) struct ObjectsApi<'py> {
     /// `poppy_jit._regions.Region`: a region call that declines on every container reaches
     /// none, so it is no escape (`object_keys`).
     region: Bound<'py, PyAny>,
+    /// `poppy_jit._intrinsics.LazyIter`: a lazy `for` loop's iterator stands for the one
+    /// container it reads (`src`), if any (`collect_keys`).
+    lazy_iter: Bound<'py, PyAny>,
+    /// `poppy_jit._objects.HOLDER_TYPES` (as type addresses) and `held`: an iterator wrapper
+    /// stands for the containers it holds.
+    holder_types: Vec<usize>,
+    held: Bound<'py, PyAny>,
+    /// `iter_private` and what replaces it on a container the run owns and has handed to
+    /// nobody (`local_variant`): reading the items at once.
+    iter_private: Bound<'py, PyAny>,
+    iter_fold: Bound<'py, PyAny>,
 }
 
 /// The key of an exact list, dict or set (its address), if `o` is one.
@@ -40,25 +51,47 @@ fn method_receiver_key(f: &Bound<'_, PyAny>) -> Option<u64> {
     container_key(&slf)
 }
 
-/// Keys of the containers among `o` and, inside tuples, their items (`subclasses`: inside
-/// instances of tuple subclasses too, read at the C level: no user code).
-fn collect_keys_in(o: &Bound<'_, PyAny>, out: &mut Vec<u64>, depth: u32, subclasses: bool) {
+/// What `collect_keys` sees through: lazy loops' iterators and iterator wrappers.
+struct Holders<'py> {
+    lazy_iter: Bound<'py, PyAny>,
+    types: Vec<usize>,
+    held: Bound<'py, PyAny>,
+}
+
+/// Keys of the containers among `o` and, inside tuples, their items (`lazy`: the type of a lazy
+/// loop's iterator, which stands for the container it reads, and the iterator wrappers that hold
+/// one; `subclasses`: inside instances of tuple subclasses too, read at the C level: no user code).
+fn collect_keys_in(o: &Bound<'_, PyAny>, lazy: Option<&Holders<'_>>, out: &mut Vec<u64>, depth: u32, subclasses: bool) {
     if let Some(k) = container_key(o) {
         out.push(k);
     } else if let Some(k) = method_receiver_key(o) {
         out.push(k); // `lst.append` given away gives the list away
+    } else if lazy.is_some_and(|h| o.get_type().is(&h.lazy_iter)) {
+        if let Some(k) = o.getattr(pyo3::intern!(o.py(), "src")).ok().and_then(|s| container_key(&s)) {
+            out.push(k);
+        }
+    } else if let Some(h) = lazy.filter(|h| h.types.contains(&(o.get_type().as_ptr() as usize))) {
+        if let Ok(t) = h.held.call1((o,)) {
+            if let Ok(t) = t.downcast::<PyTuple>() {
+                out.extend(t.iter().filter_map(|c| container_key(&c)));
+            }
+        }
     } else if depth < 8 {
         let t = if subclasses { o.downcast::<PyTuple>().ok().cloned() } else { o.downcast_exact::<PyTuple>().ok().cloned() };
         if let Some(t) = t {
             for x in t.iter() {
-                collect_keys_in(&x, out, depth + 1, subclasses);
+                collect_keys_in(&x, lazy, out, depth + 1, subclasses);
             }
         }
     }
 }
 
-fn collect_keys(o: &Bound<'_, PyAny>, out: &mut Vec<u64>, depth: u32) {
-    collect_keys_in(o, out, depth, false)
+fn collect_keys(o: &Bound<'_, PyAny>, lazy: Option<&Holders<'_>>, out: &mut Vec<u64>, depth: u32) {
+    collect_keys_in(o, lazy, out, depth, false)
+}
+
+fn holders<'py>(h: &mut PyHost<'py>) -> Option<Holders<'py>> {
+    h.objects_api().map(|api| Holders { lazy_iter: api.lazy_iter.clone(), types: api.holder_types.clone(), held: api.held.clone() })
 }
 
 /// `Host::reach_keys`: the keys `arg_keys` gives, looking into tuple subclasses as well (a
@@ -66,9 +99,10 @@ fn collect_keys(o: &Bound<'_, PyAny>, out: &mut Vec<u64>, depth: u32) {
 /// out). Anything else holding an owned container got it from a call, which was an escape.
 pub(super) fn reach_keys<'py>(h: &mut PyHost<'py>, values: &[Obj]) -> Vec<u64> {
     let py = h.py;
+    let lazy = holders(h);
     let mut out = Vec::new();
     for a in values {
-        collect_keys_in(a.bind(py), &mut out, 0, true);
+        collect_keys_in(a.bind(py), lazy.as_ref(), &mut out, 0, true);
     }
     out
 }
@@ -87,6 +121,17 @@ impl<'py> PyHost<'py> {
                 owned_ok: m.getattr("owned_ok").ok()?,
                 maker: m.getattr("maker").ok()?,
                 region: self.py.import_bound("poppy_jit._regions").ok()?.getattr("Region").ok()?,
+                holder_types: m
+                    .getattr("HOLDER_TYPES")
+                    .ok()?
+                    .iter()
+                    .ok()?
+                    .filter_map(|t| t.ok().map(|t| t.as_ptr() as usize))
+                    .collect(),
+                held: m.getattr("held").ok()?,
+                lazy_iter: self.py.import_bound("poppy_jit._intrinsics").ok()?.getattr("LazyIter").ok()?,
+                iter_private: self.py.import_bound("poppy_jit._intrinsics").ok()?.getattr("_iter_private").ok()?,
+                iter_fold: self.py.import_bound("poppy_jit._intrinsics").ok()?.getattr("_iter_fold").ok()?,
             });
         }
         self.objects.as_ref()
@@ -123,9 +168,10 @@ pub(super) fn object_keys<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj]) -> Ve
     // that object in the global order).
     if h.objects_api().is_some_and(|api| f.bind(py).get_type().is(&api.region)) {
         if let Some(reached) = super::regions::reached(f.bind(py), args) {
+            let lazy = holders(h);
             let mut out = Vec::new();
             for a in reached {
-                collect_keys(a.bind(py), &mut out, 0);
+                collect_keys(a.bind(py), lazy.as_ref(), &mut out, 0);
             }
             return out;
         }
@@ -137,9 +183,10 @@ pub(super) fn object_keys<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj]) -> Ve
 
 pub(super) fn arg_keys<'py>(h: &mut PyHost<'py>, args: &[Obj]) -> Vec<u64> {
     let py = h.py;
+    let lazy = holders(h);
     let mut out = Vec::new();
     for a in args {
-        collect_keys(a.bind(py), &mut out, 0);
+        collect_keys(a.bind(py), lazy.as_ref(), &mut out, 0);
     }
     out
 }
@@ -179,4 +226,30 @@ pub(super) fn scope_pending<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Partial<O
     }
     let (recv, write, part): (Bound<'_, PyAny>, bool, Option<isize>) = r.extract().ok()?;
     Some((container_key(&recv)?, write, part.map(|h| h as u64)))
+}
+
+/// `Host::local_variant`: a loop's `iter_private` read of a container the run owns and has handed
+/// to nobody becomes `_iter_fold` (the body hands it to nobody either:
+/// `bezoar::passes::private_iterables`).
+pub(super) fn local_variant<'py>(h: &mut PyHost<'py>, f: &Obj) -> Option<Obj> {
+    let py = h.py;
+    let api = h.objects_api()?;
+    f.bind(py).is(&api.iter_private).then(|| api.iter_fold.clone().unbind())
+}
+
+/// The key of an argument the run may own from its start: an exact list, or a dict whose keys
+/// are all atoms (`owned_ok`), that nothing but the frame's own slot references (`refcnt`, read
+/// before the run takes its own references). Lists and dicts cannot be weakly referenced, so
+/// no other code can reach it (short of walking the garbage collector's objects or a frame's
+/// locals by introspection).
+pub(crate) fn private_arg<'py>(h: &mut PyHost<'py>, o: &Bound<'py, PyAny>, refcnt: isize) -> Option<u64> {
+    use pyo3::types::PyList;
+    if refcnt != 1 || !(o.is_exact_instance_of::<PyList>() || o.is_exact_instance_of::<PyDict>()) {
+        return None;
+    }
+    let api = h.objects_api()?;
+    if !o.is_exact_instance_of::<PyList>() && !api.owned_ok.call1((o,)).is_ok_and(|b| b.is_truthy().unwrap_or(false)) {
+        return None;
+    }
+    Some(o.as_ptr() as u64)
 }

@@ -161,6 +161,19 @@ pub trait Host {
     /// The reordering class of calling `f` with these (resolved) arguments.
     fn classify(&mut self, f: &Self::Prim, args: &[Self::Prim], kwnames: &[String]) -> Class;
 
+    /// Keys of the containers the run owns from its start (`control::Controllers::own_from_start`):
+    /// arguments nothing but the run's own frame holds.
+    fn owned_from_start(&mut self) -> Vec<u64> {
+        Vec::new()
+    }
+
+    /// The function to call instead of `f` when the call was ordered against its owned object
+    /// alone (`control::ObjInfo`): for the read that starts a `for` loop the function's body
+    /// cannot hand its container on from (`iter_private`), reading the items at once.
+    fn local_variant(&mut self, _f: &Self::Prim) -> Option<Self::Prim> {
+        None
+    }
+
     /// Start (or run) the external call.
     fn dispatch(
         &mut self,

@@ -17,8 +17,9 @@
 //!    `control`) and translates each instruction by family (`loads`, `calls`, `containers`,
 //!    `operators`, `inline`), turning the value stack into ANF registers.
 //! 5. `bezoar::passes::tidy` normalises the result (see `bezoar::passes::normalize`);
-//!    `bezoar::passes::live_iterables` marks loops over containers reached through a global or
-//!    an attribute (`iter_live`: iterated lazily, a called helper may change them).
+//!    `bezoar::passes::private_iterables` marks loops over containers that nothing but the
+//!    function's own reads can reach while they run (`iter_private`: read at once when the run
+//!    owns the container; every other loop over a container is iterated lazily).
 //!
 //! Depends on `py311` (code objects, instructions, opcodes, argument meanings; everything
 //! version-specific) and `bezoar` (the IR and its passes). Nothing here runs Python code or knows
@@ -76,7 +77,7 @@ use inline::{bound_before, captured_by_function, cell_local, free_needs_cell, kn
 use state::{CodeScope, Emitter, Shared, Translator};
 
 use crate::bezoar::ir::*;
-use crate::bezoar::passes::{live_iterables, tidy, unbound_free_read};
+use crate::bezoar::passes::{private_iterables, tidy, unbound_free_read};
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
 use crate::py311::{
@@ -229,7 +230,7 @@ pub fn lift_with(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Functi
             Ok((mut body, _)) => {
                 let mut nregs = t.em.nregs;
                 tidy(&mut body, &mut nregs);
-                live_iterables(&mut body);
+                private_iterables(&mut body);
                 let func = Function {
                     name: ci.name.clone(),
                     qualname: ci.qualname.clone(),

@@ -47,6 +47,12 @@ pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>)
     if let Some((why, line)) = passes::loop_iterable_changed(&bz) {
         return Err(format!("{why} at line {line}"));
     }
+    if let Some(line) = passes::loop_left_only_by_failure(&bz.body) {
+        return Err(format!(
+            "a `while` loop that only an exception can leave (no break, return or raise; it would \
+             unroll without bound while the failing call is in flight) at line {line}"
+        ));
+    }
     passes::fuse_split_getitem(&mut bz);
     passes::remove_dead_pure_lets(&mut bz);
     let generation = super::globals::generation();

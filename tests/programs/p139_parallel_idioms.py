@@ -2,7 +2,10 @@
 # calls, and under PYTHONPOPPY=1 at least 6 of them must be in flight at once (a function that
 # gets less exits with status 1 and a message, which the differential test reports). Idioms:
 # dict store, filter + append, `+=` on an int and on a str, an unannotated call and a write after
-# each reply, tuples appended then sorted, best-so-far selection, dict.get counting.
+# each reply, tuples appended then sorted, best-so-far selection, dict.get counting. Each function
+# gets its own copy of the items: a list the caller also holds (the global itself) could be changed
+# by a call in the body, so a loop over it takes its items one at a time in program order
+# (docs/semantics.md, `for` loops).
 # difftest: min_in_flight=6
 import sys
 
@@ -95,7 +98,7 @@ def dict_get_count(items):
 for f in (dict_store, filter_append, sum_aug, note_after, write_each, str_concat, list_of_tuples,
           best_of, dict_get_count):
     _ext.take_peak()
-    print(f.__name__, f(ITEMS))
+    print(f.__name__, f(list(ITEMS)))
     peak = _ext.take_peak()
     if poppy_jit.is_enabled() and peak < 6:
         sys.exit(f"{f.__name__}: at most {peak} LLM calls in flight, expected >= 6")

@@ -66,3 +66,46 @@ pub fn always_raises(block: &[Stmt]) -> bool {
         _ => false,
     }
 }
+
+/// The line of a `loop` (a `while True:`) that nothing but an exception can leave: no `break` of
+/// its own, no `return`, no `raise` in its body. Its iterations do not wait for one another, so
+/// while the call whose failure ends it is in flight (in an inlined callee, say) it would unroll
+/// without bound; such a function falls back.
+pub fn loop_left_only_by_failure(b: &[Stmt]) -> Option<u32> {
+    fn raises(b: &[Stmt]) -> bool {
+        b.iter().any(|s| match &s.kind {
+            StmtKind::Raise(_) => true,
+            StmtKind::If { then_body, else_body, .. } => raises(then_body) || raises(else_body),
+            StmtKind::For { body, .. } | StmtKind::Loop { body } => raises(body),
+            _ => false,
+        })
+    }
+    for s in b {
+        let found = match &s.kind {
+            StmtKind::Loop { body } => {
+                if !contains_jump_break(body) && !contains_return(body) && !raises(body) {
+                    return Some(s.line);
+                }
+                loop_left_only_by_failure(body)
+            }
+            StmtKind::If { then_body, else_body, .. } => {
+                loop_left_only_by_failure(then_body).or_else(|| loop_left_only_by_failure(else_body))
+            }
+            StmtKind::For { body, .. } => loop_left_only_by_failure(body),
+            _ => None,
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+/// Whether `b` has a `break` of the loop it is the body of (not of a nested loop).
+fn contains_jump_break(b: &[Stmt]) -> bool {
+    b.iter().any(|s| match &s.kind {
+        StmtKind::Break => true,
+        StmtKind::If { then_body, else_body, .. } => contains_jump_break(then_body) || contains_jump_break(else_body),
+        _ => false,
+    })
+}

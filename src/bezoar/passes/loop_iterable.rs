@@ -132,9 +132,7 @@ pub fn loop_iterable_changed(f: &Function) -> Option<(String, u32)> {
                 StmtKind::Loop { body } => scan(body, defs, f_found, active),
                 StmtKind::For { iter, body, .. } => {
                     let mut vars = Vec::new();
-                    // (A loop over `iter_live` iterates a builtin container lazily, as CPython
-                    // does: its body may change it.)
-                    if let Some(Expr::Op(Intrinsic::IterSnapshot, x)) = defs.get(iter) {
+                    if let Some(Expr::Op(Intrinsic::IterSnapshot | Intrinsic::IterPrivate, x)) = defs.get(iter) {
                         trace(x[0], defs, &mut vars, 0);
                     }
                     let n = active.len();

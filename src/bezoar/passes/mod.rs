@@ -3,8 +3,8 @@
 //! assignment), `fresh` (fresh display operands). Rewrites run by the compile pipeline before
 //! lowering: `loop_iterable` (a check: loops that may change what they iterate fall back),
 //! `dead_lets`, `split_getitem`, `regions` (internal stretches run as one generated Python
-//! function). `normalize`: the lifter's clean-up of what it translated; `live_iterables`: the
-//! lifter marks loops over containers a called helper may change; `free_reads`: the lifter falls
+//! function). `normalize`: the lifter's clean-up of what it translated; `private_iterables`: the
+//! lifter marks loops over containers nothing but the function's own reads can reach; `free_reads`: the lifter falls
 //! back on a comprehension reading a possibly unbound local.
 //!
 //! Depends on `bezoar::ir` only.
@@ -15,24 +15,24 @@ mod exits;
 mod defined;
 mod free_reads;
 mod fresh;
-mod live_iterables;
 mod loop_iterable;
 mod normalize;
+mod private_iterables;
 mod regions;
 mod split_getitem;
 mod variables;
 
 pub use dead_lets::remove_dead_pure_lets;
-pub use exits::{always_raises, contains_jump, leaves_loop, may_exit, needs_exits};
+pub use exits::{always_raises, contains_jump, leaves_loop, loop_left_only_by_failure, may_exit, needs_exits};
 pub use defined::DefinedSet;
 pub use free_reads::unbound_free_read;
 pub use fresh::fresh_operands;
-pub use live_iterables::live_iterables;
 pub use loop_iterable::loop_iterable_changed;
 pub use normalize::{
     always_leaves, drop_tail_continues, has_return, nest_after_exits, returns_in_loops, tail_returns_to,
     tail_returns_to_local, tidy,
 };
+pub use private_iterables::private_iterables;
 pub use regions::{form_regions, regions_enabled, RegionCode};
 pub use split_getitem::fuse_split_getitem;
 pub use variables::{assigned, deleted, promotable, variables};

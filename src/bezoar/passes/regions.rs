@@ -198,6 +198,7 @@ fn op_ok(op: &Intrinsic) -> bool {
         | Intrinsic::FormatValue { .. }
         | Intrinsic::BuildString
         | Intrinsic::IterSnapshot
+        | Intrinsic::IterPrivate
         | Intrinsic::SetItem
         | Intrinsic::DelItem
         | Intrinsic::ListExtend
@@ -955,6 +956,7 @@ impl Gen<'_> {
                 | Intrinsic::FormatValue { .. }
                 | Intrinsic::BuildString
                 | Intrinsic::IterSnapshot
+                | Intrinsic::IterPrivate
                 | Intrinsic::ListToTuple
         );
         if !pure {
@@ -1020,7 +1022,7 @@ impl Gen<'_> {
                 }
             }
             Intrinsic::BuildString => format!("\"\".join(({}))", a.iter().map(|x| format!("{x},")).collect::<String>()),
-            Intrinsic::IterSnapshot => a[0].clone(),
+            Intrinsic::IterSnapshot | Intrinsic::IterPrivate => a[0].clone(),
             Intrinsic::ListToTuple => format!("tuple({})", a[0]),
             _ => unreachable!(),
         };

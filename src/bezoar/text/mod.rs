@@ -33,7 +33,7 @@
 //!   lshift matmul mul mod or pow rshift sub truediv xor), `unary.neg|pos|invert|not`,
 //!   `compare.lt|le|eq|ne|gt|ge`, `is`, `is_not`, `in`, `not_in`, `truth`, `getattr.ATTR`,
 //!   `getitem`, `tuple`, `list`, `format[.str|.repr|.ascii][.spec]`, `build_string`,
-//!   `iter_snapshot`, `iter_live`, `next_or_stop`, `setattr.ATTR`, `delattr.ATTR`, `setitem`, `delitem`, `build_map`,
+//!   `iter_snapshot`, `iter_private`, `next_or_stop`, `setattr.ATTR`, `delattr.ATTR`, `setitem`, `delitem`, `build_map`,
 //!   `build_set`, `build_slice`, `list_extend`, `dict_update`, `set_update`, `list_to_tuple`,
 //!   `unpack_sequence.N`, `unpack_ex.BEFORE.AFTER`, `import_name.MODULE` (MODULE may be dotted
 //!   or empty), `import_from.NAME`.
@@ -112,7 +112,7 @@ mod tests {
             Intrinsic::BuildList,
             Intrinsic::BuildString,
             Intrinsic::IterSnapshot,
-            Intrinsic::IterLive,
+            Intrinsic::IterPrivate,
             Intrinsic::Await,
             Intrinsic::AwaitCall,
             Intrinsic::MatchSequence,

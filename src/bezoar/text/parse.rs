@@ -266,7 +266,7 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "list" => Intrinsic::BuildList,
             "build_string" => Intrinsic::BuildString,
             "iter_snapshot" => Intrinsic::IterSnapshot,
-            "iter_live" => Intrinsic::IterLive,
+            "iter_private" => Intrinsic::IterPrivate,
             "await" => Intrinsic::Await,
             "await_call" => Intrinsic::AwaitCall,
             "match_sequence" => Intrinsic::MatchSequence,

@@ -106,7 +106,7 @@ fn intrinsic_name(op: &Intrinsic) -> String {
         }
         Intrinsic::BuildString => "build_string".to_string(),
         Intrinsic::IterSnapshot => "iter_snapshot".to_string(),
-        Intrinsic::IterLive => "iter_live".to_string(),
+        Intrinsic::IterPrivate => "iter_private".to_string(),
         Intrinsic::NextOrStop => "next_or_stop".to_string(),
         Intrinsic::SetAttr(a) => format!("setattr.{a}"),
         Intrinsic::DelAttr(a) => format!("delattr.{a}"),

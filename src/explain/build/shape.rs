@@ -23,7 +23,7 @@ pub(super) fn op_result(op: &Intrinsic, args: &[Val]) -> AVal {
     let arg = |i: usize| args.get(i).map_or(AVal::any(), |v| v.av.clone());
     match op {
         Intrinsic::BuildTuple => AVal::Tuple(args.iter().map(|v| v.av.clone()).collect()),
-        Intrinsic::ListToTuple | Intrinsic::IterSnapshot | Intrinsic::IterLive => AVal::Items(Box::new(arg(0).element())),
+        Intrinsic::ListToTuple | Intrinsic::IterSnapshot | Intrinsic::IterPrivate => AVal::Items(Box::new(arg(0).element())),
         Intrinsic::GetItem => match arg(0) {
             AVal::Tuple(items) => match args.get(1).and_then(|v| v.int) {
                 Some(i) => {

@@ -291,7 +291,10 @@ impl<'a, H: Host> Env for Eval<'a, H> {
     #[inline]
     fn dispatch(&mut self, cid: CtrlId) -> Option<Result<H::Prim, H::Error>> {
         let c = &self.ctl[cid];
-        match self.host.dispatch(cid as TaskId, c.func.as_ref().expect("callee known"), &c.argv, &c.kwnames) {
+        let f = c.func.as_ref().expect("callee known");
+        let local = if c.obj.as_ref().is_some_and(|o| o.ordered_locally()) { self.host.local_variant(f) } else { None };
+        let f = local.as_ref().unwrap_or(f);
+        match self.host.dispatch(cid as TaskId, f, &c.argv, &c.kwnames) {
             Dispatch::Done(r) => Some(r),
             Dispatch::Pending => None,
         }

@@ -290,6 +290,9 @@ pub fn run_with<H: Host>(
         blocked: Vec::new(),
     };
     ev.ctl.tracing = ev.host.tracing();
+    for k in ev.host.owned_from_start() {
+        ev.ctl.own_from_start(k);
+    }
     let token = ev.ctl.released_token();
     let mut params = vec![ev.new_slot(Value::Seq(token))];
     params.extend(args.into_iter().map(|a| ev.new_slot(Value::Prim(a))));
