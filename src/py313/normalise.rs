@@ -7,8 +7,8 @@
 //! comprehensions …). So only what 3.13 changed since 3.12 is here:
 //!
 //! - `TO_BOOL` before a conditional jump or `not` is dropped (3.12's jumps and `UNARY_NOT` test
-//!   truth themselves); `COMPARE_OP`'s operator moves from `oparg >> 5` to `oparg >> 4` (its
-//!   to-bool bit 16 is set only where the result is tested, which tests truth the same way);
+//!   truth themselves), elsewhere (`not not x`) it is `UNARY_NOT; UNARY_NOT`; `COMPARE_OP`'s
+//!   operator moves from `oparg >> 5` to `oparg >> 4`, its to-bool bit 16 likewise;
 //! - `LOAD_CONST names; CALL_KW n` → `KW_NAMES names; CALL n`;
 //! - `LOAD_FAST_LOAD_FAST`, `STORE_FAST_LOAD_FAST`, `STORE_FAST_STORE_FAST` → the two instructions;
 //! - `CONVERT_VALUE`, `FORMAT_SIMPLE`, `FORMAT_WITH_SPEC` → `FORMAT_VALUE` with its flags;
@@ -122,6 +122,11 @@ fn plain(op12: u8, arg: u32, line: u32) -> Out {
     Out::new(op12, if op12 >= v12::HAVE_ARGUMENT { arg } else { 0 }, line)
 }
 
+/// Whether the instruction `op` tests the truth of the value on top (what `TO_BOOL` gives it).
+fn tested(op: Option<u8>) -> bool {
+    matches!(op, Some(v13::POP_JUMP_IF_TRUE | v13::POP_JUMP_IF_FALSE | v13::UNARY_NOT))
+}
+
 /// The 3.12 stream of `ci`: each 3.13 instruction's outputs under its offset.
 fn rewrite(ci: &CodeInfo) -> Result<Vec<(u32, Vec<Out>)>, String> {
     let raw = super::decode::instructions(&ci.code, &ci.lines);
@@ -157,19 +162,23 @@ fn rewrite(ci: &CodeInfo) -> Result<Vec<(u32, Vec<Out>)>, String> {
         let mut outs = Vec::new();
         match r.opcode {
             v13::CACHE => {}
-            // Dropped: the jump or `not` after it tests truth in 3.12.
+            // Dropped before a jump or `not` (they test truth in 3.12); elsewhere the value is
+            // `bool(x)` (`not not x` compiles to a lone TO_BOOL): `not not x` in 3.12, which
+            // tests truth the same way.
             v13::TO_BOOL => {
-                if !matches!(op(i + 1), Some(v13::POP_JUMP_IF_TRUE | v13::POP_JUMP_IF_FALSE | v13::UNARY_NOT)) {
-                    return Err(fail("truth value outside a test"));
+                if !tested(op(i + 1)) {
+                    outs.push(Out::new(v12::UNARY_NOT, 0, line));
+                    outs.push(Out::new(v12::UNARY_NOT, 0, line));
                 }
             }
+            // The to-bool bit (16) makes the result `bool(a < b)`: nothing to do where it is
+            // tested, `not not` where it is a value (`not not a == b`).
             v13::COMPARE_OP => {
-                if arg & 16 != 0
-                    && !matches!(op(i + 1), Some(v13::POP_JUMP_IF_TRUE | v13::POP_JUMP_IF_FALSE | v13::UNARY_NOT | v13::TO_BOOL))
-                {
-                    return Err(fail("comparison coerced to bool outside a test"));
-                }
                 outs.push(Out::new(v12::COMPARE_OP, (arg >> 5) << 4, line));
+                if arg & 16 != 0 && !tested(op(i + 1)) && op(i + 1) != Some(v13::TO_BOOL) {
+                    outs.push(Out::new(v12::UNARY_NOT, 0, line));
+                    outs.push(Out::new(v12::UNARY_NOT, 0, line));
+                }
             }
             v13::LOAD_CONST if op(i + 1) == Some(v13::CALL_KW) && free(i + 1) => {
                 let call = raw[i + 1];
@@ -422,6 +431,18 @@ mod tests {
             assert_eq!((w[0].opcode, w[0].arg), (v11::PRECALL, w[1].arg));
         }
         assert!(ins.windows(3).any(|w| w[0].opcode == v11::KW_NAMES && w[1].opcode == v11::PRECALL && w[1].arg == 2));
+    }
+
+    #[test]
+    fn truth_values_outside_tests_are_double_nots() {
+        // 3.13 folds `not not` into TO_BOOL, or into COMPARE_OP's to-bool bit.
+        let src = "def f(x, a, b):\n    return not not x, not not a == b\n";
+        let seen = dis_names(src);
+        assert!(seen.windows(2).any(|w| w == ["TO_BOOL", "LOAD_FAST_LOAD_FAST"]), "{seen:?}");
+        let ci12 = to_312(&code_info(src)).unwrap();
+        let n = names12(&ci12);
+        assert_eq!(n.windows(2).filter(|w| w == &["UNARY_NOT", "UNARY_NOT"]).count(), 2, "{n:?}");
+        assert!(n.windows(3).any(|w| w == ["COMPARE_OP", "UNARY_NOT", "UNARY_NOT"]), "{n:?}");
     }
 
     #[test]
