@@ -6,9 +6,9 @@
 #         on PATH, else pyenv's versions/3.1x.*): the wheel for that version built and installed
 #         (into that interpreter if it is a venv, else into a venv under target/), the Rust tests
 #         of that version's modules (cargo test --lib pyver:: py31x::), and
-#         3.12 (compiled): the golden files (lift/3.12/ where its lift differs) and the full
-#               pytest suite but for the cases listed in DESELECT_312 below;
-#         3.13 (not compiled yet): the pytest subset below.
+#         the golden files (lift/3.1x/ where its lift differs) and the full pytest suite but
+#         for the cases listed in DESELECT_312 / DESELECT_313 below (both compile: their
+#         bytecode is normalised into 3.11's forms).
 #         A version not found is reported as skipped, with why.
 #
 # POPPY_TEST_VERSIONS="3.11 3.12" restricts the versions run. Each version builds into its own
@@ -24,35 +24,15 @@ fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 VERSIONS="${POPPY_TEST_VERSIONS:-3.11 3.12 3.13}"
 
-# On 3.13 the compiled path is not supported yet: every @poppy function runs in plain
-# CPython with the fallback reason "CPython 3.13: compiled path not supported yet at line N".
-# The subset is what must hold there: import and install, the decorators and annotations, the
-# plain runs and the differential runs of every program (same output, exit code, error and
-# trace as plain CPython; every fallback names its reason and line), the AI components, the
-# simulated service, the event loop and the executor's Python side. The tests of the compiled
-# path itself (overlap, compile counters, goldens) run on 3.11 only.
-# Left out there: the tests that assert compilation or overlap (test_fuzz, test_per_object_random,
-# test_annotations, test_hook*, test_compiler_features, test_overlap_traces, ...), the summary
-# test that wants a compiled function, and the two programs that assert overlap themselves.
-SUBSET=(
-    tests/test_difftest.py
-    tests/test_decorators.py
-    tests/test_contract.py
-    tests/test_loop.py
-    tests/test_sim.py
-    tests/test_versions.py
-    --deselect tests/test_difftest.py::test_summary_reports_compiled_and_fallbacks
-    --deselect "tests/test_difftest.py::test_program_differential[p139_parallel_idioms.py]"
-    --deselect "tests/test_difftest.py::test_program_differential[p188_lazy_loop_overlap.py]"
-)
-
-# On 3.12 the compiled path runs: the full suite but for these cases, each with why.
+# On 3.12 and 3.13 the compiled path runs: the full suite but for these cases, each with why.
 DESELECT_312=(
 )
-# Its golden suites: all but regions_golden, whose Bezoar numbers constants after the
-# comprehension code objects 3.11 has in co_consts (3.12's made ones come last); lift goldens are
-# per version (tests/golden/lift/3.12/), the regions one is 3.11's.
-GOLDEN_312=(lift_golden bezoar_text_golden lambda_o_text_golden lower_golden)
+DESELECT_313=(
+)
+# Their golden suites: all but regions_golden, whose Bezoar numbers constants after the
+# comprehension code objects 3.11 has in co_consts (3.12's and 3.13's made ones come last); lift
+# goldens are per version (tests/golden/lift/3.12/, 3.13/), the regions one is 3.11's.
+GOLDEN_OTHER=(lift_golden bezoar_text_golden lambda_o_text_golden lower_golden)
 
 summary=()
 status=0
@@ -93,22 +73,17 @@ run_other() {  # $1 = 3.12
     fi
     echo "=== CPython $v ($py)"
     "$py" -m pip install --quiet maturin pytest hypothesis openai httpx2 aiolimiter matplotlib
-    if [ "$v" = 3.12 ]; then
-        if CARGO_TARGET_DIR="$target" "$py" -m pip install --quiet --force-reinstall --no-deps . &&
-            PYO3_PYTHON="$py" CARGO_TARGET_DIR="$target" cargo test --release --lib -- pyver:: py312:: &&
-            PYO3_PYTHON="$py" CARGO_TARGET_DIR="$target" cargo test --release --test golden -- "${GOLDEN_312[@]}" &&
-            "$py" -m pytest -q tests ${DESELECT_312[@]+"${DESELECT_312[@]}"}; then
-            summary+=("$v: passed (cargo test pyver:: py312::, the golden files, the full pytest suite${DESELECT_312[0]+ but the deselected cases}; compiled)")
-        else
-            status=1
-            summary+=("$v: FAILED")
-        fi
-        return
-    fi
+    local deselect=()
+    case "$v" in
+        3.12) deselect=(${DESELECT_312[@]+"${DESELECT_312[@]}"}) ;;
+        3.13) deselect=(${DESELECT_313[@]+"${DESELECT_313[@]}"}) ;;
+    esac
+    local mod="py${v/./}::"
     if CARGO_TARGET_DIR="$target" "$py" -m pip install --quiet --force-reinstall --no-deps . &&
-        PYO3_PYTHON="$py" CARGO_TARGET_DIR="$target" cargo test --release --lib -- pyver:: "py${v/./}::" &&
-        "$py" -m pytest -q "${SUBSET[@]}"; then
-        summary+=("$v: passed (cargo test pyver:: py${v/./}::, the pytest subset; compiled path not supported yet)")
+        PYO3_PYTHON="$py" CARGO_TARGET_DIR="$target" cargo test --release --lib -- pyver:: "$mod" &&
+        PYO3_PYTHON="$py" CARGO_TARGET_DIR="$target" cargo test --release --test golden -- "${GOLDEN_OTHER[@]}" &&
+        "$py" -m pytest -q tests ${deselect[@]+"${deselect[@]}"}; then
+        summary+=("$v: passed (cargo test pyver:: $mod, the golden files, the full pytest suite${deselect[0]+ but the deselected cases}; compiled)")
     else
         status=1
         summary+=("$v: FAILED")

@@ -10,9 +10,10 @@
  * Here too: the co_extra index for the per-code translation cache, and frame objects standing for
  * @poppy frames that inlining replaced, for tracebacks.
  *
- * On 3.12 and 3.13 the frame accessors build and follow those versions' layouts, but no frame
- * reaches them yet: the compiled path runs on 3.11 only (src/pyver), elsewhere @poppy functions
- * get no prologue and run in CPython with a recorded fallback reason.
+ * On 3.13 the frame's instruction pointer (`instr_ptr`) is the instruction executing, not the
+ * last one executed (3.11/3.12's `prev_instr`): during the prologue both are its BINARY_SUBSCR,
+ * so reading and moving it means the same on every version. 3.13 too looks up exception handlers
+ * from the instruction actually executed (next_instr), not from `instr_ptr`.
  */
 #include "poppy_shim.h"
 #include <stddef.h>

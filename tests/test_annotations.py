@@ -21,6 +21,7 @@ import operator
 import os
 import random
 import re
+import reprlib
 import subprocess
 import sys
 import textwrap
@@ -183,6 +184,22 @@ def test_immutable_values_are_level_zero(value):
 def test_user_objects_and_hooks_are_sequential(value):
     assert A.level(value) == S
     assert cls(operator.eq, value, 1) == S
+
+
+def test_recursive_repr_is_trusted_only_for_what_it_wraps():
+    # 3.13's dataclasses wrap the generated __repr__ in reprlib.recursive_repr; a user's own
+    # __repr__ in the same wrapper is still user code.
+    @dataclasses.dataclass(frozen=True)
+    class OwnRepr:
+        x: int
+
+        @reprlib.recursive_repr()
+        def __repr__(self):
+            print("side effect")
+            return "OwnRepr"
+
+    assert A.level(Frozen(1, ())) == 0
+    assert A.level(OwnRepr(1)) == S
 
 
 def test_mutable_contents_make_immutable_types_readonly():

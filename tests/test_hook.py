@@ -335,7 +335,8 @@ for case in [sync_case, async_case, blocking_case, div_case, getitem_case, neste
         print(case.__name__, type(e).__name__, frames, getattr(e, "__notes__", None))
         tb = e.__traceback__
         while tb is not None:  # every frame is a working frame object
-            assert isinstance(tb.tb_frame.f_locals, dict)
+            # A dict, or on 3.13 the write-through proxy of PEP 667: either reads every local.
+            assert all(isinstance(k, str) for k in dict(tb.tb_frame.f_locals))
             code = tb.tb_frame.f_code
             if code.co_filename == __file__ and code.co_name != "<module>":
                 assert tb.tb_frame.f_lineno == tb.tb_lineno, (code.co_name, tb.tb_lineno)

@@ -124,7 +124,7 @@ def test_normalised_bytecode_compiles_and_runs_as_cpython(tmp_path):
         assert popped.stdout.splitlines()[:2] == plain.stdout.splitlines()[:2]
 
 
-@pytest.mark.skipif(VERSION != (3, 12), reason="LOAD_SUPER_ATTR is 3.12's")
+@pytest.mark.skipif(VERSION < (3, 12), reason="LOAD_SUPER_ATTR is 3.12's and 3.13's")
 def test_construct_without_a_3_11_form_falls_back_naming_it():
     class Base:
         def hello(self):
@@ -137,3 +137,68 @@ def test_construct_without_a_3_11_form_falls_back_naming_it():
     reason = _core.explain(Child.hello)["fallback"]
     line = Child.hello.__code__.co_firstlineno + 1
     assert reason == f"super() attribute (LOAD_SUPER_ATTR) at line {line}"
+
+
+# ---- what the 3.13 normalisation (src/py313/normalise.rs) gives the lifter -----------------------
+
+NORMALISED_313 = textwrap.dedent("""\
+    import poppy_jit
+    from poppy_jit import poppy, unordered, sequential
+
+    @unordered
+    def llm(x, tone="plain", *, n=1):
+        return f"<{x}:{tone}:{n}>"
+
+    @sequential
+    def log(*parts, sep=" "):
+        print(*parts, sep=sep)
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+        def __repr__(self):
+            return f"Box({self.v!r})"
+
+    @poppy
+    def main(xs, k, w):
+        a = [llm(x, tone="warm", n=k) for x in xs if not x.startswith("-")]  # CALL_KW, TO_BOOL, not
+        b = [f"{x!r} {x!s:>6} {x!a} {x:<{w}} {len(x):03d}" for x in xs]       # CONVERT_VALUE, FORMAT_*
+        p, q = xs[0], xs[-1]                                                    # STORE_FAST_STORE_FAST
+        q, p = p, q
+        def pick(i, default=k, *, scale=w):                                     # SET_FUNCTION_ATTRIBUTE
+            return i * scale + default + len(p)                                 # closure over p
+        fn = (k > 1 and pick) or len                                            # PUSH_NULL after the callable
+        c = fn(3)
+        d = not (k < w)                                                         # COMPARE_OP to-bool bit
+        log("done", p, q, sep="|")
+        return a, b, c, d, Box(q), [pick(j) for j in range(k) if j != 1]
+
+    print(main(["ab", "-c", "d"], 2, 4))
+    print(poppy_jit.stats()["fallbacks"] if poppy_jit.is_enabled() else [])
+    """)
+
+
+def test_3_13_forms_compile_and_run_as_cpython(tmp_path):
+    path = tmp_path / "prog.py"
+    path.write_text(NORMALISED_313)
+    plain, popped = run_file(path, poppy=False), run_file(path, poppy=True)
+    assert plain.returncode == 0 and popped.returncode == 0, popped.stderr
+    assert plain.stdout.splitlines()[-1] == "[]"
+    if COMPILED:
+        assert popped.stdout == plain.stdout, popped.stderr
+    else:
+        assert popped.stdout.splitlines()[:2] == plain.stdout.splitlines()[:2]
+
+
+def test_conversion_with_a_computed_spec():
+    """3.13 converts before it evaluates the spec; 3.11's FORMAT_VALUE after (only 3.13 falls back)."""
+    def f(x, w):
+        return f"{x!r:>{w}}"
+
+    reason = _core.explain(f)["fallback"]
+    if VERSION == (3, 13):
+        line = f.__code__.co_firstlineno + 1
+        assert reason == f"conversion with a computed format spec (CONVERT_VALUE) at line {line}"
+    else:
+        assert reason is None

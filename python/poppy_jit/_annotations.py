@@ -29,6 +29,7 @@ import math
 import operator
 import os
 import re
+import reprlib
 import sys
 import types
 import weakref
@@ -99,6 +100,7 @@ def _generated_files() -> frozenset:
 
 
 _GENERATED_FILES = _generated_files()
+_REPRLIB_FILE = os.path.normcase(reprlib.__file__)
 
 
 def _pydantic():
@@ -121,6 +123,11 @@ def _trusted_function(fn) -> bool:
     fname = os.path.normcase(code.co_filename)
     if fname in _GENERATED_FILES:
         return True
+    if fname == _REPRLIB_FILE and code.co_name == "wrapper":
+        # reprlib.recursive_repr's wrapper (3.13's dataclasses wrap the generated __repr__ in
+        # it): trusted when the function it wraps is.
+        inner = getattr(fn, "__wrapped__", None)
+        return inner is not None and inner is not fn and _trusted_function(inner)
     pyd_dir = _pydantic()[1]
     return pyd_dir is not None and fname.startswith(pyd_dir)
 

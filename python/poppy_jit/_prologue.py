@@ -1,4 +1,4 @@
-"""Interception of @poppy functions without a PEP 523 eval-frame function (CPython 3.11, 3.12).
+"""Interception of @poppy functions without a PEP 523 eval-frame function (CPython 3.11-3.13).
 
 Any PEP 523 function makes CPython 3.11 stop inlining Python-to-Python calls and specialising
 CALL for Python functions, for all code (docs/benchmarks.md). Instead, a @poppy function gets a
@@ -47,13 +47,17 @@ _CACHES = ({_OP[name]: n for name, n in dis._inline_cache_entries.items() if n}
            else {op: n for op, n in enumerate(dis._inline_cache_entries) if n})
 # The CPython versions whose bytecode the compiler translates (keep in step with src/pyver).
 # Elsewhere @poppy functions get no prologue: they run in plain CPython with this reason.
-COMPILED_VERSIONS = ((3, 11), (3, 12))
+COMPILED_VERSIONS = ((3, 11), (3, 12), (3, 13))
 _VERSION = sys.version_info[:2]
 UNSUPPORTED = (None if _VERSION in COMPILED_VERSIONS
                else f"CPython {_VERSION[0]}.{_VERSION[1]}: compiled path not supported yet")
-# The forward conditional jump (3.11 names its direction; 3.12 has forward ones only).
+# The forward conditional jump (3.11 names its direction; 3.12 and 3.13 have forward ones only,
+# 3.13's with an inline cache).
 _POP_JUMP_IF_TRUE = _OP.get("POP_JUMP_FORWARD_IF_TRUE", _OP.get("POP_JUMP_IF_TRUE"))
 _COROUTINE = 0x80
+# The instructions a failing run's traceback entry may point at: calls (3.13 has a keyword
+# call of its own), raise, and a global's load (a failed look-up's caret marks the name).
+_SITE_OPS = {_OP[n] for n in ("CALL", "CALL_KW", "RAISE_VARARGS", "LOAD_GLOBAL") if n in _OP}
 # A coroutine's prologue awaits its run with 3.11's SEND/YIELD_VALUE loop: compiled coroutines
 # are 3.11's only, elsewhere an async def is not intercepted.
 _NOT_SIMPLE = 0x20 | 0x100 | 0x200 | (0 if _VERSION == (3, 11) else _COROUTINE)
@@ -183,6 +187,13 @@ def _load_const(units: list, index: int) -> None:
     units.append((_OP["LOAD_CONST"], index & 255))
 
 
+def _op(units: list, op, arg: int = 0) -> None:
+    """Appends the instruction (opcode or name) and the inline CACHE units this version gives it."""
+    op = _OP[op] if isinstance(op, str) else op
+    units.append((op, arg))
+    units.extend([(_OP["CACHE"], 0)] * _CACHES.get(op, 0))
+
+
 def build(code, entry):
     """(code with the prologue, {(line, original CALL or RAISE_VARARGS offset, or -1): byte offset of its NOP}).
 
@@ -195,11 +206,10 @@ def build(code, entry):
     pro: list = []
     _load_const(pro, k_entry)
     _load_const(pro, k_none)
-    pro.append((_OP["BINARY_SUBSCR"], 0))
-    pro.extend([(_OP["CACHE"], 0)] * _CACHES[_OP["BINARY_SUBSCR"]])
-    pro.append((_OP["COPY"], 1))
+    _op(pro, "BINARY_SUBSCR")
+    _op(pro, "COPY", 1)
     _load_const(pro, k_decline)
-    pro.append((_OP["IS_OP"], 0))
+    _op(pro, "IS_OP")
     if code.co_flags & _COROUTINE:
         wait: list = []
         _load_const(wait, k_none)
@@ -211,15 +221,15 @@ def build(code, entry):
         pro.append((_POP_JUMP_IF_TRUE, len(wait)))
         pro.extend(wait)
     else:
-        pro.append((_POP_JUMP_IF_TRUE, 1))
-        pro.append((_OP["RETURN_VALUE"], 0))
-    pro.append((_OP["POP_TOP"], 0))
+        # The jump's distance counts from after its inline caches (3.13 has one).
+        _op(pro, _POP_JUMP_IF_TRUE, 1)
+        _op(pro, "RETURN_VALUE")
+    _op(pro, "POP_TOP")
     shift = 2 * len(pro)
     r = _resume_unit(code)  # the prologue follows unit r
 
     orig = code.co_code
     positions = list(code.co_positions())
-    _SITE_OPS = (_OP["CALL"], _OP["RAISE_VARARGS"], _OP["LOAD_GLOBAL"])
     # Dead NOPs after the body: one per line (no columns), one per CALL (its exact positions).
     sites = {}
     dead_pos = []
@@ -232,7 +242,6 @@ def build(code, entry):
         sites[(ln, -1)] = 2 * (1 + len(pro) + body_units - 1 + len(dead_pos))
         dead_pos.append((ln, ln, None, None))
     for i in range(body_units):
-        # (a global's load too: a failed look-up's caret marks the name)
         if orig[2 * i] in _SITE_OPS and positions[i][0] is not None:
             sites[(positions[i][0], 2 * i)] = 2 * (1 + len(pro) + body_units - 1 + len(dead_pos))
             pos = positions[i]

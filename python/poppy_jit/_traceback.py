@@ -15,7 +15,8 @@ import os
 import types
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_CALL = dis.opmap["CALL"]
+# The call instructions (3.13 has a keyword call of its own).
+_CALLS = {dis.opmap[n] for n in ("CALL", "CALL_KW") if n in dis.opmap}
 _RAISE = dis.opmap["RAISE_VARARGS"]
 _CACHE = dis.opmap["CACHE"]
 # (Names of every version; each has some of them.)
@@ -38,7 +39,7 @@ def _units(code):
 def _at_line(code, line):
     """Offsets of the instructions at `line` and of the CALLs among them."""
     units = [(off, op) for off, op, ln in _units(code) if ln == line]
-    return [off for off, _ in units], [off for off, op in units if op == _CALL]
+    return [off for off, _ in units], [off for off, op in units if op in _CALLS]
 
 
 def _call_of(code, line, callee) -> int | None:
@@ -59,7 +60,7 @@ def _call_of(code, line, callee) -> int | None:
             depth += dis.stack_effect(i.opcode, i.arg if i.opcode >= dis.HAVE_ARGUMENT else None, jump=False)
         except ValueError:
             return None
-        if base is not None and i.opcode == _CALL and depth <= base + 1:
+        if base is not None and i.opcode in _CALLS and depth <= base + 1:
             return i.offset
     return None
 
@@ -70,7 +71,7 @@ def _call_site(caller, callee) -> int | None:
     if name is None:
         return None
     lines = set()
-    call_lines = {ln for _, op, ln in _units(caller.__code__) if op == _CALL}
+    call_lines = {ln for _, op, ln in _units(caller.__code__) if op in _CALLS}
     for ins in dis.get_instructions(caller.__code__):
         if ins.opcode in _NAME_LOADS and ins.argval == name and ins.positions.lineno in call_lines:
             lines.add(ins.positions.lineno)

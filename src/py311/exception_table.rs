@@ -208,3 +208,31 @@ mod tests {
         });
     }
 }
+
+/// `co_exceptiontable` for `entries` (the inverse of [`entries`]; the normalisations write it).
+pub fn encode(entries: &[Entry]) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, v: u32, first: bool) {
+        let mut chunks = vec![v & 63];
+        let mut v = v >> 6;
+        while v != 0 {
+            chunks.push(v & 63);
+            v >>= 6;
+        }
+        let n = chunks.len();
+        for (k, c) in chunks.into_iter().rev().enumerate() {
+            let mut b = c as u8 | if k + 1 < n { 64 } else { 0 };
+            if first && k == 0 {
+                b |= 128;
+            }
+            out.push(b);
+        }
+    }
+    let mut out = Vec::new();
+    for e in entries {
+        varint(&mut out, e.start / 2, true);
+        varint(&mut out, (e.end - e.start) / 2, false);
+        varint(&mut out, e.target / 2, false);
+        varint(&mut out, (e.depth << 1) | e.lasti as u32, false);
+    }
+    out
+}

@@ -18,6 +18,7 @@ use crate::py311::opcode as v11;
 use super::decode::RawInstr;
 use crate::bezoar::ir::Const;
 use crate::py311::{self, CodeInfo, CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR};
+use crate::pyver::layout;
 use std::collections::{BTreeMap, HashSet};
 
 /// `co_flags` of a 3.11 comprehension's code object.
@@ -174,7 +175,7 @@ fn translate(ci: &CodeInfo, path: &[u32]) -> Result<CodeInfo, String> {
         consts.push(Const::Opaque { co_index: k, repr: format!("<code object {} line {}>", comp.qualname, comp.firstlineno) });
         children.insert(k, comp);
     }
-    Ok(CodeInfo { code, lines, exceptiontable: encode_table(&entries), children, consts, ..ci.clone() })
+    Ok(CodeInfo { code, lines, exceptiontable: exception_table::encode(&entries), children, consts, ..ci.clone() })
 }
 
 /// The state of one code object's normalisation.
@@ -645,73 +646,25 @@ fn plain_consts(ci: &CodeInfo) -> bool {
 }
 
 /// Lays out the stream as 3.11 bytecode: `(co_code, 3.12 offset → new offset, co_lines)`.
-/// Jump arguments depend on the layout and the layout on their `EXTENDED_ARG`s, so it is
-/// repeated until no argument needs more prefixes (sizes only grow).
+#[allow(clippy::type_complexity)]
 fn encode(stream: &[(u32, Vec<Out>)], code_len: u32) -> Result<(Vec<u8>, BTreeMap<u32, u32>, Vec<(u32, u32, u32)>), String> {
-    let flat: Vec<(u32, Out)> = stream.iter().flat_map(|(o, outs)| outs.iter().map(move |x| (*o, *x))).collect();
-    let mut ext = vec![0u32; flat.len()];
-    loop {
-        // Offsets of each output (its EXTENDED_ARG prefixes first) and of each 3.12 instruction.
-        let mut starts = Vec::with_capacity(flat.len());
-        let mut pos = 0u32;
-        for (k, (_, o)) in flat.iter().enumerate() {
-            starts.push(pos);
-            pos += 2 * (1 + ext[k]) + 2 * v11::cache_entries(resolve(o, true)) as u32;
-        }
-        let end = pos;
-        let mut offsets = BTreeMap::new();
-        {
-            let mut k = 0;
-            for (o, outs) in stream {
-                offsets.insert(*o, starts.get(k).copied().unwrap_or(end));
-                k += outs.len();
-            }
-        }
-        offsets.insert(code_len, end);
-        let new_off = |o: u32| -> u32 { *offsets.range(o..).next().map(|(_, v)| v).unwrap_or(&end) };
-        let mut code = Vec::with_capacity(end as usize);
-        let mut lines: Vec<(u32, u32, u32)> = Vec::new();
-        let mut grew = false;
-        for (k, (_, o)) in flat.iter().enumerate() {
-            let mut op = o.op;
-            let mut arg = o.arg;
-            let op_at = starts[k] + 2 * ext[k];
-            if let Some((_, target)) = o.jump {
-                let target = new_off(target);
-                let next = op_at + 2; // 3.11 jumps have no caches
-                let forward = target >= next;
-                op = resolve(o, forward);
-                arg = if v11::is_backward_jump(op) {
-                    if forward {
-                        return Err(format!("unexpected bytecode shape (a backward jump forward) at line {}", o.line));
-                    }
-                    (next - target) / 2
-                } else {
-                    if !forward {
-                        return Err(format!("unexpected bytecode shape (a forward jump backward) at line {}", o.line));
-                    }
-                    (target - next) / 2
-                };
-            }
-            let need = (0..4).find(|&n| arg >> (8 * (n + 1)) == 0).unwrap_or(3);
-            if need > ext[k] {
-                ext[k] = need;
-                grew = true;
-            }
-            for n in (1..=ext[k]).rev() {
-                code.extend([v11::EXTENDED_ARG, (arg >> (8 * n)) as u8]);
-            }
-            code.extend([op, arg as u8]);
-            code.extend(std::iter::repeat(0).take(2 * v11::cache_entries(op)));
-            let (s, e) = (starts[k], code.len() as u32);
-            match lines.last_mut() {
-                Some(l) if l.2 == o.line && l.1 == s => l.1 = e,
-                _ => lines.push((s, e, o.line)),
-            }
-        }
-        if !grew {
-            return Ok((code, offsets, lines));
-        }
+    const V11: layout::Isa =
+        layout::Isa { cache_entries: v11::cache_entries, is_backward_jump: v11::is_backward_jump, extended_arg: v11::EXTENDED_ARG };
+    layout::encode(stream, code_len, &V11)
+}
+
+impl layout::Item for Out {
+    fn line(&self) -> u32 {
+        self.line
+    }
+    fn target(&self) -> Option<u32> {
+        self.jump.map(|(_, t)| t)
+    }
+    fn opcode(&self, forward: bool) -> u8 {
+        resolve(self, forward)
+    }
+    fn arg(&self) -> u32 {
+        self.arg
     }
 }
 
@@ -739,34 +692,6 @@ fn resolve(o: &Out, forward: bool) -> u8 {
             (true, false, false) => v11::POP_JUMP_BACKWARD_IF_NOT_NONE,
         },
     }
-}
-
-/// `co_exceptiontable` for `entries` (the format `exception_table::entries` reads).
-fn encode_table(entries: &[Entry]) -> Vec<u8> {
-    fn varint(out: &mut Vec<u8>, v: u32, first: bool) {
-        let mut chunks = vec![v & 63];
-        let mut v = v >> 6;
-        while v != 0 {
-            chunks.push(v & 63);
-            v >>= 6;
-        }
-        let n = chunks.len();
-        for (k, c) in chunks.into_iter().rev().enumerate() {
-            let mut b = c as u8 | if k + 1 < n { 64 } else { 0 };
-            if first && k == 0 {
-                b |= 128;
-            }
-            out.push(b);
-        }
-    }
-    let mut out = Vec::new();
-    for e in entries {
-        varint(&mut out, e.start / 2, true);
-        varint(&mut out, (e.end - e.start) / 2, false);
-        varint(&mut out, e.target / 2, false);
-        varint(&mut out, (e.depth << 1) | e.lasti as u32, false);
-    }
-    out
 }
 
 /// The rewrites on 3.12's own bytecode (needs a 3.12 interpreter).
@@ -885,6 +810,6 @@ mod tests {
             Entry { start: 4, end: 40, target: 200, depth: 0, lasti: false },
             Entry { start: 200, end: 9000, target: 9002, depth: 3, lasti: true },
         ];
-        assert_eq!(exception_table::entries(&encode_table(&entries)), entries);
+        assert_eq!(exception_table::entries(&exception_table::encode(&entries)), entries);
     }
 }

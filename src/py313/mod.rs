@@ -3,9 +3,11 @@
 //! for 3.13) and decoding (`decode`). Reading a code object (`CodeInfo`) and the exception-table
 //! format are unchanged from 3.11 and re-exported (the tests here check that on 3.13).
 //!
-//! Not yet here: the normalisation of 3.13 instructions into the forms the lifter translates
-//! (docs/versions.md lists them); until it exists the compiled path is off on 3.13 (`pyver`).
-//! Depends on `py311` (shared code-object reading) and `pyver` (the table macro, the decoder).
+//! `normalise` rewrites a 3.13 code object into the 3.12 one of the same meaning and hands it to
+//! `py312::normalise` (docs/versions.md lists the rewrites); `pyver::lifter_code_info` applies it.
+//! Depends on `py311` (shared code-object reading), `py312` (its forms and normalisation) and
+//! `pyver` (the table macro, the decoder, the layout).
+pub mod normalise;
 pub mod opcode;
 
 pub use crate::py311::exception_table;

@@ -18,7 +18,7 @@ pub const VERSION: (u32, u32) = if cfg!(poppy_py = "3.13") {
 
 /// The versions whose bytecode the lifter translates (keep in step with
 /// `python/poppy_jit/_prologue.py: COMPILED_VERSIONS`).
-pub const COMPILED: &[(u32, u32)] = &[(3, 11), (3, 12)];
+pub const COMPILED: &[(u32, u32)] = &[(3, 11), (3, 12), (3, 13)];
 
 /// Ok when @poppy functions can be compiled on this interpreter; otherwise the fallback reason
 /// for `code` (naming its first line, as every fallback reason names a line).
@@ -32,12 +32,14 @@ pub fn compiled_path(code: &pyo3::Bound<'_, pyo3::PyAny>) -> Result<(), String> 
 }
 
 /// The code object `code` in the form the lifter translates: 3.11's `CodeInfo` (on 3.12 the
-/// normalised one, `py312::normalise`), or the fallback reason. The one place the pipeline
+/// normalised one, `py312::normalise`; on 3.13 `py313::normalise`, through 3.12's forms), or the fallback reason. The one place the pipeline
 /// gets bytecode from, so that version differences end here.
 pub fn lifter_code_info(code: &pyo3::Bound<'_, pyo3::PyAny>) -> Result<crate::py311::CodeInfo, String> {
     let ci = crate::py311::code_info(code).map_err(|e| format!("reading the code object: {e}"))?;
     if cfg!(poppy_py = "3.12") {
         crate::py312::normalise::normalise(&ci)
+    } else if cfg!(poppy_py = "3.13") {
+        crate::py313::normalise::normalise(&ci)
     } else {
         Ok(ci)
     }
@@ -58,6 +60,7 @@ mod tests {
 }
 
 pub mod decode;
+pub mod layout;
 
 /// Defines, in a version's `opcode` module, one `pub const NAME: u8` per opcode plus the lookup
 /// functions over the same table, so that numbers, names and cache sizes cannot drift apart.
