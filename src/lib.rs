@@ -1,8 +1,9 @@
 //! poppy_jit: CPython bytecode → Bezoar → λO, run by an opportunistic evaluator whose external
 //! calls are ordered by concurrency controllers. See docs/ARCHITECTURE.md (and docs/versions.md:
-//! 3.11 and 3.12 compile; 3.13 builds and runs every @poppy function in CPython, see `pyver`).
+//! 3.11, 3.12 and 3.13 compile, see `pyver` and `bytecode`).
 pub mod api;
 pub mod bezoar;
+pub mod bytecode;
 pub mod control;
 pub mod explain;
 pub mod hook;

@@ -23,7 +23,7 @@ use poppy_jit::lambda_o::text as lo_text;
 use poppy_jit::lambda_o::PrimText;
 use poppy_jit::lift::lift;
 use poppy_jit::lower::{lower, LowerOptions};
-use poppy_jit::pyver::lifter_code_info as code_info;
+use poppy_jit::bytecode::lifter_code_info as code_info;
 use poppy_jit::stats::RunStats;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

@@ -9,6 +9,11 @@ import importlib
 
 core = None  # the compiled module once imported
 
+# Sections that modules above the decorators add to `poppy_jit.stats()` while they are on (the
+# diagnosis of waits adds "waits"): name -> a function giving the section's value. They
+# register here, so the decorators need not import them.
+stats_sections: dict = {}
+
 
 def load():
     """The compiled module, imported now if it was not yet; a clear ImportError if it is missing."""

@@ -263,9 +263,8 @@ def stats() -> dict:
     """Runtime counters (functions compiled, fallbacks, reductions, external calls, ...); with
     the diagnosis of waits on (`run --why`), "waits": per call site, why calls waited."""
     st = _corelink.load().stats()
-    from . import _why
-    if _why.active:
-        st["waits"] = _why.summary()["sites"]
+    for name, section in _corelink.stats_sections.items():
+        st[name] = section()
     return st
 
 

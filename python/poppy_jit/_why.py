@@ -40,8 +40,9 @@ _MIN_WAIT = 0.002
 def enable() -> None:
     """Record what the diagnosis needs (the runtime's call records) from now on."""
     global active
-    from . import _trace
+    from . import _corelink, _trace
     active = True
+    _corelink.stats_sections["waits"] = lambda: summary()["sites"]
     if not _trace.enabled:
         _trace.start(None)
 

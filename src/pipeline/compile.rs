@@ -41,7 +41,7 @@ fn force_memory() -> bool {
 /// interception prologue was added to). Err is the fallback reason.
 pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>) -> Result<Compiled, String> {
     crate::pyver::compiled_path(code)?;
-    let info = crate::pyver::lifter_code_info(code)?;
+    let info = crate::bytecode::lifter_code_info(code)?;
     let written_free = super::globals::written_free_vars(py, func, code)?;
     let mut bz = lift::lift_with(&info, &written_free).map_err(|fb| fb.to_string())?;
     if let Some((why, line)) = passes::loop_iterable_changed(&bz) {

@@ -4,7 +4,7 @@
 //! format are unchanged from 3.11 and re-exported (the tests here check that on 3.12).
 //!
 //! `normalise` rewrites a 3.12 code object into the 3.11 one the lifter translates (docs/versions.md
-//! lists the rewrites); `pyver::lifter_code_info` applies it.
+//! lists the rewrites); `bytecode::lifter_code_info` applies it.
 //! Depends on `py311` (shared code-object reading, the target forms) and `pyver` (the table
 //! macro, the decoder).
 pub mod normalise;

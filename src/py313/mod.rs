@@ -4,7 +4,7 @@
 //! format are unchanged from 3.11 and re-exported (the tests here check that on 3.13).
 //!
 //! `normalise` rewrites a 3.13 code object into the 3.12 one of the same meaning and hands it to
-//! `py312::normalise` (docs/versions.md lists the rewrites); `pyver::lifter_code_info` applies it.
+//! `py312::normalise` (docs/versions.md lists the rewrites); `bytecode::lifter_code_info` applies it.
 //! Depends on `py311` (shared code-object reading), `py312` (its forms and normalisation) and
 //! `pyver` (the table macro, the decoder, the layout).
 pub mod normalise;

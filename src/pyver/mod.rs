@@ -5,7 +5,7 @@
 //! The bytecode reader for a version lives beside `py311/` (`py312/`, `py313/`); a version whose
 //! lifter front end is not complete runs every @poppy function in plain CPython with the reason
 //! [`compiled_path`] gives (the Python side, `_prologue.COMPILED_VERSIONS`, installs no prologue
-//! there). Depends on nothing, but for [`lifter_code_info`], which picks the version's reader.
+//! there). Depends on nothing: `crate::bytecode` picks the version's reader.
 
 /// `(major, minor)` of the CPython this extension was built for.
 pub const VERSION: (u32, u32) = if cfg!(poppy_py = "3.13") {
@@ -29,20 +29,6 @@ pub fn compiled_path(code: &pyo3::Bound<'_, pyo3::PyAny>) -> Result<(), String> 
     use pyo3::types::PyAnyMethods;
     let line: u32 = code.getattr("co_firstlineno").and_then(|l| l.extract()).unwrap_or(0);
     Err(format!("CPython {}.{}: compiled path not supported yet at line {line}", VERSION.0, VERSION.1))
-}
-
-/// The code object `code` in the form the lifter translates: 3.11's `CodeInfo` (on 3.12 the
-/// normalised one, `py312::normalise`; on 3.13 `py313::normalise`, through 3.12's forms), or the fallback reason. The one place the pipeline
-/// gets bytecode from, so that version differences end here.
-pub fn lifter_code_info(code: &pyo3::Bound<'_, pyo3::PyAny>) -> Result<crate::py311::CodeInfo, String> {
-    let ci = crate::py311::code_info(code).map_err(|e| format!("reading the code object: {e}"))?;
-    if cfg!(poppy_py = "3.12") {
-        crate::py312::normalise::normalise(&ci)
-    } else if cfg!(poppy_py = "3.13") {
-        crate::py313::normalise::normalise(&ci)
-    } else {
-        Ok(ci)
-    }
 }
 
 #[cfg(test)]
