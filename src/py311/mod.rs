@@ -8,6 +8,9 @@ pub mod decode;
 pub mod exception_table;
 pub mod opcode;
 pub mod oparg;
+// Used by the normalisations' tests, which run on the versions they normalise.
+#[cfg(all(test, any(poppy_py = "3.12", poppy_py = "3.13")))]
+pub(crate) mod testing;
 
 use crate::bezoar::ir::Const;
 use pyo3::prelude::*;

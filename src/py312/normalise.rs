@@ -702,35 +702,10 @@ mod tests_312 {
     use pyo3::prelude::*;
     use pyo3::types::PyDict;
 
+    use crate::py311::testing::{code_info_of, names, well_formed};
+
     fn normalised(src: &str) -> CodeInfo {
-        pyo3::prepare_freethreaded_python();
-        Python::with_gil(|py| {
-            let ns = PyDict::new_bound(py);
-            py.run_bound(src, Some(&ns), None).unwrap();
-            let code = ns.get_item("f").unwrap().unwrap().getattr("__code__").unwrap();
-            normalise(&crate::py311::code_info(&code).unwrap()).unwrap()
-        })
-    }
-
-    fn names(ci: &CodeInfo) -> Vec<&'static str> {
-        instructions(&ci.code, &ci.lines).map(|i| i.name()).collect()
-    }
-
-    /// Every jump lands on an instruction, every instruction has a line, every table entry
-    /// covers instructions and targets one.
-    fn well_formed(ci: &CodeInfo) {
-        let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
-        let starts: HashSet<u32> = ins.iter().map(|i| i.offset).collect();
-        for i in &ins {
-            if let Some(t) = i.jump_target() {
-                assert!(starts.contains(&t), "{} at {} to {t}", i.name(), i.offset);
-            }
-        }
-        assert_eq!(ci.lines.last().map(|l| l.1), Some(ci.code.len() as u32));
-        for e in exception_table::entries(&ci.exceptiontable) {
-            assert!(starts.contains(&e.start) && starts.contains(&e.target) && e.start < e.end, "{e:?}");
-        }
-        ci.children.values().for_each(well_formed);
+        normalise(&code_info_of(src)).unwrap()
     }
 
     #[test]

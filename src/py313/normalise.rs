@@ -339,22 +339,10 @@ mod tests {
     use pyo3::prelude::*;
     use pyo3::types::PyDict;
 
-    fn code_info(src: &str) -> CodeInfo {
-        pyo3::prepare_freethreaded_python();
-        Python::with_gil(|py| {
-            let ns = PyDict::new_bound(py);
-            py.run_bound(src, Some(&ns), None).unwrap();
-            let code = ns.get_item("f").unwrap().unwrap().getattr("__code__").unwrap();
-            crate::py311::code_info(&code).unwrap()
-        })
-    }
+    use crate::py311::testing::{code_info_of as code_info, names as names11, well_formed};
 
     fn names12(ci: &CodeInfo) -> Vec<&'static str> {
         crate::py312::decode::instructions(&ci.code, &ci.lines).iter().map(|i| v12::name(i.opcode)).collect()
-    }
-
-    fn names11(ci: &CodeInfo) -> Vec<&'static str> {
-        instructions(&ci.code, &ci.lines).map(|i| i.name()).collect()
     }
 
     /// The 3.13 opcode names `dis` shows for `f` (what the rewrite starts from).
@@ -366,23 +354,6 @@ mod tests {
             py.run_bound("import dis\nnames = [i.opname for i in dis.get_instructions(f)]\n", Some(&ns), None).unwrap();
             ns.get_item("names").unwrap().unwrap().extract().unwrap()
         })
-    }
-
-    /// Every jump lands on an instruction, every instruction has a line, every table entry
-    /// covers instructions and targets one (3.11 form).
-    fn well_formed(ci: &CodeInfo) {
-        let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
-        let starts: HashSet<u32> = ins.iter().map(|i| i.offset).collect();
-        for i in &ins {
-            if let Some(t) = i.jump_target() {
-                assert!(starts.contains(&t), "{} at {} to {t}", i.name(), i.offset);
-            }
-        }
-        assert_eq!(ci.lines.last().map(|l| l.1), Some(ci.code.len() as u32));
-        for e in exception_table::entries(&ci.exceptiontable) {
-            assert!(starts.contains(&e.start) && starts.contains(&e.target) && e.start < e.end, "{e:?}");
-        }
-        ci.children.values().for_each(well_formed);
     }
 
     #[test]
