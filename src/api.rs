@@ -141,6 +141,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pyobj::contract::init(m.py())?;
     m.add_class::<pyobj::GlobalLoader>()?;
     host::pool::register(m)?;
+    host::handling::register(m)?;
     m.add_function(wrap_pyfunction!(enable, m)?)?;
     m.add_function(wrap_pyfunction!(disable, m)?)?;
     m.add_function(wrap_pyfunction!(is_enabled, m)?)?;

@@ -285,10 +285,14 @@ def _build_slice(*xs):
 
 def _list_extend(lst, it):
     # `[*it]` (LIST_EXTEND) words a non-iterable differently from list.extend.
+    # (Errors are raised outside `except` blocks: inside one the new error's `__context__` would
+    # be the error just caught, where CPython's is the exception being handled, if any.)
     try:
         items = iter(it)
     except TypeError:
-        raise TypeError(f"Value after * must be an iterable, not {type(it).__name__}") from None
+        items = None
+    if items is None:
+        raise TypeError(f"Value after * must be an iterable, not {type(it).__name__}")
     lst.extend(items)
 
 
@@ -311,7 +315,8 @@ def _unpack_iter(x):
     try:
         return iter(x)
     except TypeError:
-        raise TypeError(f"cannot unpack non-iterable {type(x).__name__} object") from None
+        pass
+    raise TypeError(f"cannot unpack non-iterable {type(x).__name__} object")
 
 
 def _unpack_sequence(x, n):
@@ -363,11 +368,12 @@ def _cell_get(cell, name, free):
     try:
         return cell.cell_contents
     except ValueError:
-        if free:
-            raise NameError(f"cannot access free variable '{name}' where it is not associated with a "
-                            "value in enclosing scope", name=name) from None
-        raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated "
-                                "with a value") from None
+        pass
+    if free:
+        raise NameError(f"cannot access free variable '{name}' where it is not associated with a "
+                        "value in enclosing scope", name=name)
+    raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated "
+                            "with a value")
 
 
 def _cell_set(cell, value):
@@ -416,10 +422,14 @@ def _star_call(f, args, kwargs=None):
         try:
             args = tuple(args)
         except TypeError:
-            if not hasattr(args, "__iter__"):
-                raise TypeError(f"{_function_str(f)} argument after * must be an iterable, "
-                                f"not {type(args).__name__}") from None
-            raise
+            if hasattr(args, "__iter__"):
+                raise
+            bad = True
+        else:
+            bad = False
+        if bad:
+            raise TypeError(f"{_function_str(f)} argument after * must be an iterable, "
+                            f"not {type(args).__name__}")
     return _StarCall(f, args, {} if kwargs is None else kwargs)
 
 
@@ -443,7 +453,8 @@ def _load_global(g, name):
     try:
         return b[name]
     except KeyError:
-        raise NameError(f"name '{name}' is not defined", name=name) from None
+        pass
+    raise NameError(f"name '{name}' is not defined", name=name)
 
 
 def _import_name(g, fromlist, level, name):
@@ -452,10 +463,9 @@ def _import_name(g, fromlist, level, name):
     function's globals and no locals."""
     b = g.get("__builtins__", builtins)
     b = b if isinstance(b, dict) else b.__dict__
-    try:
-        f = b["__import__"]
-    except KeyError:
-        raise ImportError("__import__ not found") from None
+    f = b.get("__import__")
+    if f is None and "__import__" not in b:
+        raise ImportError("__import__ not found")
     return f(name, g, None, fromlist, level)
 
 

@@ -52,6 +52,45 @@ class Caught:
 HELPERS["is_caught"] = unordered(lambda v: type(v) is Caught)
 HELPERS["caught_exception"] = unordered(lambda v: v.exception)
 
+_CANNOT_CATCH = "catching classes that do not inherit from BaseException is not allowed"
+
+
+def _in_mro(c, t) -> bool:
+    return any(m is c for m in type.__getattribute__(t, "__mro__"))
+
+
+def _exception_class(c) -> bool:
+    return isinstance(c, type) and _in_mro(BaseException, c)
+
+
+def exc_match(exc, cls):
+    """`except cls:` for the caught exception `exc` (CHECK_EXC_MATCH): `cls` is an exception
+    class or a tuple of them (anything else is the TypeError CPython raises); the match is on
+    the class's MRO (PyType_IsSubtype: no `__instancecheck__`/`__subclasscheck__` hooks)."""
+    if isinstance(cls, tuple):
+        if not all(_exception_class(c) for c in cls):
+            raise TypeError(_CANNOT_CATCH)
+        return any(_in_mro(c, type(exc)) for c in cls)
+    if not _exception_class(cls):
+        raise TypeError(_CANNOT_CATCH)
+    return _in_mro(cls, type(exc))
+
+
+def reraise(exc):
+    """An exception no handler matched (or a `Caught` holding it) propagates: fails with that very
+    object, its traceback and `__context__` unchanged (`_core._reraise` restores it without a
+    `raise` statement). The host places the failure at the line where it was caught."""
+    from . import _core
+
+    _core._reraise(exc.exception if type(exc) is Caught else exc)
+
+
+HELPERS["exc_match"] = unordered(exc_match)
+# Sequential: it is the run's failure, after everything before it in program order.
+reraise.__poppy_external__ = ExternalSpec("sequential", reraise, False, False)
+HELPERS["reraise"] = reraise
+RERAISE_CODE = reraise.__code__
+
 
 # ---------------------------------------------------------------------------------------------
 # Support for the Rust executor (src/host/): cancellation. Blocking externals run on the

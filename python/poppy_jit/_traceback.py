@@ -148,7 +148,12 @@ def place(exc: BaseException, top, args: tuple, inlined: list, line: int, on_sta
     # Raised by a compiled `raise` statement (the `raise` intrinsic): the innermost entry shows
     # the statement, as CPython's does.
     from ._intrinsics import RAISES
-    raised = exc.__traceback__ is not None and exc.__traceback__.tb_frame.f_code in RAISES
+    from ._rt import RERAISE_CODE
+    # An exception no compiled handler matched leaves through `_rt.reraise` (its entry first).
+    first = exc.__traceback__
+    while first is not None and first.tb_frame.f_code is RERAISE_CODE:
+        first = first.tb_next
+    raised = first is not None and first.tb_frame.f_code in RAISES
     tb = _strip_runtime(exc.__traceback__)
     # The innermost entry's caret points at the call only when the failure is known to come out
     # of the one call on that line (a Python frame below it, or an inlined callee's call site).

@@ -1,7 +1,8 @@
 //! Making one external call: a global load or a decorated external on a Rust fast path (the
 //! undecorated function, called through vectorcall), `async def` externals as tasks,
 //! `blocking=True` externals and `time.sleep` on the executor, anything else inline. A
-//! KeyboardInterrupt or SystemExit from a synchronous call aborts the run.
+//! KeyboardInterrupt or SystemExit from a synchronous call aborts the run. A call made by an
+//! `except` handler runs with the caught exception handled (`handling.rs`), wherever it runs.
 use super::callee::Callee;
 use super::{pool, PyErrRef, PyHost};
 use crate::lambda_o::{Dispatch, TaskId};
@@ -56,11 +57,20 @@ fn vcall<'py>(py: Python<'py>, f: &Bound<'py, PyAny>, args: &[Obj], kwnames: &[S
     }
 }
 
-pub(super) fn dispatch<'py>(h: &mut PyHost<'py>, task: TaskId, f: &Obj, args: &[Obj], kwnames: &[String]) -> Dispatch<Obj, PyErrRef> {
+/// Make the call `f(args)` for `task`; `handling`: the exception the `except` handler making the
+/// call is handling (the thread's handled exception while the call runs).
+pub(super) fn dispatch<'py>(
+    h: &mut PyHost<'py>,
+    task: TaskId,
+    f: &Obj,
+    args: &[Obj],
+    kwnames: &[String],
+    handling: Option<&Obj>,
+) -> Dispatch<Obj, PyErrRef> {
     if let Some(e) = &h.abort {
         return Dispatch::Done(Err(e.clone()));
     }
-    let d = match h.try_dispatch(task, f, args, kwnames) {
+    let d = match h.try_dispatch(task, f, args, kwnames, handling) {
         Ok(d) => d,
         Err(e) => Dispatch::Done(Err(PyErrRef::new(e))),
     };
@@ -81,19 +91,35 @@ impl<'py> PyHost<'py> {
         f: &Obj,
         args: &[Obj],
         kwnames: &[String],
+        handling: Option<&Obj>,
     ) -> PyResult<Dispatch<Obj, PyErrRef>> {
         let py = self.py;
+        // An error is normalised (its `__context__` set) while the exception is still handled.
+        let run = |f: &Bound<'py, PyAny>| {
+            super::handling::with_handled(py, handling, || {
+                vcall(py, f, args, kwnames).inspect_err(|e| {
+                    e.value_bound(py);
+                })
+            })
+        };
         let callee = self.callee(f);
         if let Callee::Loader = &*callee {
-            return Ok(Dispatch::Done(self.eager_global(f, &args[0]).map_err(PyErrRef::new)));
+            // (Its NameError takes its `__context__` from the handled exception when made.)
+            let r = super::handling::with_handled(py, handling, || self.eager_global(f, &args[0]));
+            return Ok(Dispatch::Done(r.map_err(PyErrRef::new)));
         }
         if let Callee::External { inner, is_async, blocking, .. } = &*callee {
             // Call the undecorated function directly (the decorator's wrapper would block).
             let inner = inner.bind(py);
             if *is_async {
-                let coro = match vcall(py, inner, args, kwnames) {
+                let coro = match run(inner) {
                     Ok(c) => c,
                     Err(e) => return Ok(Dispatch::Done(Err(PyErrRef::new(e)))),
+                };
+                // Each step of the coroutine runs with the handled exception set.
+                let coro = match handling {
+                    Some(exc) => super::handling::Handling::wrap(py, coro.unbind(), exc.clone_ref(py))?.into_any(),
+                    None => coro,
                 };
                 let ex = self.executor()?;
                 let t = ex.create_task.call1((coro,))?;
@@ -105,12 +131,12 @@ impl<'py> PyHost<'py> {
                 let (pos, kw) = call_args(py, args, kwnames)?;
                 let ex = self.executor()?;
                 let call = Bound::new(py, pool::BlockingCall::new())?;
-                if pool::submit(py, inner, pos.clone(), kw.clone(), &ex.loop_, &call)? {
+                if pool::submit(py, inner, pos.clone(), kw.clone(), &ex.loop_, &call, handling)? {
                     ex.watch(py, task, call.into_any())?;
                     return Ok(Dispatch::Pending);
                 }
             }
-            let r = vcall(py, inner, args, kwnames).map(|v| v.unbind());
+            let r = run(inner).map(|v| v.unbind());
             return Ok(Dispatch::Done(self.guard_after(f, r).map_err(PyErrRef::new)));
         }
         if let Some(dur) = pool::timer_duration(py, f, args, kwnames) {
@@ -123,7 +149,7 @@ impl<'py> PyHost<'py> {
                 return Ok(Dispatch::Pending);
             }
         }
-        let r = vcall(py, f.bind(py), args, kwnames).map(|v| v.unbind());
+        let r = run(f.bind(py)).map(|v| v.unbind());
         Ok(Dispatch::Done(self.guard_after(f, r).map_err(PyErrRef::new)))
     }
 

@@ -17,6 +17,9 @@ pub(super) fn note_failure<'py>(h: &mut PyHost<'py>, e: PyErrRef, line: u32, lat
     if let Some(tb) = err.traceback_bound(py) {
         let _ = value.setattr("__traceback__", tb);
     }
+    // An exception a compiled handler caught and no handler matched (`_rt.reraise`): it failed
+    // where it was caught, not at the re-raise.
+    let line = reraised_at(h, &value).unwrap_or(line);
     let mut notes = Vec::new();
     if line > 0 {
         let placed = match &h.frame {
@@ -94,9 +97,22 @@ pub(super) fn caught<'py>(h: &mut PyHost<'py>, e: PyErrRef, line: u32) -> Obj {
     if let Some(tb) = err.traceback_bound(py) {
         let _ = value.setattr("__traceback__", tb);
     }
+    h.caught_at.push((value.clone().into_any().unbind(), line));
     crate::pyobj::rt_module(py)
         .and_then(|m| m.getattr("Caught"))
         .and_then(|c| c.call1((value, line)))
         .map(|v| v.unbind())
         .expect("poppy_jit._rt.Caught")
+}
+
+/// The line where `value` was caught, when it fails now through `_rt.reraise` (the first entry
+/// of its traceback); None for any other failure.
+fn reraised_at(h: &PyHost<'_>, value: &Bound<'_, PyAny>) -> Option<u32> {
+    let py = h.py;
+    let code = value.getattr("__traceback__").ok()?.getattr("tb_frame").ok()?.getattr("f_code").ok()?;
+    let reraise = h.rt.getattr("RERAISE_CODE").ok()?;
+    if !code.is(&reraise) {
+        return None;
+    }
+    h.caught_at.iter().rev().find(|(v, _)| v.bind(py).is(value)).map(|&(_, line)| line)
 }

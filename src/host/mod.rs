@@ -12,7 +12,8 @@
 //!   as something finished (no polling).
 //! - `objects`: per-object ordering's keys and scopes. `inline`: inlining @poppy callees and the program's own internal
 //!   functions (their translations from `pipeline`), binding parameters as CPython does, within
-//!   the recursion limit. `failure`: tracebacks and notes
+//!   the recursion limit. `handling`: the exception an `except` handler handles, set around the
+//!   calls it makes; the re-raise of an exception no handler matched. `failure`: tracebacks and notes
 //!   of a failed run. `trace`: call records for PYTHONPOPPY_TRACE. `regions`: the containers an
 //!   internal region returns that it made itself are owned like those the compiled code builds.
 //!
@@ -33,6 +34,7 @@ mod callee;
 mod dispatch;
 mod executor;
 mod failure;
+pub mod handling;
 mod inline;
 pub use inline::inlinable;
 mod objects;
@@ -100,6 +102,9 @@ pub struct PyHost<'py> {
     private_args: Vec<u64>,
     /// Globals read eagerly, checked after calls (dispatch.rs).
     guard: dispatch::GlobalsGuard,
+    /// Each exception a catching call caught, with the line of the call (failure.rs: where a
+    /// re-raise of it is placed).
+    caught_at: Vec<(Obj, u32)>,
 }
 
 impl<'py> PyHost<'py> {
@@ -134,6 +139,7 @@ impl<'py> PyHost<'py> {
             owned: Vec::new(),
             private_args: Vec::new(),
             guard: Default::default(),
+            caught_at: Vec::new(),
         })
     }
 
@@ -275,7 +281,7 @@ impl<'py> Host for PyHost<'py> {
 
     // Running calls (dispatch.rs, executor.rs).
     fn dispatch(&mut self, task: TaskId, f: &Obj, args: &[Obj], kwnames: &[String]) -> Dispatch<Obj, PyErrRef> {
-        dispatch::dispatch(self, task, f, args, kwnames)
+        dispatch::dispatch(self, task, f, args, kwnames, None)
     }
 
     fn cancel(&mut self, task: TaskId) {

@@ -127,6 +127,9 @@ struct Job {
     kwargs: Option<Py<PyDict>>,
     loop_: Obj,
     fut: Py<BlockingCall>,
+    /// The exception being handled by the `except` handler that made the call, set as the
+    /// worker thread's handled exception while the call runs (`handling.rs`).
+    handling: Option<Obj>,
 }
 
 /// A job on its way to a blocking thread. Taken by whoever runs it: the thread, or the evaluator
@@ -333,6 +336,7 @@ pub fn submit(
     kwargs: Option<Bound<'_, PyDict>>,
     loop_: &Bound<'_, PyAny>,
     fut: &Bound<'_, BlockingCall>,
+    handling: Option<&Obj>,
 ) -> PyResult<bool> {
     let e = exec(py)?;
     {
@@ -354,6 +358,7 @@ pub fn submit(
         kwargs: kwargs.map(|k| k.unbind()),
         loop_: loop_.clone().unbind(),
         fut: fut.clone().unbind(),
+        handling: handling.map(|e| e.clone_ref(py)),
     };
     let slot: JobSlot = Arc::new(Mutex::new(Some(job)));
     let theirs = slot.clone();
@@ -387,7 +392,9 @@ fn run_on_worker(e: &'static Exec, slot: JobSlot) {
 }
 
 fn run_job(py: Python<'_>, job: Job) {
-    let outcome = job.func.bind(py).call(job.args.bind(py), job.kwargs.as_ref().map(|k| k.bind(py)));
+    let outcome = super::handling::with_handled(py, job.handling.as_ref(), || {
+        job.func.bind(py).call(job.args.bind(py), job.kwargs.as_ref().map(|k| k.bind(py)))
+    });
     let (ok, value): (bool, Obj) = match outcome {
         Ok(v) => (true, v.unbind()),
         Err(e) => (false, e.into_value(py).into_any()),
