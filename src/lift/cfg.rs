@@ -191,6 +191,15 @@ pub(super) struct Cfg {
     pub(super) preds: Vec<Vec<Node>>,
     /// Undone while-loop inversions (see `loop_inversions`).
     pub(super) inversions: Vec<(usize, usize, usize)>,
+    /// Exceptional edges: from the first block of each try body to its handler chain (reached
+    /// only through the exception table). They count for reachability and dominators (so a
+    /// handler inside a loop is in its body and its `continue` is a back edge), not for
+    /// `successors`, so the structure of the body and around the statement is recovered from
+    /// its normal flow only (`structure::translate_try` translates the handlers).
+    pub(super) exc_edges: Vec<(Node, Node)>,
+    /// The node control reaches at each instruction index that starts a block (after the
+    /// edge normalisations), for the leaders of try statements.
+    node_of: Vec<Option<Node>>,
 }
 
 impl Cfg {
@@ -199,6 +208,17 @@ impl Cfg {
     }
 
     pub(super) fn build(instrs: &[Instr]) -> Result<Cfg> {
+        Cfg::build_with(instrs, &super::exceptions::Tries::default())
+    }
+
+    /// The node control reaches when it comes to instruction `i`, a leader of a try statement
+    /// (its body's start and end, its handler chain, each handler's code).
+    pub(super) fn node_at(&self, i: usize) -> Option<Node> {
+        self.node_of.get(i).copied().flatten()
+    }
+
+    /// `build` for code with the try statements `tries` (`exceptions::recognise`).
+    pub(super) fn build_with(instrs: &[Instr], tries: &super::exceptions::Tries) -> Result<Cfg> {
         let index_of = |offset: u32, from: &Instr| {
             instrs
                 .binary_search_by_key(&offset, |i| i.offset)
@@ -232,6 +252,23 @@ impl Cfg {
         for &(top, bottom, _) in &inversions {
             leader[top] = true;
             leader[bottom] = true;
+        }
+        // A try statement's body starts and ends a block, and so does each part of its handler
+        // chain; a `RERAISE` ends its block.
+        let mut try_leaders = Vec::new();
+        for t in &tries.tries {
+            try_leaders.extend([t.body.start, t.body.end, t.push, t.reraise]);
+            for h in &t.handlers {
+                try_leaders.extend([h.test.start, h.bind]);
+            }
+        }
+        for &i in &try_leaders {
+            leader[i] = true;
+        }
+        for (i, ins) in instrs.iter().enumerate() {
+            if ins.opcode == RERAISE {
+                leader[i + 1] = true;
+            }
         }
         let starts: Vec<usize> = (0..instrs.len()).filter(|&i| leader[i]).collect();
         let block_of = |i: usize| starts.binary_search(&i).expect("jump targets are leaders");
@@ -267,7 +304,7 @@ impl Cfg {
             let target = || -> Result<Node> { Ok(canon[block_of(index_of(last.jump_target().unwrap(), last)?)]) };
             let term = match last.opcode {
                 RETURN_VALUE => Term::Return,
-                RAISE_VARARGS => Term::Raise,
+                RAISE_VARARGS | RERAISE => Term::Raise,
                 op if is_unconditional_jump(op) => Term::Jump(target()?),
                 FOR_ITER => Term::ForIter { body: next()?, exit: target()? },
                 op if is_jump(op) => Term::Branch { jump: target()?, next: next()? },
@@ -315,12 +352,22 @@ impl Cfg {
             };
         }
 
-        let mut cfg = Cfg { blocks, reachable: vec![false; n], preds: vec![Vec::new(); n], inversions };
+        let node_of: Vec<Option<Node>> =
+            (0..instrs.len()).map(|i| leader[i].then(|| thread[canon[block_of(i)]])).collect();
+        let mut exc_edges = Vec::new();
+        for t in &tries.tries {
+            let (Some(entry), Some(chain)) = (node_of[t.body.start], node_of[t.push]) else {
+                return Err(Fallback::shape("try statement", instrs[t.body.start].line));
+            };
+            exc_edges.push((entry, chain));
+        }
+        let mut cfg = Cfg { blocks, reachable: vec![false; n], preds: vec![Vec::new(); n], inversions, exc_edges, node_of };
         let mut work = vec![0];
         while let Some(b) = work.pop() {
             if b < n && !cfg.reachable[b] {
                 cfg.reachable[b] = true;
                 work.extend(cfg.successors(b));
+                work.extend(cfg.exc_edges.iter().filter(|e| e.0 == b).map(|e| e.1));
             }
         }
         for b in (0..n).filter(|&b| cfg.reachable[b]) {
@@ -373,7 +420,8 @@ impl Cfg {
             changed = false;
             for &b in live.iter().filter(|&&b| b != 0) {
                 let mut set = vec![true; n];
-                for &p in &self.preds[b] {
+                let exc_preds = self.exc_edges.iter().filter(|e| e.1 == b).map(|e| &e.0);
+                for &p in self.preds[b].iter().chain(exc_preds) {
                     for (x, &d) in set.iter_mut().zip(&dom[p]) {
                         *x &= d;
                     }

@@ -230,6 +230,8 @@ pub(super) struct CodeScope<'a> {
     pub(super) plain_funcs: HashSet<u32>,
     /// In an inlined generator expression: what a `yield` does.
     pub(super) yield_mode: Option<YieldMode>,
+    /// The code's try statements (`exceptions::recognise`; None in inlined code, which has none).
+    pub(super) tries: Option<&'a super::exceptions::Tries>,
 }
 
 impl CodeScope<'_> {

@@ -76,7 +76,16 @@ pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
         // not normalised yet, and the prologue does not intercept coroutines there.
         return Err(format!("coroutine (async def): compiled on CPython 3.11 only at line {}", ci.firstlineno));
     }
-    normalise_at(ci, &[])
+    let out = normalise_at(ci, &[])?;
+    // try/except is lifted from 3.11's handler shapes (`lift::exceptions`); 3.12's are not
+    // normalised into them yet. (Other statements with handlers get the lifter's reason.)
+    let instrs: Vec<_> = py311::decode::instructions(&out.code, &out.lines).collect();
+    if let Some(&(_, at)) =
+        exception_table::constructs(&out.exceptiontable, &instrs).iter().find(|(k, _)| *k == exception_table::HandlerKind::Except)
+    {
+        return Err(format!("exception handling (try/except: compiled on CPython 3.11 only) at line {}", out.line_at(at)));
+    }
+    Ok(out)
 }
 
 /// `normalise` of the code object at `path` (`co_consts` indices from the function compiled:

@@ -127,6 +127,7 @@ impl Translator<'_> {
             path,
             plain_funcs: HashSet::new(),
             yield_mode: mode,
+            tries: None,
         };
         let mut sub = Translator::new(self.em.begin_child(), scope, shared, line);
         for (i, c) in child.localsplus().iter().enumerate().take(first_free) {

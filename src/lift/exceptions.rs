@@ -1,0 +1,345 @@
+//! `try`/`except`/`else` statements, recognised from a code object's exception table and the
+//! handler code CPython 3.11 lays out for them (docs/design-exceptions.md, "Lifter"):
+//!
+//! ```text
+//!      NOP                                    ← the `try` line
+//! s:   … body …                              ← protected: s to e -> T [depth d]
+//! e:   … else …  JUMP_FORWARD join           ← (no else: just the jump)
+//! T:   PUSH_EXC_INFO
+//!      … E …  CHECK_EXC_MATCH                ← each typed handler, in order
+//!      POP_JUMP_FORWARD_IF_FALSE next
+//!      STORE_FAST e | POP_TOP                ← `as e` | no name
+//!      … H …  POP_EXCEPT [e = None; del e]  JUMP_FORWARD join   (or return/break/continue,
+//!                                                each path with its POP_EXCEPT and cleanup)
+//! A:   e = None; del e; RERAISE 1           ← an exception inside H (`as e` only)
+//! next: … the next handler … | RERAISE 0     ← no handler matched
+//! C:   COPY 3; POP_EXCEPT; RERAISE 1          ← an exception inside the handlers
+//! ```
+//!
+//! with the handler code protected by entries to `A` and `C` (depth d + 1, lasti). A statement
+//! whose body protects nothing (`try: pass`) has no entry to `T`: its handlers are dead code.
+//! Every other use of the table falls back, naming the construct: try/finally, with, except*,
+//! async with/for, nested try statements, a bare `except:` or a handler naming
+//! BaseException/KeyboardInterrupt/SystemExit/GeneratorExit (the runtime delivers a
+//! KeyboardInterrupt by aborting the run, and a SystemExit from an external aborts it too:
+//! such a handler would not see them where CPython's does), and any other handler shape.
+//!
+//! What the recogniser yields (`Tries`) is used by `cfg` (leaders, the handler chains as
+//! exceptional successors of the try's first block) and `structure` (`Translator::translate_try`).
+//! Depends on `py311` only.
+use super::{Fallback, Result};
+use crate::bezoar::ir::Const;
+use crate::py311::decode::Instr;
+use crate::py311::exception_table::{self, Entry, HandlerKind};
+use crate::py311::opcode::*;
+use crate::py311::CodeInfo;
+use std::collections::HashSet;
+use std::ops::Range;
+
+/// Handler classes that would catch what the runtime cannot deliver where CPython does.
+const INTERRUPTS: &[&str] = &["BaseException", "KeyboardInterrupt", "SystemExit", "GeneratorExit"];
+
+/// One `try: … except …: … [else: …]` (instruction indices).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct TryShape {
+    /// The protected body.
+    pub(super) body: Range<usize>,
+    /// Stack depth at the statement (values of enclosing statements, e.g. a `for` iterator).
+    pub(super) depth: usize,
+    /// `PUSH_EXC_INFO`.
+    pub(super) push: usize,
+    pub(super) handlers: Vec<HandlerShape>,
+    /// `RERAISE 0` (no handler matched).
+    pub(super) reraise: usize,
+    /// One past the clean-up block `COPY 3; POP_EXCEPT; RERAISE 1`: where the statement's code ends.
+    pub(super) end: usize,
+    /// The line of the statement's first handler (for messages).
+    pub(super) line: u32,
+}
+
+/// One typed `except E [as name]:` of a `TryShape`.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct HandlerShape {
+    /// The straight-line code computing `E` (after `PUSH_EXC_INFO` or the previous handler's
+    /// jump target, up to `CHECK_EXC_MATCH`).
+    pub(super) test: Range<usize>,
+    /// `CHECK_EXC_MATCH`.
+    pub(super) check: usize,
+    /// The local slot of `as name`.
+    pub(super) name: Option<u32>,
+    /// The `STORE_FAST name` / `POP_TOP` of the exception; the handler's body follows it.
+    pub(super) bind: usize,
+    pub(super) line: u32,
+}
+
+/// The recognised statements of a code object.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Tries {
+    /// Statements whose handlers can run, in code order.
+    pub(super) tries: Vec<TryShape>,
+    /// Instructions the translation skips: each handler's `STORE_FAST name`/`POP_TOP` of the
+    /// exception, and the `name = None; del name` after each of its `POP_EXCEPT`s (Bezoar's
+    /// `Handler` binds and unbinds the name itself).
+    pub(super) skip: HashSet<usize>,
+}
+
+fn reason(what: &str, line: u32) -> Fallback {
+    Fallback::new(format!("exception handling ({what})"), line)
+}
+
+fn shape(line: u32) -> Fallback {
+    reason("exception handler shape", line)
+}
+
+/// The statements with handlers in `ci` (whose instructions are `instrs`), or the fallback.
+pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
+    let entries = exception_table::entries(&ci.exceptiontable);
+    let mut out = Tries::default();
+    if entries.is_empty() {
+        return Ok(out);
+    }
+    let at = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();
+    let upto = |off: u32| instrs.partition_point(|i| i.offset < off);
+    // Statements other than try/except, named.
+    for e in &entries {
+        let kind = exception_table::handler_kind(instrs, e.target).or_else(|| exception_table::handler_kind(instrs, e.start));
+        match kind {
+            Some(HandlerKind::Except) | None => {}
+            Some(k) => return Err(reason(k.name(), ci.line_at(e.start))),
+        }
+    }
+    if ci.flags & crate::py311::CO_COROUTINE != 0 {
+        return Err(reason("try/except in an async def", ci.line_at(entries[0].start)));
+    }
+    // Every handler chain (`PUSH_EXC_INFO`), live (an entry's target) or dead (`try: pass`).
+    let targets: HashSet<u32> = entries.iter().filter(|e| !e.lasti).map(|e| e.target).collect();
+    let mut chains = Vec::new();
+    for (k, ins) in instrs.iter().enumerate().filter(|(_, i)| i.opcode == PUSH_EXC_INFO) {
+        let live = targets.contains(&ins.offset);
+        chains.push((chain(ci, instrs, k)?, live));
+    }
+    // Each entry belongs to exactly one statement: its body (to T), its handler code (to its
+    // clean-up block or an `as` clean-up block).
+    let mut bodies: Vec<Vec<Entry>> = vec![Vec::new(); chains.len()];
+    for e in entries.iter().filter(|e| !e.lasti) {
+        match chains.iter().position(|(c, _)| e.target == instrs[c.push].offset) {
+            Some(o) => bodies[o].push(*e),
+            None => return Err(shape(ci.line_at(e.start))),
+        }
+    }
+    for ((c, live), mut es) in chains.iter_mut().zip(bodies) {
+        if !*live {
+            continue;
+        }
+        es.sort_by_key(|e| e.start);
+        let (first, last) = (es[0], es[es.len() - 1]);
+        if es.windows(2).any(|w| w[0].end != w[1].start) || es.iter().any(|e| e.depth != first.depth) {
+            // The body's protected range is cut: something inside it has its own handler.
+            return Err(reason("nested try", ci.line_at(first.start)));
+        }
+        c.body = upto(first.start)..upto(last.end);
+        c.depth = first.depth as usize;
+    }
+    for e in entries.iter().filter(|e| e.lasti) {
+        let (s, end) = (upto(e.start), upto(e.end));
+        let owned = chains.iter().any(|(c, live)| {
+            let cleanup = instrs[c.reraise + 1].offset;
+            (e.target == cleanup || is_as_cleanup(ci, instrs, c, at(e.target)))
+                && (!live || e.depth as usize == c.depth + 1)
+                && c.push <= s
+                && end <= c.end
+        });
+        if !owned {
+            return Err(shape(ci.line_at(e.start)));
+        }
+    }
+    let live: Vec<TryShape> = chains.into_iter().filter(|(_, l)| *l).map(|(c, _)| c).collect();
+    // Statements nested in one another (a try in a handler, in an else, …) fall back for now.
+    for (i, a) in live.iter().enumerate() {
+        for b in &live[i + 1..] {
+            let (sa, sb) = (a.body.start..a.end, b.body.start..b.end);
+            if sa.start < sb.end && sb.start < sa.end {
+                return Err(reason("nested try", instrs[sa.start.max(sb.start)].line));
+            }
+        }
+    }
+    for t in &live {
+        if t.body.is_empty() || t.body.end > t.push {
+            return Err(shape(t.line));
+        }
+        for (k, h) in t.handlers.iter().enumerate() {
+            out.skip.insert(h.bind);
+            // The handler's code runs to the next handler's test (or `RERAISE 0`).
+            let stop = t.handlers.get(k + 1).map_or(t.reraise, |n| n.test.start);
+            let Some(name) = h.name else { continue };
+            for p in (h.bind + 1..stop).filter(|&p| instrs[p].opcode == POP_EXCEPT) {
+                if !is_unbind(ci, instrs, p + 1, name) {
+                    return Err(shape(h.line));
+                }
+                out.skip.extend(p + 1..p + 4);
+            }
+        }
+    }
+    out.tries = live;
+    Ok(out)
+}
+
+/// `LOAD_CONST None; STORE_FAST name; DELETE_FAST name` at `p`.
+fn is_unbind(ci: &CodeInfo, instrs: &[Instr], p: usize, name: u32) -> bool {
+    matches!(
+        instrs.get(p..p + 3),
+        Some([a, b, c]) if a.opcode == LOAD_CONST
+            && matches!(ci.consts.get(a.arg as usize), Some(Const::None))
+            && (b.opcode, b.arg) == (STORE_FAST, name)
+            && (c.opcode, c.arg) == (DELETE_FAST, name)
+    )
+}
+
+/// Whether the instruction at `p` starts an `as` clean-up block (`name = None; del name;
+/// RERAISE 1`) of one of `c`'s handlers.
+fn is_as_cleanup(ci: &CodeInfo, instrs: &[Instr], c: &TryShape, p: Option<usize>) -> bool {
+    let Some(p) = p else { return false };
+    c.handlers.iter().filter_map(|h| h.name).any(|n| {
+        is_unbind(ci, instrs, p, n) && instrs.get(p + 3).is_some_and(|r| (r.opcode, r.arg) == (RERAISE, 1))
+    })
+}
+
+/// The handler chain starting at `PUSH_EXC_INFO` (index `push`); the body range and depth are
+/// filled in from the table by the caller.
+fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
+    let line = instrs.get(push + 1).map_or(instrs[push].line, |i| i.line);
+    let at = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();
+    let mut handlers = Vec::new();
+    let mut p = push + 1;
+    loop {
+        let Some(first) = instrs.get(p) else { return Err(shape(line)) };
+        if first.opcode == POP_TOP {
+            return Err(reason("bare except: would catch KeyboardInterrupt", first.line));
+        }
+        // The test: straight-line code up to CHECK_EXC_MATCH.
+        let mut c = p;
+        while instrs.get(c).is_some_and(|i| i.opcode != CHECK_EXC_MATCH) {
+            let i = &instrs[c];
+            if i.jump_target().is_some()
+                || matches!(i.opcode, RETURN_VALUE | RAISE_VARARGS | RERAISE | PUSH_EXC_INFO | POP_EXCEPT | CHECK_EG_MATCH)
+            {
+                return Err(shape(first.line));
+            }
+            let named = match i.opcode {
+                LOAD_GLOBAL => ci.names.get((i.arg >> 1) as usize),
+                LOAD_NAME | LOAD_ATTR | LOAD_METHOD => ci.names.get(i.arg as usize),
+                _ => None,
+            };
+            if named.is_some_and(|n| INTERRUPTS.contains(&n.as_str())) {
+                return Err(reason(&format!("except {}: would catch KeyboardInterrupt", named.unwrap()), i.line));
+            }
+            c += 1;
+        }
+        let (Some(jump), Some(bind)) = (instrs.get(c + 1), instrs.get(c + 2)) else { return Err(shape(first.line)) };
+        if c == p || jump.opcode != POP_JUMP_FORWARD_IF_FALSE {
+            return Err(shape(first.line));
+        }
+        let name = match bind.opcode {
+            STORE_FAST => Some(bind.arg),
+            POP_TOP => None,
+            _ => return Err(shape(first.line)),
+        };
+        handlers.push(HandlerShape { test: p..c, check: c, name, bind: c + 2, line: first.line });
+        let Some(next) = jump.jump_target().and_then(at) else { return Err(shape(first.line)) };
+        if next <= c + 2 {
+            return Err(shape(first.line));
+        }
+        p = next;
+        if (instrs[p].opcode, instrs[p].arg) == (RERAISE, 0) {
+            break;
+        }
+    }
+    let cleanup = instrs.get(p + 1..p + 4).map(|s| s.iter().map(|i| (i.opcode, i.arg)).collect::<Vec<_>>());
+    if cleanup.as_deref() != Some(&[(COPY, 3), (POP_EXCEPT, 0), (RERAISE, 1)][..]) {
+        return Err(shape(line));
+    }
+    Ok(TryShape { body: 0..0, depth: 0, push, handlers, reraise: p, end: p + 4, line })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lift::tests::code_infos;
+    use crate::py311::decode::instructions;
+
+    fn recognised(src: &str) -> std::result::Result<Tries, String> {
+        let ci = &code_infos(&format!("{src}\nc = f.__code__\n"), &["c"])[0];
+        let instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+        recognise(ci, &instrs).map_err(|f| f.to_string())
+    }
+
+    #[test]
+    fn try_except_else_shapes() {
+        let t = recognised(
+            "def f(items):\n    out = []\n    for it in items:\n        try:\n            label = g(it)['label']\n        \
+             except (KeyError, ValueError) as e:\n            if e.args:\n                continue\n            return e\n        \
+             except OSError:\n            break\n        else:\n            log(it)\n        out.append(label)\n    return out\n",
+        )
+        .unwrap();
+        assert_eq!(t.tries.len(), 1);
+        let s = &t.tries[0];
+        assert_eq!(s.depth, 1, "the for iterator");
+        assert_eq!(s.handlers.len(), 2);
+        assert!(s.handlers[0].name.is_some() && s.handlers[1].name.is_none());
+        assert_eq!((s.handlers[0].line, s.handlers[1].line), (6, 10));
+        // The two exits of the `as e` handler each unbind `e` (3 instructions each), plus the
+        // two bindings.
+        assert_eq!(t.skip.len(), 2 + 2 * 3);
+        // A dead handler (nothing protected) is no statement.
+        let t = recognised("def f(x):\n    try:\n        pass\n    except E:\n        x = 1\n    return x\n").unwrap();
+        assert!(t.tries.is_empty());
+        // Two statements one after the other.
+        let t = recognised(
+            "def f(x):\n    try:\n        x = g(x)\n    except E:\n        x = 1\n    try:\n        x = g(x)\n    \
+             except F as e:\n        x = e\n    return x\n",
+        )
+        .unwrap();
+        assert_eq!(t.tries.len(), 2);
+    }
+
+    #[test]
+    fn other_statements_fall_back_with_their_reason() {
+        let cases = [
+            ("def f(x):\n    try:\n        g(x)\n    finally:\n        h(x)\n", "exception handling (try/finally) at line 3"),
+            (
+                "def f(x):\n    try:\n        g(x)\n    except E:\n        h(x)\n    finally:\n        h(x)\n",
+                "exception handling (try/finally) at line 3",
+            ),
+            ("def f(m):\n    with m as v:\n        v()\n", "exception handling (with) at line 2"),
+            ("def f(x):\n    try:\n        g(x)\n    except* E:\n        h(x)\n", "exception handling (except*) at line 3"),
+            (
+                "def f(x):\n    try:\n        g(x)\n    except:\n        h(x)\n",
+                "exception handling (bare except: would catch KeyboardInterrupt) at line 4",
+            ),
+            (
+                "def f(x):\n    try:\n        g(x)\n    except (ValueError, BaseException):\n        h(x)\n",
+                "exception handling (except BaseException: would catch KeyboardInterrupt) at line 4",
+            ),
+            (
+                "def f(x):\n    try:\n        g(x)\n    except KeyboardInterrupt:\n        h(x)\n",
+                "exception handling (except KeyboardInterrupt: would catch KeyboardInterrupt) at line 4",
+            ),
+            (
+                "def f(x):\n    try:\n        g(x)\n    except E:\n        try:\n            h(x)\n        except F:\n            pass\n",
+                "exception handling (nested try) at line 6",
+            ),
+            (
+                "def f(x):\n    try:\n        g(x)\n        try:\n            h(x)\n        except F:\n            pass\n    \
+                 except E:\n        pass\n",
+                "exception handling (nested try) at line 3",
+            ),
+            (
+                "async def f(x):\n    try:\n        await g(x)\n    except E:\n        pass\n",
+                "exception handling (try/except in an async def) at line 3",
+            ),
+        ];
+        for (src, want) in cases {
+            assert_eq!(recognised(src).unwrap_err(), want, "{src}");
+        }
+    }
+}
