@@ -247,6 +247,68 @@ pub enum StmtKind {
     Break,
     /// Start the next iteration of the innermost `For`/`Loop`.
     Continue,
+    /// `try: body except ...: ... else: orelse` — a failure of an operation of `body` (not of its
+    /// handlers or `orelse`) is caught: nothing after the raising operation runs, the handlers
+    /// are tried in order with the locals as they were at the raising point, and an exception no
+    /// handler matches propagates unchanged. `orelse` runs only when `body` completed normally
+    /// (not after break/continue/return).
+    Try { body: Block, handlers: Vec<Handler>, orelse: Block },
+}
+
+/// One `except` clause of a `Try`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Handler {
+    /// The code computing the class (or tuple of classes) `E` of `except E`, run only when the
+    /// handlers before it did not match, and the register holding it; `None` for a bare `except:`.
+    pub test: Option<(Block, Reg)>,
+    /// `except E as name`: the caught exception is stored in `name` for the handler body, which
+    /// is then set to None and deleted (CPython's `name = None; del name`), also when the body
+    /// leaves by break/continue/return.
+    pub name: Option<VarName>,
+    pub body: Block,
+}
+
+impl StmtKind {
+    /// The blocks nested in this statement, in program order (a `Try`: the body, each handler's
+    /// test and body, the else).
+    pub fn blocks(&self) -> Vec<&Block> {
+        match self {
+            StmtKind::If { then_body, else_body, .. } => vec![then_body, else_body],
+            StmtKind::For { body, .. } | StmtKind::Loop { body } => vec![body],
+            StmtKind::Try { body, handlers, orelse } => {
+                let mut out = vec![body];
+                for h in handlers {
+                    if let Some((test, _)) = &h.test {
+                        out.push(test);
+                    }
+                    out.push(&h.body);
+                }
+                out.push(orelse);
+                out
+            }
+            _ => vec![],
+        }
+    }
+
+    /// `blocks`, mutably.
+    pub fn blocks_mut(&mut self) -> Vec<&mut Block> {
+        match self {
+            StmtKind::If { then_body, else_body, .. } => vec![then_body, else_body],
+            StmtKind::For { body, .. } | StmtKind::Loop { body } => vec![body],
+            StmtKind::Try { body, handlers, orelse } => {
+                let mut out = vec![body];
+                for h in handlers {
+                    if let Some((test, _)) = &mut h.test {
+                        out.push(test);
+                    }
+                    out.push(&mut h.body);
+                }
+                out.push(orelse);
+                out
+            }
+            _ => vec![],
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -116,6 +116,7 @@ fn rewrite(b: &mut Block, names: &Rebindable, g: u32, changed: &mut bool) {
                 rewrite(else_body, names, g, changed);
             }
             StmtKind::For { body, .. } | StmtKind::Loop { body } => rewrite(body, names, g, changed),
+            StmtKind::Try { .. } => s.kind.blocks_mut().into_iter().for_each(|b| rewrite(b, names, g, changed)),
             _ => {}
         }
     }

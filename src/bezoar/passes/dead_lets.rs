@@ -17,6 +17,7 @@ pub fn remove_dead_pure_lets(f: &mut Function) {
             StmtKind::Store(_, r) | StmtKind::Return(r) | StmtKind::Raise(r) => mark(r),
             StmtKind::If { cond, .. } => mark(cond),
             StmtKind::For { iter, .. } => mark(iter),
+            StmtKind::Try { handlers, .. } => handlers.iter().filter_map(|h| h.test.as_ref()).for_each(|t| mark(&t.1)),
             _ => {}
         }
     });
@@ -28,13 +29,8 @@ pub fn remove_dead_pure_lets(f: &mut Function) {
             _ => true,
         });
         for s in b.iter_mut() {
-            match &mut s.kind {
-                StmtKind::If { then_body, else_body, .. } => {
-                    sweep(then_body, used);
-                    sweep(else_body, used);
-                }
-                StmtKind::For { body, .. } | StmtKind::Loop { body } => sweep(body, used),
-                _ => {}
+            for inner in s.kind.blocks_mut() {
+                sweep(inner, used);
             }
         }
     }

@@ -3,12 +3,12 @@
 //! overlap analysis models the same way (`crate::explain`).
 use crate::bezoar::ir::{Stmt, StmtKind};
 
-/// Whether a function needs exit-status threading: any loop jump, `while`, or a return that is not
-/// the function's last statement.
+/// Whether a function needs exit-status threading: any loop jump, `while`, `try` (a caught
+/// exception is a status), or a return that is not the function's last statement.
 pub fn needs_exits(body: &[Stmt]) -> bool {
     fn any(b: &[Stmt], top: bool) -> bool {
         b.iter().enumerate().any(|(i, s)| match &s.kind {
-            StmtKind::Break | StmtKind::Continue | StmtKind::Loop { .. } => true,
+            StmtKind::Break | StmtKind::Continue | StmtKind::Loop { .. } | StmtKind::Try { .. } => true,
             StmtKind::Return(_) => !(top && i + 1 == b.len()),
             StmtKind::If { then_body, else_body, .. } => any(then_body, false) || any(else_body, false),
             StmtKind::For { body, .. } => any(body, false),
@@ -27,6 +27,7 @@ pub fn contains_jump(b: &[Stmt], continue_only: bool) -> bool {
         StmtKind::If { then_body, else_body, .. } => {
             contains_jump(then_body, continue_only) || contains_jump(else_body, continue_only)
         }
+        StmtKind::Try { .. } => s.kind.blocks().into_iter().any(|b| contains_jump(b, continue_only)),
         _ => false,
     })
 }
@@ -36,6 +37,7 @@ fn contains_return(b: &[Stmt]) -> bool {
         StmtKind::Return(_) => true,
         StmtKind::If { then_body, else_body, .. } => contains_return(then_body) || contains_return(else_body),
         StmtKind::For { body, .. } | StmtKind::Loop { body } => contains_return(body),
+        StmtKind::Try { .. } => s.kind.blocks().into_iter().any(|b| contains_return(b)),
         _ => false,
     })
 }
@@ -53,6 +55,9 @@ pub fn may_exit(s: &Stmt) -> bool {
             then_body.iter().any(may_exit) || else_body.iter().any(may_exit)
         }
         StmtKind::For { body, .. } | StmtKind::Loop { body } => contains_return(body),
+        // Conservatively: its blocks may break/continue/return, and its lowering threads the
+        // caught exception as a status inside the statement.
+        StmtKind::Try { .. } => true,
         _ => false,
     }
 }
@@ -77,6 +82,7 @@ pub fn loop_left_only_by_failure(b: &[Stmt]) -> Option<u32> {
             StmtKind::Raise(_) => true,
             StmtKind::If { then_body, else_body, .. } => raises(then_body) || raises(else_body),
             StmtKind::For { body, .. } | StmtKind::Loop { body } => raises(body),
+            StmtKind::Try { .. } => s.kind.blocks().into_iter().any(|b| raises(b)),
             _ => false,
         })
     }
@@ -92,6 +98,7 @@ pub fn loop_left_only_by_failure(b: &[Stmt]) -> Option<u32> {
                 loop_left_only_by_failure(then_body).or_else(|| loop_left_only_by_failure(else_body))
             }
             StmtKind::For { body, .. } => loop_left_only_by_failure(body),
+            StmtKind::Try { .. } => s.kind.blocks().into_iter().find_map(|b| loop_left_only_by_failure(b)),
             _ => None,
         };
         if found.is_some() {
@@ -106,6 +113,7 @@ fn contains_jump_break(b: &[Stmt]) -> bool {
     b.iter().any(|s| match &s.kind {
         StmtKind::Break => true,
         StmtKind::If { then_body, else_body, .. } => contains_jump_break(then_body) || contains_jump_break(else_body),
+        StmtKind::Try { .. } => s.kind.blocks().into_iter().any(|b| contains_jump_break(b)),
         _ => false,
     })
 }

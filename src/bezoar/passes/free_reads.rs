@@ -65,6 +65,41 @@ fn walk(b: &[Stmt], defined: &mut DefinedSet, in_comp: bool) -> Option<(String, 
                     return Some(found);
                 }
             }
+            StmtKind::Try { body, handlers, orelse } => {
+                // A handler starts at any raising point of the body: what is defined there is
+                // what was before the try less what the body may delete.
+                let mut at_raise = defined.clone();
+                for x in super::deleted(body) {
+                    at_raise.remove(&x);
+                }
+                let mut normal = defined.clone();
+                if let Some(found) = walk(body, &mut normal, in_comp) {
+                    return Some(found);
+                }
+                if let Some(found) = walk(orelse, &mut normal, in_comp) {
+                    return Some(found);
+                }
+                let mut after = normal;
+                for h in handlers {
+                    let mut d = at_raise.clone();
+                    if let Some((test, _)) = &h.test {
+                        if let Some(found) = walk(test, &mut d, in_comp) {
+                            return Some(found);
+                        }
+                    }
+                    if let Some(x) = &h.name {
+                        d.insert(x);
+                    }
+                    if let Some(found) = walk(&h.body, &mut d, in_comp) {
+                        return Some(found);
+                    }
+                    if let Some(x) = &h.name {
+                        d.remove(x);
+                    }
+                    after = after.meet(&d);
+                }
+                *defined = after;
+            }
             _ => {}
         }
     }

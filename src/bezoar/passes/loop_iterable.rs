@@ -24,6 +24,7 @@ pub fn loop_iterable_changed(f: &Function) -> Option<(String, u32)> {
                     collect(else_body, defs);
                 }
                 StmtKind::For { body, .. } | StmtKind::Loop { body } => collect(body, defs),
+                StmtKind::Try { .. } => s.kind.blocks().into_iter().for_each(|b| collect(b, defs)),
                 _ => {}
             }
         }
@@ -130,6 +131,14 @@ pub fn loop_iterable_changed(f: &Function) -> Option<(String, u32)> {
                     scan(else_body, defs, f_found, active);
                 }
                 StmtKind::Loop { body } => scan(body, defs, f_found, active),
+                StmtKind::Try { .. } => {
+                    for b in s.kind.blocks() {
+                        scan(b, defs, f_found, active);
+                        if f_found.is_some() {
+                            return;
+                        }
+                    }
+                }
                 StmtKind::For { iter, body, .. } => {
                     let mut vars = Vec::new();
                     if let Some(Expr::Op(Intrinsic::IterSnapshot | Intrinsic::IterPrivate, x)) = defs.get(iter) {

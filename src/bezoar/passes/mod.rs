@@ -41,13 +41,8 @@ pub use variables::{assigned, deleted, promotable, variables};
 pub fn visit(b: &[Stmt], f: &mut impl FnMut(&StmtKind)) {
     for s in b {
         f(&s.kind);
-        match &s.kind {
-            StmtKind::If { then_body, else_body, .. } => {
-                visit(then_body, f);
-                visit(else_body, f);
-            }
-            StmtKind::For { body, .. } | StmtKind::Loop { body } => visit(body, f),
-            _ => {}
+        for b in s.kind.blocks() {
+            visit(b, f);
         }
     }
 }
@@ -62,6 +57,7 @@ pub(super) fn use_counts(f: &Function) -> std::collections::HashMap<Reg, u32> {
             StmtKind::Store(_, r) | StmtKind::Return(r) | StmtKind::Raise(r) => vec![*r],
             StmtKind::If { cond, .. } => vec![*cond],
             StmtKind::For { iter, item, .. } => vec![*iter, *item],
+            StmtKind::Try { handlers, .. } => handlers.iter().filter_map(|h| h.test.as_ref().map(|t| t.1)).collect(),
             _ => vec![],
         };
         for r in used {
@@ -69,4 +65,81 @@ pub(super) fn use_counts(f: &Function) -> std::collections::HashMap<Reg, u32> {
         }
     });
     uses
+}
+
+/// The arms of `Try` in the passes, on Bezoar text.
+#[cfg(test)]
+mod try_tests {
+    use super::*;
+    use crate::bezoar::text::parse;
+
+    const HEADER: &str = "def f(xs):  # qualname \"f\" file \"t.py\" line 1 nregs 20\n";
+
+    fn func(body: &str) -> Function {
+        parse(&format!("{HEADER}{body}")).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A loop of arithmetic on a closed value (a region candidate), inside a try body or not.
+    const ARITH: &str = "  r0 := const 0
+  store n r0
+  r1 := global range
+  r2 := r1(r0)
+  r3 := op iter_snapshot(r2)
+  for r4 in r3:
+    r5 := load n
+    r6 := op binary.add(r5, r4)
+    store n r6
+";
+
+    #[test]
+    fn no_region_is_formed_inside_a_try() {
+        let consts = "  const 0 = 10\n";
+        let mut outside = func(&format!("{consts}{ARITH}  r7 := load n\n  return r7\n"));
+        assert_eq!(form_regions(&mut outside).len(), 1, "the same code outside a try is a region");
+        let indented: String = ARITH.lines().map(|l| format!("  {l}\n")).collect();
+        let text = format!("{consts}  try:\n{indented}  except:\n{indented}  else:\n{indented}  r7 := load n\n  return r7\n");
+        let mut inside = func(&text);
+        let before = inside.clone();
+        assert!(form_regions(&mut inside).is_empty());
+        assert_eq!(inside, before);
+    }
+
+    #[test]
+    fn handler_names_are_assigned_and_deleted_and_tests_are_uses() {
+        let f = func(
+            "  const 0 = 1\n  try:\n    store a r0\n  except r1 as e:\n    r1 := const 0\n  then:\n    del b\n  else:\n    store c r0\n  return r0\n",
+        );
+        let names = |s: BTreeSetOf| s.into_iter().map(|v| v.as_str().to_string()).collect::<Vec<_>>();
+        type BTreeSetOf = std::collections::BTreeSet<VarName>;
+        assert_eq!(names(assigned(&f.body)), ["a", "b", "c", "e"]);
+        assert_eq!(names(deleted(&f.body)), ["b", "e"]);
+        assert!(variables(&f).contains(&VarName::local("e")));
+        // The handler's test register is used: its constant is not dead.
+        let mut g = f.clone();
+        remove_dead_pure_lets(&mut g);
+        assert_eq!(g, f);
+        assert_eq!(use_counts(&f).get(&1), Some(&1));
+    }
+
+    #[test]
+    fn a_try_needs_exits_and_may_exit() {
+        let f = func("  try:\n    r0 := load xs\n  except:\n    pass\n  r1 := load xs\n  return r1\n");
+        assert!(needs_exits(&f.body));
+        assert!(may_exit(&f.body[0]));
+        assert!(!always_raises(&f.body[..1]));
+    }
+
+    #[test]
+    fn continues_ending_a_try_are_kept() {
+        let mut f = func(
+            "  r0 := load xs\n  for r1 in r0:\n    try:\n      continue\n    except:\n      continue\n    else:\n      store y r1\n",
+        );
+        let before = f.clone();
+        drop_tail_continues(&mut f.body, false);
+        assert_eq!(f, before);
+        // A return in a try counts as one in a loop (the status is threaded).
+        let g = func("  try:\n    r0 := load xs\n    return r0\n  except:\n    pass\n  r1 := load xs\n  return r1\n");
+        assert!(returns_in_loops(&g.body, false));
+        assert!(has_return(&g.body[..1].to_vec()));
+    }
 }

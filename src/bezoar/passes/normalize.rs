@@ -27,11 +27,13 @@ pub fn has_return(block: &Block) -> bool {
         StmtKind::Return(_) => true,
         StmtKind::If { then_body, else_body, .. } => has_return(then_body) || has_return(else_body),
         StmtKind::For { body, .. } | StmtKind::Loop { body } => has_return(body),
+        StmtKind::Try { .. } => s.kind.blocks().into_iter().any(has_return),
         _ => false,
     })
 }
 
-/// Whether every path through `block` ends in a return, break or continue.
+/// Whether every path through `block` ends in a return, break or continue (a `try` never
+/// counts: conservatively, it may fall through).
 pub fn always_leaves(block: &Block) -> bool {
     match block.last().map(|s| &s.kind) {
         Some(StmtKind::Return(_) | StmtKind::Break | StmtKind::Continue) => true,
@@ -66,6 +68,7 @@ pub fn nest_after_exits(block: &mut Block) {
                 nest_after_exits(else_body);
             }
             StmtKind::For { body, .. } | StmtKind::Loop { body } => nest_after_exits(body),
+            StmtKind::Try { .. } => block[i].kind.blocks_mut().into_iter().for_each(nest_after_exits),
             _ => {}
         }
         i += 1;
@@ -85,6 +88,9 @@ pub fn drop_tail_continues(block: &mut Block, tail: bool) {
                 drop_tail_continues(else_body, tail && i + 1 == n);
             }
             StmtKind::For { body, .. } | StmtKind::Loop { body } => drop_tail_continues(body, true),
+            // A `continue` ending a try body skips the else; one ending a handler still runs the
+            // handler's cleanup: none is dropped.
+            StmtKind::Try { .. } => s.kind.blocks_mut().into_iter().for_each(|b| drop_tail_continues(b, false)),
             _ => {}
         }
     }
@@ -97,6 +103,8 @@ pub fn returns_in_loops(block: &Block, in_loop: bool) -> bool {
             returns_in_loops(then_body, in_loop) || returns_in_loops(else_body, in_loop)
         }
         StmtKind::For { body, .. } | StmtKind::Loop { body } => returns_in_loops(body, true),
+        // A return inside a `try` counts as one in a loop: it needs the exit status threaded.
+        StmtKind::Try { .. } => s.kind.blocks().into_iter().any(|b| returns_in_loops(b, true)),
         _ => false,
     })
 }
@@ -119,6 +127,7 @@ pub fn tail_returns_to(block: &mut Block, line: &mut u32, ret: &VarName) -> bool
                     !returns_in_loops(then_body, true) && !returns_in_loops(else_body, true)
                 }
             }
+            StmtKind::Try { .. } => !s.kind.blocks().into_iter().any(has_return),
             _ => true,
         })
     }

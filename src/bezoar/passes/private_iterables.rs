@@ -47,6 +47,7 @@ fn find(b: &Block, defs: &HashMap<Reg, Expr>, stores: &HashMap<VarName, Vec<Reg>
                 find(else_body, defs, stores, out);
             }
             StmtKind::Loop { body } => find(body, defs, stores, out),
+            StmtKind::Try { .. } => s.kind.blocks().into_iter().for_each(|b| find(b, defs, stores, out)),
             StmtKind::For { iter, body, .. } => {
                 if let Some(Expr::Op(Intrinsic::IterSnapshot, x)) = defs.get(iter) {
                     if let Some(holders) = holders(x[0], defs, stores) {
@@ -148,6 +149,10 @@ fn uses_only_read(b: &Block, holders: &HashSet<Reg>, defs: &HashMap<Reg, Expr>) 
         }
         StmtKind::For { iter, item, body } => !h(iter) && !h(item) && uses_only_read(body, holders, defs),
         StmtKind::Loop { body } => uses_only_read(body, holders, defs),
+        StmtKind::Try { handlers, .. } => {
+            !handlers.iter().any(|hd| hd.test.as_ref().is_some_and(|t| h(&t.1)))
+                && s.kind.blocks().into_iter().all(|b| uses_only_read(b, holders, defs))
+        }
     })
 }
 
@@ -160,6 +165,7 @@ fn rewrite(b: &mut Block, private: &HashSet<Reg>) {
                 rewrite(else_body, private);
             }
             StmtKind::For { body, .. } | StmtKind::Loop { body } => rewrite(body, private),
+            StmtKind::Try { .. } => s.kind.blocks_mut().into_iter().for_each(|b| rewrite(b, private)),
             _ => {}
         }
     }

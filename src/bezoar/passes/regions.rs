@@ -124,6 +124,17 @@ fn rename(b: &mut [Stmt], from: Reg, to: Reg) {
                 rename(body, from, to);
             }
             StmtKind::Loop { body } => rename(body, from, to),
+            StmtKind::Try { body, handlers, orelse } => {
+                rename(body, from, to);
+                for h in handlers {
+                    if let Some((test, r)) = &mut h.test {
+                        sub(r);
+                        rename(test, from, to);
+                    }
+                    rename(&mut h.body, from, to);
+                }
+                rename(orelse, from, to);
+            }
             _ => {}
         }
     }
@@ -137,6 +148,7 @@ fn stmt_uses(k: &StmtKind) -> Vec<Reg> {
         StmtKind::Store(_, r) | StmtKind::Return(r) | StmtKind::Raise(r) => vec![*r],
         StmtKind::If { cond, .. } => vec![*cond],
         StmtKind::For { iter, .. } => vec![*iter],
+        StmtKind::Try { handlers, .. } => handlers.iter().filter_map(|h| h.test.as_ref().map(|t| t.1)).collect(),
         _ => vec![],
     }
 }
@@ -165,6 +177,17 @@ fn def_update(s: &StmtKind, d: &mut BTreeSet<VarName>) {
             let mut b = d.clone();
             else_body.iter().for_each(|s| def_update(&s.kind, &mut b));
             *d = a.intersection(&b).cloned().collect();
+        }
+        // What a try may delete (its handlers' `as` names included) is not defined after it.
+        StmtKind::Try { handlers, .. } => {
+            for b in s.blocks() {
+                for x in super::deleted(b) {
+                    d.remove(&x);
+                }
+            }
+            for x in handlers.iter().filter_map(|h| h.name.as_ref()) {
+                d.remove(x);
+            }
         }
         _ => {}
     }
@@ -230,6 +253,9 @@ fn stmt_ok(s: &StmtKind, loops: u32) -> bool {
             then_body.iter().chain(else_body).all(|s| stmt_ok(&s.kind, loops))
         }
         StmtKind::For { body, .. } | StmtKind::Loop { body } => body.iter().all(|s| stmt_ok(&s.kind, loops + 1)),
+        // A region is one Python call: if it raised midway inside a try body, the stores it made
+        // before the raising point would be lost. No region contains a try.
+        StmtKind::Try { .. } => false,
     }
 }
 
@@ -351,6 +377,8 @@ impl Former {
                 self.block(else_body, &mut defined.clone());
             }
             StmtKind::For { body, .. } | StmtKind::Loop { body } => self.block(body, &mut defined.clone()),
+            // Nor inside one (its handlers and else may be the body of an enclosing try).
+            StmtKind::Try { .. } => {}
             _ => {}
         }
     }
@@ -842,7 +870,7 @@ impl Gen<'_> {
                 self.flush_all(depth);
                 self.line(depth, "continue");
             }
-            StmtKind::Return(_) | StmtKind::Raise(_) | StmtKind::Delete(_) | StmtKind::Unbind(_) => {
+            StmtKind::Return(_) | StmtKind::Raise(_) | StmtKind::Delete(_) | StmtKind::Unbind(_) | StmtKind::Try { .. } => {
                 unreachable!("not in a region")
             }
         }

@@ -13,13 +13,8 @@ pub fn fuse_split_getitem(f: &mut Function) {
     let uses = use_counts(f);
     fn block(b: &mut Vec<Stmt>, uses: &HashMap<Reg, u32>) {
         for s in b.iter_mut() {
-            match &mut s.kind {
-                StmtKind::If { then_body, else_body, .. } => {
-                    block(then_body, uses);
-                    block(else_body, uses);
-                }
-                StmtKind::For { body, .. } | StmtKind::Loop { body } => block(body, uses),
-                _ => {}
+            for inner in s.kind.blocks_mut() {
+                block(inner, uses);
             }
         }
         let mut defs: HashMap<Reg, usize> = HashMap::new();

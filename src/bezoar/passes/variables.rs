@@ -15,8 +15,18 @@ pub fn variables(f: &Function) -> BTreeSet<VarName> {
         if let StmtKind::Let(_, Expr::Load(x)) | StmtKind::Store(x, _) | StmtKind::Delete(x) | StmtKind::Unbind(x) = k {
             out.insert(x.clone());
         }
+        out.extend(handler_names(k).cloned());
     });
     out
+}
+
+/// The `as` names of a `try`'s handlers (each assigned, then deleted, by its handler).
+fn handler_names(k: &StmtKind) -> impl Iterator<Item = &VarName> {
+    let handlers: &[Handler] = match k {
+        StmtKind::Try { handlers, .. } => handlers,
+        _ => &[],
+    };
+    handlers.iter().filter_map(|h| h.name.as_ref())
 }
 
 /// Variables that lowering keeps as SSA values (all of them unless `force_memory`).
@@ -35,6 +45,7 @@ pub fn assigned(b: &[Stmt]) -> BTreeSet<VarName> {
         if let StmtKind::Store(x, _) | StmtKind::Delete(x) | StmtKind::Unbind(x) = k {
             out.insert(x.clone());
         }
+        out.extend(handler_names(k).cloned());
     });
     out
 }
@@ -46,6 +57,7 @@ pub fn deleted(b: &[Stmt]) -> BTreeSet<VarName> {
         if let StmtKind::Delete(x) | StmtKind::Unbind(x) = k {
             out.insert(x.clone());
         }
+        out.extend(handler_names(k).cloned());
     });
     out
 }

@@ -39,6 +39,10 @@
 //!   or empty), `import_from.NAME`.
 //! - Loops: `for rI in rS:` and `loop:` open an indented body; `break` and `continue` are
 //!   statements of their own.
+//! - `try:` opens the body; each handler follows at the same indentation: `except:` (bare) or
+//!   `except rE:` whose indented block computes `rE` (the class tested), then `then:` and the
+//!   handler body; `as NAME` before the colon binds the exception. An `else:` block follows the
+//!   handlers when not empty.
 //! - Variables: Python names, or the lifter's `$` names (`$cK.x`, `$cK.$ret`, `$cell.x`,
 //!   `$fnK.defaults`, `$fnK.kwdefaults`, `$tN`, `$brokeN`, `$ret`), read back into their
 //!   `VarKind`; any other `$` name is an error.
@@ -200,6 +204,30 @@ mod tests {
             },
             15,
         ));
+        body.push(stmt(
+            StmtKind::Try {
+                body: vec![stmt(StmtKind::Let(3, Expr::Call { func: 2, args: vec![0], kwnames: vec![] }), 20)],
+                handlers: vec![
+                    Handler {
+                        test: Some((vec![stmt(StmtKind::Let(4, Expr::Global("KeyError".into())), 21)], 4)),
+                        name: Some("e".into()),
+                        body: vec![stmt(StmtKind::Let(5, Expr::Load("e".into())), 22)],
+                    },
+                    Handler { test: Some((vec![], 2)), name: None, body: vec![] },
+                    Handler { test: None, name: Some("$c0.x".into()), body: vec![stmt(StmtKind::Break, 23)] },
+                ],
+                orelse: vec![stmt(StmtKind::Store("y".into(), 3), 25)],
+            },
+            19,
+        ));
+        body.push(stmt(
+            StmtKind::Try {
+                body: vec![],
+                handlers: vec![Handler { test: None, name: None, body: vec![] }],
+                orelse: vec![],
+            },
+            0,
+        ));
         body.push(stmt(StmtKind::Return(4), 14));
         Function {
             name: "<lambda>".into(),
@@ -263,6 +291,11 @@ mod tests {
             "  r4 := op unpack_ex.1.12(r0, r1)  @7\n",
             "  r4 := op unpack_sequence.3(r0, r1)  @7\n",
             "  r4 := op list_to_tuple(r0, r1)  @7\n",
+            concat!(
+                "  try:  @19\n    r3 := r2(r0)  @20\n  except r4 as e:\n    r4 := global KeyError  @21\n  then:\n",
+                "    r5 := load e  @22\n  except r2:\n    pass\n  then:\n    pass\n  except as $c0.x:\n    break  @23\n",
+                "  else:\n    store y r3  @25\n  try:\n    pass\n  except:\n    pass\n  return r4  @14\n",
+            ),
         ] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }
@@ -283,6 +316,9 @@ mod tests {
             ("  r5 := const 0\n", "not below nregs"),
             ("  return r0 extra\n", "unexpected text"),
             ("   return r0\n", "multiple of two"),
+            ("  try:\n    pass\n  except r0:\n    pass\n", "expected `then:`"),
+            ("  try:\n    pass\n  except r0 as :\n    pass\n", "expected a name"),
+            ("  try:\n    pass\n  exceptional:\n    pass\n", "expected `except`"),
             ("  const 0 = \"abc\n", "unterminated string"),
             ("  store $x r0\n", "not a variable name"),
             ("  r0 := load $c01.x\n", "not a variable name"),

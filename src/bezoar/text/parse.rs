@@ -105,7 +105,7 @@ impl<'a> Parser<'a> {
             None => return Err(format!("expected a block indented to level {depth}, found the end")),
         }
         while let Some(line) = self.peek().filter(|l| l.depth == depth) {
-            if line.text == "else:" {
+            if line.text == "else:" || line.text == "then:" || line.text.starts_with("except") {
                 break;
             }
             self.pos += 1;
@@ -140,6 +140,40 @@ impl<'a> Parser<'a> {
                 c.end()?;
                 let body = self.block(depth + 1)?;
                 block.push(Stmt { kind: StmtKind::Loop { body }, line: src_line });
+                continue;
+            } else if c.eat_keyword("try:") {
+                c.end()?;
+                let body = self.block(depth + 1)?;
+                let mut handlers = Vec::new();
+                while let Some(l) = self.peek().filter(|l| l.depth == depth && l.text.starts_with("except")) {
+                    self.pos += 1;
+                    let mut h = Cursor::new(l, l.text);
+                    h.keyword_prefix("except")?;
+                    let test_reg = if h.peek_is("r") { Some(self.reg(&mut h)?) } else { None };
+                    let name = if h.eat_keyword("as") { Some(h.var()?) } else { None };
+                    h.punct(":")?;
+                    h.end()?;
+                    let test = match test_reg {
+                        Some(r) => {
+                            let test = self.block(depth + 1)?;
+                            match self.peek() {
+                                Some(t) if t.depth == depth && t.text == "then:" => self.pos += 1,
+                                _ => return Err(format!("line {}: expected `then:` after the test of `except r{r}`", l.no)),
+                            }
+                            Some((test, r))
+                        }
+                        None => None,
+                    };
+                    handlers.push(Handler { test, name, body: self.block(depth + 1)? });
+                }
+                let orelse = match self.peek() {
+                    Some(l) if l.depth == depth && l.text == "else:" => {
+                        self.pos += 1;
+                        self.block(depth + 1)?
+                    }
+                    _ => vec![],
+                };
+                block.push(Stmt { kind: StmtKind::Try { body, handlers, orelse }, line: src_line });
                 continue;
             } else if c.eat_keyword("break") {
                 StmtKind::Break
@@ -372,6 +406,18 @@ impl<'a> Cursor<'a> {
             self.rest = &self.rest[word.len()..];
         }
         matches
+    }
+
+    /// Consumes `word` if the text starts with it and the next character is not part of a name
+    /// (`except:`, `except r3:`).
+    fn keyword_prefix(&mut self, word: &str) -> Result<(), String> {
+        self.skip_ws();
+        if self.rest.starts_with(word) && !self.rest[word.len()..].chars().next().is_some_and(is_name_char) {
+            self.rest = &self.rest[word.len()..];
+            Ok(())
+        } else {
+            Err(self.error(&format!("expected `{word}`")))
+        }
     }
 
     fn keyword(&mut self, word: &str) -> Result<(), String> {

@@ -41,6 +41,7 @@ fn print_block(out: &mut String, block: &Block, depth: usize) {
             StmtKind::Loop { .. } => "loop:".to_string(),
             StmtKind::Break => "break".to_string(),
             StmtKind::Continue => "continue".to_string(),
+            StmtKind::Try { .. } => "try:".to_string(),
         };
         out.push_str(&indent);
         out.push_str(&text);
@@ -57,6 +58,25 @@ fn print_block(out: &mut String, block: &Block, depth: usize) {
                 }
             }
             StmtKind::For { body, .. } | StmtKind::Loop { body } => print_block(out, body, depth + 1),
+            StmtKind::Try { body, handlers, orelse } => {
+                print_block(out, body, depth + 1);
+                for h in handlers {
+                    let name = h.name.as_ref().map(|x| format!(" as {x}")).unwrap_or_default();
+                    match &h.test {
+                        Some((test, r)) => {
+                            writeln!(out, "{indent}except r{r}{name}:").unwrap();
+                            print_block(out, test, depth + 1);
+                            writeln!(out, "{indent}then:").unwrap();
+                        }
+                        None => writeln!(out, "{indent}except{name}:").unwrap(),
+                    }
+                    print_block(out, &h.body, depth + 1);
+                }
+                if !orelse.is_empty() {
+                    writeln!(out, "{indent}else:").unwrap();
+                    print_block(out, orelse, depth + 1);
+                }
+            }
             _ => {}
         }
     }

@@ -79,6 +79,7 @@ fn estimate(body: &[bz::Stmt], n: u32) -> u64 {
             StmtKind::If { then_body, else_body, .. } => estimate(then_body, n) + estimate(else_body, n) + 1,
             StmtKind::For { body, .. } => n as u64 * (estimate(body, n) + 2) + 2,
             StmtKind::Loop { body } => (n as u64 + 1) * (estimate(body, n) + 3) + 2,
+            StmtKind::Try { .. } => s.kind.blocks().into_iter().map(|b| estimate(b, n)).sum::<u64>() + 1,
             _ => 0,
         })
         .sum()
@@ -155,6 +156,9 @@ struct State {
     guard: Vec<Cond>,
     loops: Vec<(u32, u32)>,
     phantom: bool,
+    /// Inside a try body: lowering gates every operation (what follows it is instantiated once
+    /// it finished without raising).
+    catching: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -238,6 +242,11 @@ impl<'a> Builder<'a> {
                     self.loop_ids.insert(s as *const bz::Stmt, id);
                     self.prepass(body, depth + 1);
                 }
+                StmtKind::Try { .. } => {
+                    for b in s.kind.blocks() {
+                        self.prepass(b, depth);
+                    }
+                }
                 _ => {}
             }
         }
@@ -272,6 +281,7 @@ impl<'a> Builder<'a> {
                         walk(else_body, p, loads, stored, kind);
                     }
                     StmtKind::For { body, .. } | StmtKind::Loop { body } => walk(body, p, loads, stored, kind),
+                    StmtKind::Try { .. } => s.kind.blocks().into_iter().for_each(|b| walk(b, p, loads, stored, kind)),
                     _ => {}
                 }
             }
@@ -321,6 +331,7 @@ impl<'a> Builder<'a> {
             guard: Vec::new(),
             loops: Vec::new(),
             phantom: false,
+            catching: false,
         };
         for p in &f.params {
             let mut v = self.imm(&st, self.param_kind(p));
@@ -344,6 +355,11 @@ impl<'a> Builder<'a> {
         for (i, s) in b.iter().enumerate() {
             let e0 = self.g.escapes.len();
             self.stmt(st, s);
+            if let (true, StmtKind::Let(r, _)) = (st.catching, &s.kind) {
+                if let Some(ev) = st.regs[*r as usize].as_ref().map(|v| v.ev) {
+                    st.ctl = self.ctl_after(st.ctl, &[ev]);
+                }
+            }
             let rest = &b[i + 1..];
             if st.status.is_some() && !rest.is_empty() && may_exit(s) {
                 if matches!(s.kind, StmtKind::Break | StmtKind::Continue | StmtKind::Return(_)) {
@@ -431,6 +447,20 @@ impl<'a> Builder<'a> {
             StmtKind::Loop { body } => {
                 let sid = self.loop_ids[&(s as *const bz::Stmt)];
                 self.while_loop(st, body, sid);
+            }
+            // The scenario: nothing in the body raises, so no handler runs; the body's operations
+            // are gated (see `State::catching`), and the else waits for the body's exit status.
+            StmtKind::Try { body, orelse, .. } => {
+                let outer = st.catching;
+                st.catching = true;
+                self.block(st, body);
+                st.catching = outer;
+                if !orelse.is_empty() {
+                    if let Some(status) = st.status.clone() {
+                        st.ctl = self.ctl_after(st.ctl, &[status.ev]);
+                    }
+                    self.block(st, orelse);
+                }
             }
             // The raise operation (its `Let`) is the call; the path just ends, with no exit.
             StmtKind::Raise(_) => {}
