@@ -257,7 +257,7 @@ impl Cfg {
         // chain; a `RERAISE` ends its block.
         let mut try_leaders = Vec::new();
         for t in &tries.tries {
-            try_leaders.extend([t.body.start, t.body.end, t.push, t.reraise]);
+            try_leaders.extend([t.body.start, t.body.end, t.orelse, t.push, t.reraise]);
             for h in &t.handlers {
                 try_leaders.extend([h.test.start, h.bind]);
             }

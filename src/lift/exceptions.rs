@@ -27,8 +27,10 @@
 //! What the recogniser yields (`Tries`) is used by `cfg` (leaders, the handler chains as
 //! exceptional successors of the try's first block) and `structure` (`Translator::translate_try`).
 //! Depends on `py311` only.
+use super::cfg::Node;
+use super::state::{stmt, Stack, Translator, Val};
 use super::{Fallback, Result};
-use crate::bezoar::ir::Const;
+use crate::bezoar::ir::{Block, Const, Handler, StmtKind};
 use crate::py311::decode::Instr;
 use crate::py311::exception_table::{self, Entry, HandlerKind};
 use crate::py311::opcode::*;
@@ -42,8 +44,11 @@ const INTERRUPTS: &[&str] = &["BaseException", "KeyboardInterrupt", "SystemExit"
 /// One `try: … except …: … [else: …]` (instruction indices).
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct TryShape {
-    /// The protected body.
+    /// The protected body, with the unprotected instructions that end statements of it (the
+    /// stack clean-up and jump of a `break`/`continue`, a `return`'s RETURN_VALUE).
     pub(super) body: Range<usize>,
+    /// Where the body's normal completion goes: the else clause, or the jump to the end.
+    pub(super) orelse: usize,
     /// Stack depth at the statement (values of enclosing statements, e.g. a `for` iterator).
     pub(super) depth: usize,
     /// `PUSH_EXC_INFO`.
@@ -77,6 +82,8 @@ pub(super) struct HandlerShape {
 pub(super) struct Tries {
     /// Statements whose handlers can run, in code order.
     pub(super) tries: Vec<TryShape>,
+    /// The code has handler code (of `tries` or dead): its opcodes are allowed.
+    pub(super) handlers: bool,
     /// Instructions the translation skips: each handler's `STORE_FAST name`/`POP_TOP` of the
     /// exception, and the `name = None; del name` after each of its `POP_EXCEPT`s (Bezoar's
     /// `Handler` binds and unbinds the name itself).
@@ -133,12 +140,30 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         }
         es.sort_by_key(|e| e.start);
         let (first, last) = (es[0], es[es.len() - 1]);
-        if es.windows(2).any(|w| w[0].end != w[1].start) || es.iter().any(|e| e.depth != first.depth) {
+        // Between the protected parts: only what ends a statement of the body without raising
+        // (a `return`, `break` or `continue` leaves the statement's block first).
+        let gap_ok = |w: &[Entry]| instrs[upto(w[0].end)..upto(w[1].start)].iter().all(|i| unwinding(i.opcode));
+        if es.windows(2).any(|w| !gap_ok(w)) || es.iter().any(|e| e.depth != first.depth) {
             // The body's protected range is cut: something inside it has its own handler.
             return Err(reason("nested try", ci.line_at(first.start)));
         }
-        c.body = upto(first.start)..upto(last.end);
         c.depth = first.depth as usize;
+        let (start, mut end) = (upto(first.start), upto(last.end));
+        c.orelse = end;
+        // The body's last statement may be such a `return`/`break`/`continue`: the else
+        // clause (if any) starts after it. (With no else clause, a final jump is taken as the
+        // body's normal end followed by the same jump: the same thing.)
+        let mut k = end;
+        while instrs.get(k).is_some_and(|i| matches!(i.opcode, NOP | POP_TOP | SWAP)) {
+            k += 1;
+        }
+        if let Some(i) = instrs.get(k) {
+            if i.opcode == RETURN_VALUE || (is_unconditional_jump(i.opcode) && k + 1 < c.push) {
+                end = k + 1;
+                c.orelse = end;
+            }
+        }
+        c.body = start..end;
     }
     for e in entries.iter().filter(|e| e.lasti) {
         let (s, end) = (upto(e.start), upto(e.end));
@@ -164,7 +189,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         }
     }
     for t in &live {
-        if t.body.is_empty() || t.body.end > t.push {
+        if t.body.is_empty() || t.orelse > t.push {
             return Err(shape(t.line));
         }
         for (k, h) in t.handlers.iter().enumerate() {
@@ -181,7 +206,13 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         }
     }
     out.tries = live;
+    out.handlers = true;
     Ok(out)
+}
+
+/// An instruction that unwinds the stack or leaves, and cannot raise.
+fn unwinding(op: u8) -> bool {
+    matches!(op, NOP | POP_TOP | SWAP | RETURN_VALUE) || is_unconditional_jump(op)
 }
 
 /// `LOAD_CONST None; STORE_FAST name; DELETE_FAST name` at `p`.
@@ -258,7 +289,145 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
     if cleanup.as_deref() != Some(&[(COPY, 3), (POP_EXCEPT, 0), (RERAISE, 1)][..]) {
         return Err(shape(line));
     }
-    Ok(TryShape { body: 0..0, depth: 0, push, handlers, reraise: p, end: p + 4, line })
+    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, end: p + 4, line })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Translation
+
+impl Translator<'_> {
+    /// The try statement whose body starts at node `cur`, unless it is being translated.
+    pub(super) fn try_at(&self, cur: Node) -> Option<&TryShape> {
+        let tries = self.code.tries?;
+        tries.tries.iter().find(|t| self.code.cfg.node_at(t.body.start) == Some(cur) && !self.open_tries.contains(&t.push))
+    }
+
+    /// Whether the translation skips instruction `i` (see `Tries::skip`).
+    pub(super) fn skipped(&self, i: usize) -> bool {
+        self.code.tries.is_some_and(|t| t.skip.contains(&i))
+    }
+
+    /// Translates the try statement `t` (entered at its body's first block) into a `Try`;
+    /// returns where control continues after it (`None` when every path left).
+    pub(super) fn translate_try(&mut self, t: &TryShape, stack: &mut Stack, out: &mut Block) -> Result<Option<Node>> {
+        let instrs = self.code.instrs;
+        let cfg = self.code.cfg;
+        let try_line = match t.body.start.checked_sub(1).map(|i| &instrs[i]) {
+            Some(nop) if nop.opcode == NOP => nop.line,
+            _ => instrs[t.body.start].line,
+        };
+        let bad = |line: u32| Err(shape(line));
+        if stack.len() != t.depth {
+            return bad(try_line);
+        }
+        let (Some(entry), Some(body_end)) = (cfg.node_at(t.body.start), cfg.node_at(t.orelse)) else {
+            return bad(try_line);
+        };
+        let join = self.try_join(t)?;
+        let at_head = self.ctx.last().is_some_and(|c| c.head == entry);
+        self.open_tries.push(t.push);
+        let r = self.try_parts(t, entry, body_end, join, at_head, stack);
+        self.open_tries.pop();
+        let (body, handlers, orelse, reached) = r?;
+        out.push(stmt(StmtKind::Try { body, handlers, orelse }, try_line));
+        Ok(reached.then_some(join))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn try_parts(
+        &mut self,
+        t: &TryShape,
+        entry: Node,
+        body_end: Node,
+        join: Node,
+        at_head: bool,
+        stack: &Stack,
+    ) -> Result<(Block, Vec<Handler>, Block, bool)> {
+        let instrs = self.code.instrs;
+        let cfg = self.code.cfg;
+        let same = |end: &Option<Stack>, line: u32| match end {
+            Some(s) if s != stack => Err(shape(line)),
+            _ => Ok(end.is_some()),
+        };
+        let (body, end) = self.region(entry, body_end, stack.clone(), at_head)?;
+        let mut reached = false;
+        let orelse = if same(&end, t.line)? {
+            let (orelse, end) = self.region(body_end, join, stack.clone(), false)?;
+            reached |= same(&end, t.line)?;
+            orelse
+        } else {
+            // The body always leaves: the else clause is never run.
+            Vec::new()
+        };
+        let mut handlers = Vec::new();
+        for h in &t.handlers {
+            // The test: `E` computed with the exception state and the exception on the stack
+            // (placeholders nothing may use: a `Val::Null` cannot be an operand).
+            let mut tstack = stack.clone();
+            tstack.extend([Val::Null, Val::Null]);
+            let mut test = Vec::new();
+            for k in h.test.clone() {
+                self.line = instrs[k].line;
+                self.instr(&instrs[k], &mut tstack, &mut test)?;
+            }
+            let e = match tstack.pop() {
+                Some(Val::Reg(e)) if tstack.len() == stack.len() + 2 => e,
+                _ => return Err(shape(h.line)),
+            };
+            // The body, from the binding of the exception (skipped), with the saved exception
+            // state on the stack (`POP_EXCEPT` pops it).
+            let Some(start) = cfg.node_at(h.bind) else { return Err(shape(h.line)) };
+            let mut hstack = stack.clone();
+            hstack.push(Val::Null);
+            let (body, end) = self.region(start, join, hstack, false)?;
+            reached |= same(&end, h.line)?;
+            let name = match h.name {
+                Some(n) => Some(self.code.local(n, h.line)?),
+                None => None,
+            };
+            handlers.push(Handler { test: Some((test, e)), name, body });
+        }
+        Ok((body, handlers, orelse, reached))
+    }
+
+    /// Where the statement's normal paths meet: the target of the forward jump ending the else
+    /// clause and of those ending the handlers (after their `POP_EXCEPT` and clean-up), other
+    /// than a `break`/`continue` of the innermost loop. `cfg.exit()` when no path gets there (no
+    /// region then stops at it).
+    fn try_join(&self, t: &TryShape) -> Result<Node> {
+        let instrs = self.code.instrs;
+        let cfg = self.code.cfg;
+        let index_of = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();
+        let mut ends = Vec::new();
+        if t.push > 0 {
+            ends.push(t.push - 1);
+        }
+        for (k, h) in t.handlers.iter().enumerate() {
+            let stop = t.handlers.get(k + 1).map_or(t.reraise, |n| n.test.start);
+            for p in (h.bind + 1..stop).filter(|&p| instrs[p].opcode == POP_EXCEPT) {
+                ends.push(if h.name.is_some() { p + 4 } else { p + 1 });
+            }
+        }
+        let loop_nodes: Vec<Node> = self.ctx.last().map_or(Vec::new(), |c| [Some(c.head), c.follow, c.alt].into_iter().flatten().collect());
+        let mut join = None;
+        for i in ends {
+            let ins = &instrs[i];
+            if ins.opcode != JUMP_FORWARD {
+                continue;
+            }
+            let Some(node) = ins.jump_target().and_then(index_of).and_then(|j| cfg.node_at(j)) else {
+                return Err(shape(ins.line));
+            };
+            if loop_nodes.contains(&node) {
+                continue;
+            }
+            match join {
+                Some(j) if j != node => return Err(shape(ins.line)),
+                _ => join = Some(node),
+            }
+        }
+        Ok(join.unwrap_or(cfg.exit()))
+    }
 }
 
 #[cfg(test)]

@@ -132,13 +132,34 @@ type Result<T> = std::result::Result<T, Fallback>;
 pub use crate::bezoar::ir::RETURN_LOCAL;
 
 pub fn lift(ci: &CodeInfo) -> Result<Function> {
-    lift_with(ci, &HashSet::new())
+    lift_code(ci, &HashSet::new())
 }
+
+/// Whether a function with try/except is compiled (docs/design-exceptions.md, stage 1: its
+/// lowering and the host's part must all be there). Until then `lift_with` (the compiler's
+/// entry) falls back for it; `lift` (goldens, tests) lifts it.
+const COMPILE_TRY: bool = false;
 
 /// `lift`, with the free variables other code may rebind while the function runs
 /// (`written_free`, e.g. by `nonlocal` in a sibling inner function): those are passed as their
 /// cell and read at each use in program order instead of once at entry.
 pub fn lift_with(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> {
+    let f = lift_code(ci, written_free)?;
+    if !COMPILE_TRY {
+        if let Some(start) = exception_table::first_protected(&ci.exceptiontable) {
+            if contains_try(&f.body) {
+                return Err(Fallback::new("exception handling (try/except)", ci.line_at(start)));
+            }
+        }
+    }
+    Ok(f)
+}
+
+fn contains_try(b: &Block) -> bool {
+    b.iter().any(|s| matches!(s.kind, StmtKind::Try { .. }) || s.kind.blocks().into_iter().any(contains_try))
+}
+
+fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> {
     check_code_object(ci)?;
     let mut instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
     let tries = exceptions::recognise(ci, &instrs)?;
@@ -146,7 +167,7 @@ pub fn lift_with(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Functi
         awaits::rewrite(&mut instrs)?;
     }
     // The handler opcodes only in recognised handlers (`exceptions`).
-    let handler_op = |op: u8| !tries.tries.is_empty() && matches!(op, PUSH_EXC_INFO | CHECK_EXC_MATCH | POP_EXCEPT | RERAISE);
+    let handler_op = |op: u8| tries.handlers && matches!(op, PUSH_EXC_INFO | CHECK_EXC_MATCH | POP_EXCEPT | RERAISE);
     if let Some(bad) = instrs.iter().find(|i| !is_supported(i.opcode) && !handler_op(i.opcode)) {
         return Err(Fallback::unsupported(bad));
     }
@@ -287,23 +308,14 @@ fn check_code_object(ci: &CodeInfo) -> Result<()> {
     if flag(CO_GENERATOR) {
         return at_def("generator function");
     }
-    if let Some(start) = exception_table::first_protected(&ci.exceptiontable) {
-        // try/except/else statements are recognised (`exceptions`): every other statement with
-        // a handler falls back with a reason naming it. Until their lowering is complete, a
-        // recognised try/except falls back too, reported at the line of the first protected
-        // instruction (docs/design-exceptions.md).
+    if exception_table::first_protected(&ci.exceptiontable).is_some() {
+        // try/except/else statements are recognised (`exceptions`) and lifted to `Try`; every
+        // other statement with a handler falls back with a reason naming it.
         let instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
-        let tries = exceptions::recognise(ci, &instrs)?;
-        if !COMPILE_TRY && !tries.tries.is_empty() {
-            return Err(Fallback::new("exception handling (try/except)", ci.line_at(start)));
-        }
+        exceptions::recognise(ci, &instrs)?;
     }
     Ok(())
 }
-
-/// Whether recognised try/except statements are compiled (stage 1 of
-/// docs/design-exceptions.md: on once lowering and the host do their part).
-const COMPILE_TRY: bool = false;
 
 fn is_supported(op: u8) -> bool {
     matches!(

@@ -296,6 +296,8 @@ pub(super) struct Translator<'a> {
     pub(super) kwnames: Option<Vec<String>>,
     /// Line of the instruction being translated.
     pub(super) line: u32,
+    /// The try statements being translated (their `PUSH_EXC_INFO` index), innermost last.
+    pub(super) open_tries: Vec<usize>,
 }
 
 /// An inner function known by its code object: (the code object defining it, that code object's

@@ -111,7 +111,8 @@ impl Translator<'_> {
         let mut cur = entry;
         let mut at_head = first;
         loop {
-            if !std::mem::take(&mut at_head) {
+            let head_now = std::mem::take(&mut at_head);
+            if !head_now {
                 if cur == follow {
                     return Ok((out, Some(stack)));
                 }
@@ -119,6 +120,27 @@ impl Translator<'_> {
                     out.extend(exit);
                     return Ok((out, None));
                 }
+            }
+            // A try statement starting here (before a loop starting here: the loop is in its
+            // body).
+            // (A `while` loop whose head is also the first block of a try body: the loop is
+            // inside the try when it jumps back from inside the body.)
+            let try_here = self.try_at(cur).cloned().filter(|t| {
+                head_now
+                    || !self.code.loops.get(&cur).is_some_and(|l| {
+                        l.latch.is_some_and(|b| !t.body.contains(&cfg.blocks[b].body.start))
+                    })
+            });
+            if let Some(t) = try_here {
+                match self.translate_try(&t, &mut stack, &mut out)? {
+                    Some(next) => {
+                        cur = next;
+                        continue;
+                    }
+                    None => return Ok((out, None)),
+                }
+            }
+            if !head_now {
                 if self.code.loops.contains_key(&cur) {
                     match self.translate_loop(cur, &mut stack, &mut out)? {
                         Some(next) => {
@@ -134,7 +156,10 @@ impl Translator<'_> {
             }
             let blk = &cfg.blocks[cur];
             self.spend(blk.body.len() + 1)?;
-            for ins in &instrs[blk.body.clone()] {
+            for (k, ins) in instrs[blk.body.clone()].iter().enumerate() {
+                if self.skipped(blk.body.start + k) {
+                    continue;
+                }
                 self.line = ins.line;
                 self.instr(ins, &mut stack, &mut out)?;
             }
@@ -147,6 +172,10 @@ impl Translator<'_> {
                 (Term::Return, Some(ins)) => {
                     self.return_value(ins, &mut stack, &mut out)?;
                     return Ok((out, None));
+                }
+                (Term::Raise, Some(ins)) if ins.opcode == RERAISE => {
+                    // Only a handler's own clean-up re-raises; no region reaches one.
+                    return Err(Fallback::shape("RERAISE", ins.line));
                 }
                 (Term::Raise, Some(ins)) => {
                     self.raise_varargs(ins, &mut stack, &mut out)?;

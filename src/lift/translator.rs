@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 impl<'a> Translator<'a> {
     pub(super) fn new(em: Emitter, code: CodeScope<'a>, shared: Shared, line: u32) -> Self {
-        Translator { em, code, shared, ctx: Vec::new(), pdoms: HashMap::new(), kwnames: None, line }
+        Translator { em, code, shared, ctx: Vec::new(), pdoms: HashMap::new(), kwnames: None, line, open_tries: Vec::new() }
     }
 
     pub(super) fn spend(&mut self, n: usize) -> Result<()> {
@@ -30,7 +30,7 @@ impl<'a> Translator<'a> {
     pub(super) fn instr(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
         match ins.opcode {
             NOP | RESUME | CACHE | PRECALL => Ok(()),
-            POP_TOP | PUSH_NULL | SWAP | COPY => stack_op(ins, stack),
+            POP_TOP | PUSH_NULL | SWAP | COPY | POP_EXCEPT => stack_op(ins, stack),
             LOAD_CLOSURE | MAKE_FUNCTION => self.closure_op(ins, stack, out),
             BUILD_TUPLE if super::inline::is_closure_tuple(stack, ins.arg) => {
                 super::inline::closure_tuple(stack, ins.arg);
@@ -67,6 +67,12 @@ fn stack_op(ins: &Instr, stack: &mut Stack) -> Result<()> {
             pop(stack, line)?;
         }
         PUSH_NULL => stack.push(Val::Null),
+        // The end of an `except` handler: the saved exception state (`exceptions`' placeholder).
+        POP_EXCEPT => {
+            if stack.pop() != Some(Val::Null) {
+                return Err(Fallback::shape("POP_EXCEPT", line));
+            }
+        }
         SWAP | COPY => {
             let depth = ins.arg as usize;
             if depth == 0 || depth > stack.len() {
