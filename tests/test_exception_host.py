@@ -201,3 +201,17 @@ def test_intrinsic_errors_take_the_handled_exception_as_context(key, args, state
     assert str(got) == str(want)
     assert got.__context__ is caught is want.__context__
     assert got.__suppress_context__ == want.__suppress_context__ is False
+
+
+def test_helpers_take_the_caught_value():
+    """Lowering passes the catching call's value (`_rt.Caught`) to `exc_match`, `reraise` and
+    as the `handling` slot; each uses the exception it holds."""
+    err = KeyError("k")
+    caught = _rt.Caught(err, 3)
+    assert exc_match(caught, LookupError) is True and exc_match(caught, (ValueError,)) is False
+    assert _core._with_handled(caught, sys.exception) is err
+    with pytest.raises(KeyError) as info:
+        reraise(caught)
+    assert info.value is err
+    is_raised = _rt.HELPERS["is_raised"].__poppy_external__.fn
+    assert [is_raised(s) for s in range(5)] == [False] * 4 + [True]

@@ -25,7 +25,8 @@ for _key in ("import_name", "import_from"):
     _f.__poppy_external__ = ExternalSpec("sequential", _f, False, False)
 del _key, _f
 
-# Exit-status helpers used by lowering (src/lower.rs): 0 normal, 1 break, 2 continue, 3 return.
+# Exit-status helpers used by lowering (src/lower.rs): 0 normal, 1 break, 2 continue, 3 return,
+# 4 raised (an exception caught in a try body).
 HELPERS = {
     "loop_next": unordered(lambda s: 0 if s == 2 else s),
     "loop_exit": unordered(lambda s: 0 if s == 1 else s),
@@ -64,9 +65,12 @@ def _exception_class(c) -> bool:
 
 
 def exc_match(exc, cls):
-    """`except cls:` for the caught exception `exc` (CHECK_EXC_MATCH): `cls` is an exception
-    class or a tuple of them (anything else is the TypeError CPython raises); the match is on
-    the class's MRO (PyType_IsSubtype: no `__instancecheck__`/`__subclasscheck__` hooks)."""
+    """`except cls:` for the caught exception `exc` (or the `Caught` holding it), as
+    CHECK_EXC_MATCH: `cls` is an exception class or a tuple of them (anything else is the
+    TypeError CPython raises); the match is on the class's MRO (PyType_IsSubtype: no
+    `__instancecheck__`/`__subclasscheck__` hooks)."""
+    if type(exc) is Caught:
+        exc = exc.exception
     if isinstance(cls, tuple):
         if not all(_exception_class(c) for c in cls):
             raise TypeError(_CANNOT_CATCH)
@@ -86,6 +90,7 @@ def reraise(exc):
 
 
 HELPERS["exc_match"] = unordered(exc_match)
+HELPERS["is_raised"] = unordered(lambda s: s == 4)
 # Sequential: it is the run's failure, after everything before it in program order.
 reraise.__poppy_external__ = ExternalSpec("sequential", reraise, False, False)
 HELPERS["reraise"] = reraise

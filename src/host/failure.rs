@@ -18,8 +18,15 @@ pub(super) fn note_failure<'py>(h: &mut PyHost<'py>, e: PyErrRef, line: u32, lat
         let _ = value.setattr("__traceback__", tb);
     }
     // An exception a compiled handler caught and no handler matched (`_rt.reraise`): it failed
-    // where it was caught, not at the re-raise.
-    let line = reraised_at(h, &value).unwrap_or(line);
+    // where it was caught, not at the re-raise, with the traceback it had then (the entries
+    // `caught` added for the handlers are placed again below).
+    let line = match reraised_at(h, &value) {
+        Some((at, tb)) => {
+            let _ = value.setattr("__traceback__", tb.bind(py));
+            at
+        }
+        None => line,
+    };
     let mut notes = Vec::new();
     if line > 0 {
         let placed = match &h.frame {
@@ -97,7 +104,22 @@ pub(super) fn caught<'py>(h: &mut PyHost<'py>, e: PyErrRef, line: u32) -> Obj {
     if let Some(tb) = err.traceback_bound(py) {
         let _ = value.setattr("__traceback__", tb);
     }
-    h.caught_at.push((value.clone().into_any().unbind(), line));
+    let tb = value.getattr("__traceback__").map(|t| t.unbind()).unwrap_or_else(|_| py.None());
+    h.caught_at.push((value.clone().into_any().unbind(), line, tb));
+    // The handlers see the traceback CPython's would have when the exception reaches them: the
+    // entries of the run's @poppy frames down to the raising line first.
+    if line > 0 {
+        if let Some((func, args)) = &h.frame {
+            let placed = py.import_bound("poppy_jit._traceback").and_then(|m| {
+                let args = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
+                let inlined = pyo3::types::PyList::new_bound(py, h.inlined.iter().map(|(f, _, _)| f.bind(py)));
+                m.call_method1("place", (&value, func.bind(py), args, inlined, line, false))
+            });
+            if let Err(e) = placed {
+                e.print(py);
+            }
+        }
+    }
     crate::pyobj::rt_module(py)
         .and_then(|m| m.getattr("Caught"))
         .and_then(|c| c.call1((value, line)))
@@ -105,14 +127,14 @@ pub(super) fn caught<'py>(h: &mut PyHost<'py>, e: PyErrRef, line: u32) -> Obj {
         .expect("poppy_jit._rt.Caught")
 }
 
-/// The line where `value` was caught, when it fails now through `_rt.reraise` (the first entry
-/// of its traceback); None for any other failure.
-fn reraised_at(h: &PyHost<'_>, value: &Bound<'_, PyAny>) -> Option<u32> {
+/// The line where `value` was caught and its traceback then, when it fails now through
+/// `_rt.reraise` (the first entry of its traceback); None for any other failure.
+fn reraised_at(h: &PyHost<'_>, value: &Bound<'_, PyAny>) -> Option<(u32, Obj)> {
     let py = h.py;
     let code = value.getattr("__traceback__").ok()?.getattr("tb_frame").ok()?.getattr("f_code").ok()?;
     let reraise = h.rt.getattr("RERAISE_CODE").ok()?;
     if !code.is(&reraise) {
         return None;
     }
-    h.caught_at.iter().rev().find(|(v, _)| v.bind(py).is(value)).map(|&(_, line)| line)
+    h.caught_at.iter().rev().find(|(v, _, _)| v.bind(py).is(value)).map(|(_, line, tb)| (*line, tb.clone_ref(py)))
 }

@@ -38,10 +38,23 @@ fn set_handled(py: Python<'_>, exc: Option<&Obj>) {
     unsafe { PyErr_SetHandledException(exc.map_or(std::ptr::null_mut(), |e| e.as_ptr())) }
 }
 
-/// Run `f` with `exc` as the thread's handled exception, then put back the one there was (`f`
-/// runs Python code; a `None` `exc` leaves the thread state alone).
+/// The exception of a handler's `handling` value: a `poppy_jit._rt.Caught` (what a catching
+/// call's failure became) or the exception itself.
+fn exception_of(py: Python<'_>, v: &Obj) -> Obj {
+    let b = v.bind(py);
+    let caught = crate::pyobj::rt_module(py).and_then(|m| m.getattr("Caught")).ok();
+    match caught {
+        Some(c) if b.get_type().is(&c) => b.getattr("exception").map(|e| e.unbind()).unwrap_or_else(|_| v.clone_ref(py)),
+        _ => v.clone_ref(py),
+    }
+}
+
+/// Run `f` with `exc` (an exception or the `Caught` holding it) as the thread's handled
+/// exception, then put back the one there was (`f` runs Python code; a `None` `exc` leaves the
+/// thread state alone).
 pub fn with_handled<R>(py: Python<'_>, exc: Option<&Obj>, f: impl FnOnce() -> R) -> R {
     let Some(exc) = exc else { return f() };
+    let exc = &exception_of(py, exc);
     let before = handled(py);
     set_handled(py, Some(exc));
     let r = f();
@@ -79,6 +92,7 @@ pub struct Handling {
 
 impl Handling {
     pub fn wrap(py: Python<'_>, coro: Obj, exc: Obj) -> PyResult<Bound<'_, Handling>> {
+        let exc = exception_of(py, &exc);
         Bound::new(py, Handling { coro, exc })
     }
 

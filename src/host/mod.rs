@@ -102,9 +102,9 @@ pub struct PyHost<'py> {
     private_args: Vec<u64>,
     /// Globals read eagerly, checked after calls (dispatch.rs).
     guard: dispatch::GlobalsGuard,
-    /// Each exception a catching call caught, with the line of the call (failure.rs: where a
-    /// re-raise of it is placed).
-    caught_at: Vec<(Obj, u32)>,
+    /// Each exception a catching call caught, with the line of the call and its traceback as
+    /// it came (failure.rs: a re-raise of it fails there, with that traceback).
+    caught_at: Vec<(Obj, u32, Obj)>,
 }
 
 impl<'py> PyHost<'py> {
