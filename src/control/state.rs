@@ -71,6 +71,9 @@ pub struct Ctrl<P> {
     /// A catching call (`xcall?`): its own failure, or an error argument, becomes its value
     /// (`Env::bind_caught`) and the order passes on as after a success; never inlined.
     pub catch: bool,
+    /// A call made while an `except` handler runs: the caught value (`Host::caught`) whose
+    /// exception is the thread's handled exception while it runs (`Host::dispatch_handling`).
+    pub handling: Option<P>,
     /// Per-object ordering: what this call does to objects the run created (None: nothing).
     pub obj: Option<Box<ObjInfo>>,
     /// Per-object ordering decided before the arguments were known (`objects::early_local`):
@@ -125,6 +128,7 @@ impl<P> Ctrl<P> {
             dispatched: false,
             done: false,
             catch: false,
+            handling: None,
             obj: None,
             early_local: None,
             early_part: None,

@@ -183,6 +183,22 @@ pub trait Host {
         kwnames: &[String],
     ) -> Dispatch<Self::Prim, Self::Error>;
 
+    /// `dispatch` for a call made while an `except` handler runs (`handling`: the caught value,
+    /// `caught`'s result, of the exception being handled; None outside handlers). The host makes
+    /// that exception the thread's handled exception for the call (`sys.exc_info()`, the
+    /// `__context__` of what the call raises) and restores the previous one after. The default
+    /// ignores it.
+    fn dispatch_handling(
+        &mut self,
+        task: TaskId,
+        f: &Self::Prim,
+        args: &[Self::Prim],
+        kwnames: &[String],
+        _handling: Option<&Self::Prim>,
+    ) -> Dispatch<Self::Prim, Self::Error> {
+        self.dispatch(task, f, args, kwnames)
+    }
+
     /// Try to cancel a Pending task (it became speculative: an earlier call in program order
     /// failed). Its outcome must still be reported by `wait` (a cancellation error is fine), or
     /// never if the host cannot cancel it (then it runs to completion and is reported).
@@ -248,9 +264,13 @@ pub trait PrimFactory {
     fn global_loader(&mut self) -> Self::Prim;
     /// An identity callable used to make a possibly-unbound local raise at the point of its load.
     fn bound_check(&mut self) -> Self::Prim;
-    /// An unordered runtime helper for exit-status threading: `loop_next(s)` (continue → 0),
-    /// `loop_exit(s)` (break → 0), `loop_again(s)` (s is 0 or continue), `select_return(s, v)`
-    /// (v if s is return, else None).
+    /// A runtime helper for exit-status threading: `loop_next(s)` (continue → 0), `loop_exit(s)`
+    /// (break → 0), `loop_again(s)` (s is 0 or continue), `select_return(s, v)` (v if s is
+    /// return, else None); and for `try`: `is_caught(v)` (v is a `Host::caught` value),
+    /// `is_raised(s)` (s is 4, RAISED), `caught_exception(c)` (the exception of the caught value
+    /// c), `exc_match(c, E)` (CHECK_EXC_MATCH of c's exception against the class or tuple E,
+    /// with its TypeError) — all unordered — and `reraise(c)`, a sequential call that always
+    /// fails with c's exception, unchanged.
     fn helper(&mut self, name: &str) -> Self::Prim;
 }
 

@@ -70,7 +70,10 @@ pub enum Op<P> {
     /// run's: the result is the host's `caught` value for the error, and the order passes on as
     /// after a success. A catching call is never inlined (failures inside an inlined body would
     /// be its calls' own) and always goes through a controller.
-    XCall { seq: Var, func: Var, args: Vec<Var>, kwnames: Vec<String>, catch: bool },
+    /// `handling` (text `handling h`): a call made while an `except` handler runs; `h` is the
+    /// caught value (`Host::caught`) whose exception is the thread's handled exception during the
+    /// call (`Host::dispatch_handling`). The statement waits for `h` before it queues the call.
+    XCall { seq: Var, func: Var, args: Vec<Var>, kwnames: Vec<String>, catch: bool, handling: Option<Var> },
     /// `x := mem` — the empty memory (mutable variable store).
     MemEmpty,
     /// `x := load M name` — read a mutable variable (unbound → host error).
@@ -101,10 +104,13 @@ impl<P> Op<P> {
                 f(*body);
                 f(*acc);
             }
-            Op::XCall { seq, func, args, .. } => {
+            Op::XCall { seq, func, args, handling, .. } => {
                 f(*seq);
                 f(*func);
                 args.iter().for_each(|&v| f(v));
+                if let Some(h) = handling {
+                    f(*h);
+                }
             }
             Op::MemStore { mem, value, .. } => {
                 f(*mem);
@@ -127,8 +133,8 @@ impl<P> Op<P> {
                 Op::Ite { cond: f(cond), then_f: f(then_f), else_f: f(else_f), args: m(args) }
             }
             Op::Fold { seq, body, acc } => Op::Fold { seq: f(seq), body: f(body), acc: f(acc) },
-            Op::XCall { seq, func, args, kwnames, catch } => {
-                Op::XCall { seq: f(seq), func: f(func), args: m(args), kwnames, catch }
+            Op::XCall { seq, func, args, kwnames, catch, handling } => {
+                Op::XCall { seq: f(seq), func: f(func), args: m(args), kwnames, catch, handling: handling.map(f) }
             }
             Op::MemEmpty => Op::MemEmpty,
             Op::MemLoad { mem, name } => Op::MemLoad { mem: f(mem), name },

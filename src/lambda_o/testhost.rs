@@ -74,6 +74,10 @@ pub struct TestHost {
     pub terms: HashMap<String, (ProgramRef<TPrim>, FuncId)>,
     /// Tasks the evaluator cancelled (speculative calls after a failure).
     pub cancelled: Vec<TaskId>,
+    /// The handled exception while a call made in a handler runs (`dispatch_handling`): the
+    /// error of the caught value. `@exc_info` returns it (None outside handlers), like
+    /// `sys.exc_info()[1]`.
+    pub handling: Option<TPrim>,
     seed: Option<u64>,
     pending: Vec<(u64, TaskId, usize, Result<TPrim, String>)>,
 }
@@ -88,6 +92,7 @@ impl TestHost {
             latency: HashMap::new(),
             terms: HashMap::new(),
             cancelled: vec![],
+            handling: None,
             seed: None,
             pending: vec![],
         }
@@ -126,6 +131,7 @@ impl TestHost {
     /// (`print`, `w*`, `fail`, ...). Pure helpers are unordered.
     pub fn class_of(name: &str) -> Class {
         match name {
+            "h_reraise" => Class::Sequential,
             "llm" | "add" | "inc" | "eq" | "lt" | "truth" | "concat" | "global" | "range" => Class::Unordered,
             n if n.starts_with('u') || n.starts_with("h_") => Class::Unordered,
             n if n.starts_with('r') => Class::Readonly,
@@ -164,10 +170,49 @@ impl TestHost {
             "h_loop_again" => Bool(matches!(int(&args[0])?, 0 | 2)),
             "h_select_return" => if int(&args[0])? == 3 { args[1].clone() } else { None },
             "h_is_caught" => Bool(matches!(&args[0], Tuple(t) if t.first() == Some(&Str("#caught".into())))),
-            "h_caught_error" => match &args[0] {
+            "h_caught_exception" => match &args[0] {
                 Tuple(t) if t.len() == 3 => t[1].clone(),
-                other => return Err(format!("h_caught_error: not caught: {other:?}")),
+                other => return Err(format!("h_caught_exception: not caught: {other:?}")),
             },
+            "h_is_raised" => Bool(int(&args[0])? == 4),
+            // The test world's exceptions are their messages; a class is a string matching the
+            // messages that start with it (`"boom"`), a tuple any of its items; anything else is
+            // CPython's TypeError.
+            "h_exc_match" => {
+                let err = match &args[0] {
+                    Tuple(t) if t.len() == 3 => show(&t[1]),
+                    other => return Err(format!("h_exc_match: not caught: {other:?}")),
+                };
+                let classes = match &args[1] {
+                    Tuple(items) => items.clone(),
+                    one => vec![one.clone()],
+                };
+                let mut matched = false;
+                for c in &classes {
+                    let Str(prefix) = c else {
+                        return Err("TypeError: catching classes that do not inherit from BaseException is not allowed".into());
+                    };
+                    matched |= err.starts_with(prefix.as_str());
+                }
+                Bool(matched)
+            }
+            // Fails with the caught error itself.
+            "h_reraise" => match &args[0] {
+                Tuple(t) if t.len() == 3 => return Err(show(&t[1])),
+                other => return Err(format!("h_reraise: not caught: {other:?}")),
+            },
+            "exc_info" => match &self.handling {
+                Some(Tuple(t)) if t.len() == 3 => t[1].clone(),
+                _ => None,
+            },
+            // A parse that fails on what mentions "bad" (unordered `u_parse`, sequential `s_parse`).
+            "u_parse" | "s_parse" => {
+                let s = args.iter().map(show).collect::<Vec<_>>().join(",");
+                if s.contains("bad") {
+                    return Err(format!("KeyError {s}"));
+                }
+                Str(s)
+            }
             "fail" | "u_fail" | "u_fail2" => return Err(format!("boom {}", args.iter().map(show).collect::<Vec<_>>().join(","))),
             // u*/r*/w*/s*: identity-ish externals that return their first argument (or None).
             _ => args.first().cloned().unwrap_or(None),
@@ -270,6 +315,20 @@ impl Host for TestHost {
         }
     }
 
+    fn dispatch_handling(
+        &mut self,
+        task: TaskId,
+        f: &TPrim,
+        args: &[TPrim],
+        kw: &[String],
+        handling: Option<&TPrim>,
+    ) -> Dispatch<TPrim, String> {
+        let before = std::mem::replace(&mut self.handling, handling.cloned());
+        let r = self.dispatch(task, f, args, kw);
+        self.handling = before;
+        r
+    }
+
     fn cancel(&mut self, task: TaskId) {
         let now = self.now;
         if let Some(p) = self.pending.iter_mut().find(|p| p.1 == task) {
@@ -315,7 +374,7 @@ impl Host for TestHost {
         format!("{kind}: {msg}")
     }
 
-    /// `<"#caught" error line>`; `h_is_caught` tests for it, `h_caught_error` takes the error.
+    /// `<"#caught" error line>`; `h_is_caught` tests for it, `h_caught_exception` takes the error.
     fn caught(&mut self, e: String, line: u32) -> TPrim {
         TPrim::Tuple(vec![TPrim::Str("#caught".into()), TPrim::Str(e), TPrim::Int(line as i64)])
     }

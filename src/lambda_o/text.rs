@@ -5,6 +5,7 @@
 //!   p := prim @print
 //!   t := xcall S p(x; end=e)      # keyword arguments after ';'
 //!   u := xcall? S p(x)            # a catching call: its failure is its value
+//!   w := xcall S p(x) handling h  # made while a handler runs: h's exception is the handled one
 //!   S.1 := prj 0 t
 //!   r := prj 1 t
 //!   b := fun body/1[p, S.1]        # a closure: function body/1 capturing p and S.1
@@ -86,7 +87,7 @@ pub fn print_with<P>(p: &Program<P>, fmt: &dyn Fn(&P) -> String) -> String {
                     format!("ite({}, {}, {}; {})", v(cond), v(then_f), v(else_f), list(args))
                 }
                 Op::Fold { seq, body, acc } => format!("fold({}, {}, {})", v(seq), v(body), v(acc)),
-                Op::XCall { seq, func, args, kwnames, catch } => {
+                Op::XCall { seq, func, args, kwnames, catch, handling } => {
                     let npos = args.len() - kwnames.len();
                     let mut a = list(&args[..npos]);
                     if !kwnames.is_empty() {
@@ -94,7 +95,8 @@ pub fn print_with<P>(p: &Program<P>, fmt: &dyn Fn(&P) -> String) -> String {
                             kwnames.iter().zip(&args[npos..]).map(|(k, x)| format!("{k}={}", v(x))).collect();
                         a = format!("{a}; {}", kws.join(", "));
                     }
-                    format!("xcall{} {} {}({})", if *catch { "?" } else { "" }, v(seq), v(func), a)
+                    let h = handling.map(|h| format!(" handling {}", v(&h))).unwrap_or_default();
+                    format!("xcall{} {} {}({}){h}", if *catch { "?" } else { "" }, v(seq), v(func), a)
                 }
                 Op::MemEmpty => "mem".to_string(),
                 Op::MemLoad { mem, name } => format!("load {} {}", v(mem), name),
@@ -287,7 +289,11 @@ fn parse_op<P: PrimText>(sc: &FnScope, rhs: &str) -> Result<Op<P>, String> {
     }
     let xcall = rhs.strip_prefix("xcall ").map(|r| (r, false)).or_else(|| rhs.strip_prefix("xcall? ").map(|r| (r, true)));
     if let Some((r, catch)) = xcall {
-        let (seq, call) = split_once(r.trim(), " ")?;
+        let (r, handling) = match r.trim().rsplit_once(") handling ") {
+            Some((call, h)) => (format!("{call})"), Some(sc.get(h.trim())?)),
+            None => (r.trim().to_string(), None),
+        };
+        let (seq, call) = split_once(&r, " ")?;
         let (f, args) = split_once(call, "(")?;
         let args = args.strip_suffix(')').ok_or("missing ) after xcall")?;
         let (pos, kw) = args.split_once(';').unwrap_or((args, ""));
@@ -298,7 +304,7 @@ fn parse_op<P: PrimText>(sc: &FnScope, rhs: &str) -> Result<Op<P>, String> {
             kwnames.push(k.trim().to_string());
             argv.push(sc.get(v)?);
         }
-        return Ok(Op::XCall { seq: sc.get(seq)?, func: sc.get(f)?, args: argv, kwnames, catch });
+        return Ok(Op::XCall { seq: sc.get(seq)?, func: sc.get(f)?, args: argv, kwnames, catch, handling });
     }
     if let Some(r) = rhs.strip_prefix('(') {
         return Ok(Op::Tuple(sc.list(r.strip_suffix(')').ok_or("missing ) in tuple")?)?));

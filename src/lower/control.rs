@@ -12,7 +12,7 @@
 //! The alternative, a `loop` with `next_or_stop` for every `for`, would serialise the hot loops
 //! (each `next` is a call in program order) and lose the fold's all-iterations-at-once overlap.
 use super::*;
-use crate::bezoar::passes::{contains_jump, leaves_loop};
+use crate::bezoar::passes::{contains_jump, leaves_loop, may_raise};
 
 impl<'a, F: PrimFactory> Lowerer<'a, F> {
     /// `res := ite(cond, then_f, else_f; args)` and rebind the carried state from `res`.
@@ -62,7 +62,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             let (fid, captures) = self.pop_builder(res);
             self.emit("all", Op::Fun { func: fid, captures }, line)
         };
-        let lazy_f = self.lower_lazy_loop(st, seq, bf, &vars, leaves_loop(body), line);
+        let lazy_f = self.lower_lazy_loop(st, seq, bf, &vars, self.leaves(st, body), line)?;
         let cond = self.resolve(seq);
         let then_f = self.resolve(all_f);
         let else_f = self.resolve(lazy_f);
@@ -76,6 +76,12 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         Ok(())
     }
 
+    /// Whether an iteration of a loop with this body may leave it: break/return, or (in a try
+    /// body) a raise — then each iteration first checks the status.
+    fn leaves(&self, st: &State, body: &[bz::Stmt]) -> bool {
+        leaves_loop(body) || (st.catching && body.iter().any(may_raise))
+    }
+
     /// The body of a `for` loop as `fun body(e, acc) -> acc'` (acc in carried layout); after a
     /// break or return an iteration is skipped, a `continue` ends it with status 0.
     fn lower_for_body(&mut self, st: &State, item: bz::Reg, body: &[bz::Stmt], vars: &[bz::VarName], line: u32) -> Result<Loc, String> {
@@ -83,7 +89,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         let mut inner = st.clone();
         self.uncarry(&mut inner, vars, locs[1], line);
         self.regs[item as usize] = Some(locs[0]);
-        if leaves_loop(body) {
+        if self.leaves(st, body) {
             // Skip the iteration if an earlier one broke or returned (status != 0).
             let args = self.carried(&inner, vars, line);
             let skip = self.lower_branch(&inner, "skip", vars, &[], line)?;
@@ -106,22 +112,27 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
     /// with `next_or_stop`, runs the body on it and calls itself again — unless the iterator was
     /// exhausted or (when the body can leave the loop) the status after the body is not 0
     /// (break or return: no further item is pulled, as in CPython).
-    fn lower_lazy_loop(&mut self, st: &State, seq: Loc, bf: Loc, vars: &[bz::VarName], leaves: bool, line: u32) -> Loc {
+    fn lower_lazy_loop(&mut self, st: &State, seq: Loc, bf: Loc, vars: &[bz::VarName], leaves: bool, line: u32) -> Result<Loc, String> {
         let lazy_var = self.reserve("lazy");
         let locs = self.push_builder("lazy".into(), &["acc"]);
         let mut inner = st.clone();
         self.uncarry(&mut inner, vars, locs[0], line);
         let next = self.factory.intrinsic(&Intrinsic::NextOrStop);
         let next = self.prim("next_or_stop", next, line);
-        let one = self.xcall(&mut inner, next, &[seq], &[], "one", line);
+        // The `next` is an operation of the program: catching in a try body, with the handled
+        // exception in a handler.
+        let one = self.op_xcall(&mut inner, next, &[seq], &[], "one", line);
         let items = self.carried(&inner, vars, line);
-        let acc1 = self.tuple("acc", &items, line);
-        let acc2 = {
-            let seq = self.resolve(one);
-            let body = self.resolve(bf);
-            let acc = self.resolve(acc1);
-            self.emit("acc", Op::Fold { seq, body, acc }, line)
+        // acc' := fold(one, body, acc)
+        let fold = |lw: &mut Self, items: &[Loc]| -> Loc {
+            let acc1 = lw.tuple("acc", items, line);
+            let seq = lw.resolve(one);
+            let body = lw.resolve(bf);
+            let acc = lw.resolve(acc1);
+            lw.emit("acc", Op::Fold { seq, body, acc }, line)
         };
+        let caught = inner.caught.take();
+        let acc2 = if caught.is_none() { Some(fold(self, &items)) } else { None };
         // stop(acc) = acc
         let stop = {
             let locs = self.push_builder("stop".into(), &["acc"]);
@@ -137,7 +148,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 lw.emit("rec", Op::Call { func, args: vec![acc] }, line)
             };
             let res = if leaves {
-                let status_index = (items.len() - 2) as u32;
+                let status_index = (items.len() - 2) as u32; // [status, retval] close the layout
                 let status = self.proj("status", locs[0], status_index, line);
                 let again_f = {
                     let l = self.push_builder("again".into(), &["acc"]);
@@ -156,14 +167,34 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             let (fid, captures) = self.pop_builder(res);
             self.emit("more", Op::Fun { func: fid, captures }, line)
         };
-        let cond = self.resolve(one);
-        let then_f = self.resolve(more_f);
-        let else_f = self.resolve(stop);
-        let acc = self.resolve(acc2);
-        let res = self.emit("ite", Op::Ite { cond, then_f, else_f, args: vec![acc] }, line);
+        // ite(one, more, stop; acc')
+        let choose = |lw: &mut Self, acc2: Loc| -> Loc {
+            let cond = lw.resolve(one);
+            let then_f = lw.resolve(more_f);
+            let else_f = lw.resolve(stop);
+            let acc = lw.resolve(acc2);
+            lw.emit("ite", Op::Ite { cond, then_f, else_f, args: vec![acc] }, line)
+        };
+        let res = match (caught, acc2) {
+            (None, Some(acc2)) => choose(self, acc2),
+            (Some(v), _) => {
+                // In a try body: only once the `next` did not raise; if it did, the loop ends
+                // with the status RAISED.
+                self.gate_caught(&mut inner, v, vars, line, |lw, st| {
+                    let items = lw.carried(st, vars, line);
+                    let acc2 = fold(lw, &items);
+                    let r = choose(lw, acc2);
+                    lw.uncarry(st, vars, r, line);
+                    Ok(())
+                })?;
+                let items = self.carried(&inner, vars, line);
+                self.tuple("acc", &items, line)
+            }
+            (None, None) => unreachable!("folded when not caught"),
+        };
         let (fid, captures) = self.pop_builder(res);
         self.define(lazy_var, Op::Fun { func: fid, captures }, line);
-        lazy_var
+        Ok(lazy_var)
     }
 
     /// `loop: body` as a recursive closure over the carried state:
@@ -242,6 +273,18 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         block: &[bz::Stmt],
         line: u32,
     ) -> Result<Branch, String> {
+        self.lower_branch_with(outer, name, vars, line, |lw, st| lw.lower_block(st, block))
+    }
+
+    /// `lower_branch` of what `body` lowers into the branch's state.
+    pub(super) fn lower_branch_with(
+        &mut self,
+        outer: &State,
+        name: &str,
+        vars: &[bz::VarName],
+        line: u32,
+        body: impl FnOnce(&mut Self, &mut State) -> Result<(), String>,
+    ) -> Result<Branch, String> {
         let mut params: Vec<&str> = vec!["S"];
         if outer.m.is_some() {
             params.push("M");
@@ -266,7 +309,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             st.exit = Some(Exit { status: locs[n - 2], retval: locs[n - 1] });
         }
         let entry = st.clone();
-        self.lower_block(&mut st, block)?;
+        body(self, &mut st)?;
         let out_items = self.carried(&st, vars, line);
         let out = self.tuple("out", &out_items, line);
         let (fid, captures) = self.pop_builder(out);

@@ -17,7 +17,8 @@
 //! demand while their body is lowered (`resolve`).
 //!
 //! Rooms: this file (options, the lowerer's state, the builders of λO functions), `stmt`
-//! (statements, expressions, loads and stores), `control` (branches, loops, exit status), `tests`.
+//! (statements, expressions, loads and stores), `control` (branches, loops, exit status),
+//! `try_stmt` (try/except: catching calls, the gates after them, the handler chain), `tests`.
 //!
 //! Bezoar variables (`bezoar::VarName`) name their λO variables and memory slots by their text;
 //! an unbound local of inlined code is reported under its Python name. Depends on `bezoar` (the
@@ -63,9 +64,19 @@ struct State {
     m: Option<Loc>,
     env: BTreeMap<bz::VarName, Loc>,
     defined: DefinedSet,
-    /// In functions with break/continue/early return: the exit status (a Python int: 0 normal,
-    /// 1 break, 2 continue, 3 return) and the return value so far.
+    /// In functions with break/continue/early return or try: the exit status (a Python int: 0
+    /// normal, 1 break, 2 continue, 3 return, 4 raised) and the return value so far — or, while
+    /// the status is RAISED, the caught value (`Host::caught`) of the exception.
     exit: Option<Exit>,
+    /// Inside a try body (not its handlers or else): the operations are catching calls, and
+    /// what follows each runs only if it did not raise.
+    catching: bool,
+    /// Inside an `except` handler (its test and body): the caught value whose exception is the
+    /// thread's handled exception during every call made (`xcall ... handling h`).
+    handling: Option<Loc>,
+    /// Set by the statement just lowered when it made a catching call: its value (`lower_block`
+    /// gates the rest of the block on it).
+    caught: Option<Loc>,
 }
 
 /// A lowered branch closure and what it left unchanged.
@@ -87,6 +98,7 @@ const NORMAL: i64 = 0;
 const BREAK: i64 = 1;
 const CONTINUE: i64 = 2;
 const RETURN: i64 = 3;
+const RAISED: i64 = 4;
 
 struct Lowerer<'a, F: PrimFactory> {
     factory: &'a mut F,
@@ -244,12 +256,43 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         self.emit(name, Op::Proj { index, tuple }, line)
     }
 
-    /// `t := xcall S f(args)`, advancing S; returns the call's result.
+    /// `t := xcall S f(args)`, advancing S; returns the call's result. For the runtime's own
+    /// helpers (exit status, caught values): never catching, never handling.
     fn xcall(&mut self, st: &mut State, f: Loc, args: &[Loc], kwnames: &[String], name: &str, line: u32) -> Loc {
+        self.xcall_with(st, f, args, kwnames, name, line, false, None)
+    }
+
+    /// The xcall of an operation of the program (a call, an intrinsic, a global look-up, a bound
+    /// check, a `next`): catching inside a try body (its value is then recorded in `st.caught`
+    /// for `lower_block` to gate what follows), and made with the handled exception inside a
+    /// handler.
+    fn op_xcall(&mut self, st: &mut State, f: Loc, args: &[Loc], kwnames: &[String], name: &str, line: u32) -> Loc {
+        let (catch, handling) = (st.catching, st.handling);
+        let v = self.xcall_with(st, f, args, kwnames, name, line, catch, handling);
+        if catch {
+            assert!(st.caught.is_none(), "one catching operation per statement");
+            st.caught = Some(v);
+        }
+        v
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn xcall_with(
+        &mut self,
+        st: &mut State,
+        f: Loc,
+        args: &[Loc],
+        kwnames: &[String],
+        name: &str,
+        line: u32,
+        catch: bool,
+        handling: Option<Loc>,
+    ) -> Loc {
         let seq = self.resolve(st.s);
         let func = self.resolve(f);
         let args = args.iter().map(|a| self.resolve(*a)).collect();
-        let t = self.emit("t", Op::XCall { seq, func, args, kwnames: kwnames.to_vec(), catch: false }, line);
+        let handling = handling.map(|h| self.resolve(h));
+        let t = self.emit("t", Op::XCall { seq, func, args, kwnames: kwnames.to_vec(), catch, handling }, line);
         st.s = self.proj("S", t, 0, line);
         self.proj(name, t, 1, line)
     }
@@ -274,5 +317,6 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
 
 mod control;
 mod stmt;
+mod try_stmt;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! values or the memory M), the carried state of blocks, and one Bezoar statement or expression
 //! at a time. Branches and loops are in `control`.
 use super::*;
-use crate::bezoar::passes::{always_raises, may_exit, needs_exits};
+use crate::bezoar::passes::{always_raises, may_exit, may_raise, needs_exits};
 
 impl<'a, F: PrimFactory> Lowerer<'a, F> {
     // ---- functions and blocks ---------------------------------------------------------------
@@ -12,7 +12,16 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         let mut params: Vec<&str> = vec!["S"];
         params.extend(src.params.iter().map(|s| s.as_str()));
         let locs = self.push_builder(src.name.clone(), &params);
-        let mut st = State { s: locs[0], m: None, env: BTreeMap::new(), defined: DefinedSet::default(), exit: None };
+        let mut st = State {
+            s: locs[0],
+            m: None,
+            env: BTreeMap::new(),
+            defined: DefinedSet::default(),
+            exit: None,
+            catching: false,
+            handling: None,
+            caught: None,
+        };
         if self.use_memory {
             st.m = Some(self.emit("M", Op::MemEmpty, src.firstlineno));
         }
@@ -94,7 +103,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             // May be unbound here: make the error (if any) happen at this point in program order.
             let check = self.factory.bound_check();
             let f = self.prim("bound", check, line);
-            self.xcall(st, f, &[value], &[], name.as_str(), line)
+            self.op_xcall(st, f, &[value], &[], name.as_str(), line)
         }
     }
 
@@ -141,7 +150,20 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         for (i, s) in block.iter().enumerate() {
             self.lower_stmt(st, s)?;
             let rest = &block[i + 1..];
-            if st.exit.is_some() && !rest.is_empty() && may_exit(s) {
+            if let Some(v) = st.caught.take() {
+                // A catching operation (in a try body): the rest of the block is instantiated
+                // only once it finished without raising (I2); if it raised, the status becomes
+                // RAISED with the locals as they are here (I4).
+                let vars: Vec<bz::VarName> =
+                    assigned(rest).into_iter().filter(|v| self.promoted.contains(v)).collect();
+                self.gate_caught(st, v, &vars, s.line, |lw, inner| lw.lower_block(inner, rest))?;
+                return Ok(());
+            }
+            // In a try body, a compound statement with catching operations may end with the
+            // status RAISED. (A `Let` or `del` gates itself, above, when it made a catching call.)
+            let compound_raises =
+                st.catching && !matches!(s.kind, StmtKind::Let(..) | StmtKind::Delete(_)) && may_raise(s);
+            if st.exit.is_some() && !rest.is_empty() && (may_exit(s) || compound_raises) {
                 if matches!(s.kind, StmtKind::Break | StmtKind::Continue | StmtKind::Return(_)) {
                     return Ok(()); // the rest of the block is unreachable
                 }
@@ -207,7 +229,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             // block, and no exit status records it (`bezoar::ir::StmtKind::Raise`).
             StmtKind::Raise(_) => {}
             StmtKind::Loop { body } => self.lower_loop(st, body, line)?,
-            StmtKind::Try { .. } => return Err(format!("try/except is not lowered yet (line {line})")),
+            StmtKind::Try { body, handlers, orelse } => self.lower_try(st, body, handlers, orelse, line)?,
             StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
                 let Some(exit) = st.exit else {
                     return Err(format!("break/continue/return outside a lowered loop at line {line}"));
@@ -238,12 +260,12 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 let f = self.prim("global", loader, line);
                 let n = self.factory.string(g);
                 let n = self.prim("name", n, line);
-                self.xcall(st, f, &[n], &[], g, line)
+                self.op_xcall(st, f, &[n], &[], g, line)
             }
             Expr::Call { func, args, kwnames } => {
                 let f = self.reg(*func)?;
                 let args = args.iter().map(|a| self.reg(*a)).collect::<Result<Vec<_>, _>>()?;
-                self.xcall(st, f, &args, kwnames, name, line)
+                self.op_xcall(st, f, &args, kwnames, name, line)
             }
             Expr::Op(op, args) => {
                 let mut argl = args.iter().map(|a| self.reg(*a)).collect::<Result<Vec<_>, _>>()?;
@@ -253,7 +275,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 }
                 let p = if fresh != 0 { self.factory.intrinsic_fresh(op, fresh) } else { self.factory.intrinsic(op) };
                 let f = self.prim(&intrinsic_var_name(op), p, line);
-                self.xcall(st, f, &argl, &[], name, line)
+                self.op_xcall(st, f, &argl, &[], name, line)
             }
         })
     }

@@ -324,3 +324,60 @@ fn call_free_branches_do_not_hold_back_the_order() {
     // variable in memory M, the store in the branch makes the next iteration wait for it.)
     assert_eq!(runs[0].2, 10);
 }
+
+/// A golden input of `tests/golden/lower/`, parsed (its `#` header dropped).
+fn golden_bezoar(name: &str) -> Function {
+    let path = format!("{}/tests/golden/lower/{name}.bezoar", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let body: String = src.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+    crate::bezoar::text::parse(&body).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// I2: no operation of a try body after the raising point runs — not the sequential print,
+/// nor the unordered llm, which the evaluator would otherwise start at once — in either
+/// lowering, though the run goes on (the exception is caught).
+#[test]
+fn nothing_after_the_raising_point_of_a_try_body_runs() {
+    let f = golden_bezoar("try_locals_at_raise");
+    for force_memory in [false, true] {
+        let mut host = TestHost::new();
+        host.latency.insert("llm".into(), 10);
+        let prog = lower(&f, &mut host, &LowerOptions { force_memory }).unwrap();
+        let r = run(&mut host, Rc::new(prog), vec![], &mut RunStats::default());
+        assert!(matches!(&r, Err(e) if e.starts_with("UnboundLocalError")), "{r:?}");
+        let never: Vec<_> = host.trace.iter().filter(|c| c.args.contains(&TPrim::Str("never".into()))).collect();
+        assert!(never.is_empty(), "calls after the raising point: {never:?}");
+        assert!(host.trace.iter().any(|c| c.name == "u_parse"));
+        assert_eq!(host.output, ["2 KeyError bad", "2"]);
+    }
+}
+
+/// The classify loop (p500's shape): the twelve first llm calls are all in flight before any
+/// finishes, and the three retries start together once the failures are known.
+#[test]
+fn a_loop_around_a_try_keeps_its_iterations_overlapping() {
+    use crate::lambda_o::host::PrimText;
+    let f = golden_bezoar("try_classify_loop");
+    let mut host = TestHost::new();
+    host.latency.insert("llm".into(), 10);
+    let prog = lower(&f, &mut host, &LowerOptions::default()).unwrap();
+    let items = TPrim::parse_prim("<\"a\" \"b\" \"bad1\" \"c\" \"d\" \"e\" \"bad2\" \"f\" \"g\" \"h\" \"i\" \"bad3\">").unwrap();
+    run(&mut host, Rc::new(prog), vec![items], &mut RunStats::default()).unwrap();
+    let llm: Vec<_> = host.trace.iter().filter(|c| c.name == "llm").collect();
+    assert_eq!(llm.len(), 15);
+    let (first, retries): (Vec<&&crate::lambda_o::testhost::Call>, Vec<_>) = llm.iter().partition(|c| !show(&c.args[0]).starts_with("strict"));
+    assert_eq!(first.len(), 12);
+    assert!(first.iter().all(|c| c.start == 0 && c.end == 10), "{first:?}");
+    assert!(retries.iter().all(|c| c.start == 10), "{retries:?}");
+    assert_eq!(host.now, 20);
+}
+
+/// A try inside a try body is not lowered yet: lowering says so (the function falls back)
+/// instead of miscompiling or panicking.
+#[test]
+fn a_try_in_a_try_body_is_a_lowering_error() {
+    let text = "def f():  # qualname \"f\" file \"t.py\" line 1 nregs 4\n  const 0 = None\n  try:  @2\n    try:  @3\n      r0 := global g  @4\n    except:\n      pass\n  except:\n    pass\n  r1 := const 0  @5\n  return r1  @5\n";
+    let f = crate::bezoar::text::parse(text).unwrap();
+    let err = lower(&f, &mut TestHost::new(), &LowerOptions::default()).unwrap_err();
+    assert!(err.contains("try statement inside a try body (line 3)"), "{err}");
+}

@@ -62,6 +62,21 @@ pub fn may_exit(s: &Stmt) -> bool {
     }
 }
 
+/// Whether lowering `s` inside a try body may make a catching call (an operation, a call, a
+/// global look-up, a bound check of a load or `del`), after which the status may be RAISED.
+/// Conservative: a load of a definitely assigned local makes none.
+pub fn may_raise(s: &Stmt) -> bool {
+    match &s.kind {
+        StmtKind::Let(_, e) => !matches!(e, crate::bezoar::ir::Expr::Const(_)),
+        StmtKind::Delete(_) => true,
+        StmtKind::Store(..) | StmtKind::Unbind(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => false,
+        StmtKind::Raise(_) => false,
+        StmtKind::If { .. } | StmtKind::For { .. } | StmtKind::Loop { .. } | StmtKind::Try { .. } => {
+            s.kind.blocks().into_iter().flatten().any(may_raise)
+        }
+    }
+}
+
 /// Whether every path through `block` ends in a `raise` (such a path never continues: what is
 /// assigned on it does not matter after the enclosing `if`).
 pub fn always_raises(block: &[Stmt]) -> bool {

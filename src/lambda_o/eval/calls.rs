@@ -294,7 +294,7 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         let f = c.func.as_ref().expect("callee known");
         let local = if c.obj.as_ref().is_some_and(|o| o.ordered_locally()) { self.host.local_variant(f) } else { None };
         let f = local.as_ref().unwrap_or(f);
-        match self.host.dispatch(cid as TaskId, f, &c.argv, &c.kwnames) {
+        match self.host.dispatch_handling(cid as TaskId, f, &c.argv, &c.kwnames, c.handling.as_ref()) {
             Dispatch::Done(r) => Some(r),
             Dispatch::Pending => None,
         }

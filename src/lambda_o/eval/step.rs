@@ -187,20 +187,36 @@ impl<'a, H: Host> Eval<'a, H> {
                     self.resolve(dst, e);
                 }
             },
-            Op::XCall { seq, func: f, args, kwnames, catch } => {
+            Op::XCall { seq, func: f, args, kwnames, catch, handling } => {
+                // A call made while a handler runs: the caught value it is made under (known by
+                // then: the handler runs once the failure was caught).
+                let handling = match handling {
+                    None => None,
+                    Some(h) => match need!(*h) {
+                        Value::Prim(p) => Some(p),
+                        _ => {
+                            let e = self.error("RuntimeError", "poppy_jit: internal error: a handled exception that is not a value");
+                            self.resolve(dst, e);
+                            return true;
+                        }
+                    },
+                };
                 let seq = env[*seq as usize];
                 let arg_slots: Vec<SlotId> = args.iter().map(|a| env[*a as usize]).collect();
                 let callee = env[*f as usize];
-                if *catch {
-                    // Never inlined, never eager: a controller makes the call and turns its
-                    // failure into its value (`control::controller`).
+                if *catch || handling.is_some() {
+                    // Never inlined, never eager: a controller makes the call (a catching one
+                    // turns its failure into its value, `control::controller`; one made while a
+                    // handler runs gets the handled exception at dispatch: an inlined body or an
+                    // eager call would run without it).
                     let func = match self.value(callee) {
                         Some(Value::Prim(p)) => Some(p.clone()),
                         _ => None,
                     };
                     self.queue_call(seq, callee, func, arg_slots, kwnames.clone(), dst, stmt.line);
                     let cid = self.ctl.ctrls.len() - 1;
-                    self.ctl[cid].catch = true;
+                    self.ctl[cid].catch = *catch;
+                    self.ctl[cid].handling = handling;
                     return true;
                 }
                 let Some(fv) = self.value(callee).cloned() else {
