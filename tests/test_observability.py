@@ -449,8 +449,8 @@ EXPLAINED = textwrap.dedent("""
     def falls_back(x):
         try:
             return ask(x)
-        except ValueError:
-            return None
+        finally:
+            pass
 """)
 
 

@@ -284,6 +284,10 @@ impl<'py> Host for PyHost<'py> {
         dispatch::dispatch(self, task, f, args, kwnames, None)
     }
 
+    fn dispatch_handling(&mut self, task: TaskId, f: &Obj, args: &[Obj], kwnames: &[String], handling: Option<&Obj>) -> Dispatch<Obj, PyErrRef> {
+        dispatch::dispatch(self, task, f, args, kwnames, handling)
+    }
+
     fn cancel(&mut self, task: TaskId) {
         executor::cancel(self, task)
     }

@@ -138,7 +138,7 @@ pub fn lift(ci: &CodeInfo) -> Result<Function> {
 /// Whether a function with try/except is compiled (docs/design-exceptions.md, stage 1: its
 /// lowering and the host's part must all be there). Until then `lift_with` (the compiler's
 /// entry) falls back for it; `lift` (goldens, tests) lifts it.
-const COMPILE_TRY: bool = false;
+const COMPILE_TRY: bool = true;
 
 /// `lift`, with the free variables other code may rebind while the function runs
 /// (`written_free`, e.g. by `nonlocal` in a sibling inner function): those are passed as their
