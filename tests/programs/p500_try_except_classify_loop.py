@@ -1,10 +1,11 @@
 # Issue 16's motivating loop (its try/except/else part): each item's label is parsed from an
 # LLM reply; a reply that is not JSON or has no "label" is retried with a stricter prompt. Under
 # PYTHONPOPPY=1 the first requests of all 12 items can be in flight together (then the retries
-# together), with the log lines in CPython's order. Today any `try` makes the function fall back
-# (it runs as plain CPython, one request at a time), so the overlap below does not show yet:
-# strict xfail until try/except compiles (docs/design-exceptions.md). Results and calls are
-# CPython's either way.
+# together), with the log lines in CPython's order. The function compiles, with CPython's
+# results and calls, but one request is in flight at a time: `as_json`, an unannotated helper
+# called in the try body, is a catching call (never inlined), hence sequential, and a sequential
+# call in a gated try body holds the next iteration back until the statement is over. Strict
+# xfail until that overlaps (docs/design-exceptions.md, status).
 # difftest: min_in_flight=12
 # difftest: xfail=1
 import json

@@ -5,8 +5,8 @@
 # after it did not), exceptions from async, blocking and sequential externals and from internal
 # operations (subscript, division, conversion, attribute), a handler expression evaluated only
 # when an exception arrives (a NameError there), and an inlined @poppy callee raising inside the
-# body. Today these functions fall back (try); the program pins CPython's behaviour for the
-# compiled path (docs/design-exceptions.md).
+# body. They compile (docs/design-exceptions.md, stage 1) but for the one with a bare `except`,
+# which falls back (it would catch KeyboardInterrupt).
 import sys
 
 from poppy_jit import poppy

@@ -1,8 +1,8 @@
 # try/except inside loops with break, continue and return in the body and in the handler, a
 # try in a while loop, nested loops, and a body whose later calls CPython never makes once an
 # earlier statement raised (no speculative unordered call after the raising point may show in a
-# run that does not raise: the trace must be CPython's exactly). Today these functions fall back
-# (try); the program pins CPython's behaviour for the compiled path (docs/design-exceptions.md).
+# run that does not raise: the trace must be CPython's exactly). They compile
+# (docs/design-exceptions.md, stage 1).
 from poppy_jit import poppy
 from _ext import llm, log, set_latency_scale
 

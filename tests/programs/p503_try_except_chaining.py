@@ -3,9 +3,8 @@
 # (__cause__), `raise X from None` (__suppress_context__), an unmatched exception propagating
 # unchanged (same object, its traceback at the user's line), sys.exc_info() inside a handler as
 # seen by the function and by an external it calls, and the handled exception cleared after the
-# handler. Each escaping exception is printed with its chain and the @poppy frames' lines. Today
-# these functions fall back (try); the program pins CPython's behaviour for the compiled path
-# (docs/design-exceptions.md).
+# handler. Each escaping exception is printed with its chain and the @poppy frames' lines. They
+# compile (docs/design-exceptions.md, stage 1).
 import sys
 import traceback
 
