@@ -83,7 +83,9 @@ pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
     if let Some(&(_, at)) =
         exception_table::constructs(&out.exceptiontable, &instrs).iter().find(|(k, _)| *k == exception_table::HandlerKind::Except)
     {
-        return Err(format!("exception handling (try/except: compiled on CPython 3.11 only) at line {}", out.line_at(at)));
+        // (A handler's first instructions have no line: the first one at or after it that has.)
+        let line = instrs.iter().filter(|i| i.offset >= at && i.line > 0).map(|i| i.line).next().unwrap_or(0);
+        return Err(format!("exception handling (try/except: compiled on CPython 3.11 only) at line {line}"));
     }
     Ok(out)
 }
