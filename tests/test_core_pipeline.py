@@ -106,8 +106,8 @@ def test_fallback_reason_is_recorded_and_program_still_correct(tmp_path):
     def guarded(x):
         try:
             return fetch(x)
-        except ValueError:
-            return None
+        finally:
+            pass
 
     report(guarded(3))
     """

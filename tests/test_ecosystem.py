@@ -61,8 +61,8 @@ USER_SESSION = '''
     def guarded(x):
         try:
             return fast(x)
-        except ValueError:
-            return 0
+        finally:
+            pass
 
     @poppy
     def par(xs):

@@ -1,9 +1,9 @@
-# KNOWN LIMITATION made visible (xfail): a compiled @poppy callee whose @unordered external raises,
-# called from a caller that catches the exception (try/except: the caller runs as plain CPython)
-# and goes on. Under PYTHONPOPPY=1 the callee's later, independent LLM calls are dispatched in
-# parallel with the failing one before it fails (docs/annotations.md "Known limitations"), so a
-# run that succeeds makes LLM requests CPython never makes (extra unordered calls in the trace).
-# difftest: xfail=1
+# A compiled @poppy callee whose @unordered external raises, called from a caller that catches
+# the exception and goes on. Were the callee's later, independent LLM calls dispatched in parallel
+# with the failing one before it fails, a run that succeeds would make LLM requests CPython never
+# makes (extra unordered calls in the trace). The caller compiles (try/except): the call in its
+# try body is a catching call, never inlined, so the callee runs as plain CPython and makes
+# exactly CPython's calls (docs/design-exceptions.md, I6).
 from poppy_jit import poppy
 from _ext import llm, set_latency_scale
 
