@@ -16,7 +16,9 @@ tests/programs/_ext.py) that are equal modulo the reorderings the annotations al
 The PYTHONPOPPY=1 trace must also respect the concurrency controller (PopPy §6.2): a sequential
 call never starts while a readonly or sequential call is in flight, and a readonly call never
 starts while a sequential call is in flight.  A `# difftest: min_in_flight=N` line in a program
-requires at least N external calls in flight at once under PYTHONPOPPY=1; `# difftest:
+requires at least N external calls in flight at once under PYTHONPOPPY=1 (checked without
+depending on the machine's load: once an overlap has begun, the slow test externals stay in
+flight until N calls were in flight together, for at most a second; _ext.py); `# difftest:
 expect_rc=N` gives the expected exit code (default 0); `# difftest: xfail=1` marks a program that
 exposes a known poppy_jit bug (the pytest test is a strict xfail: it is reported once fixed);
 `# difftest: threads=1` a program that runs external calls on several threads itself (so its
@@ -168,12 +170,18 @@ def _package_parent() -> str:
     return str(Path(poppy_jit.__file__).resolve().parent.parent)
 
 
-def run_program(path: Path, poppy: bool, timeout: float = 120) -> Run:
+def run_program(path: Path, poppy: bool, timeout: float = 120, rendezvous: int = 0) -> Run:
+    """One run of a program. `rendezvous`: under PYTHONPOPPY=1, the N of `min_in_flight` — the
+    slow test externals stay in flight until N calls were in flight together (at most once for
+    2 s; tests/programs/_ext.py), so the overlap check does not depend on the machine's load."""
     with tempfile.TemporaryDirectory() as tmp:
         trace_path = os.path.join(tmp, "trace.json")
         env = dict(os.environ, PYTHONPOPPY="1" if poppy else "0", POPPY_TEST_TRACE=trace_path,
                    PYTHONPATH=os.pathsep.join([str(PROGRAMS_DIR), _package_parent()]))
         env.pop("PYTHONPOPPY_STATS", None)
+        env.pop("POPPY_TEST_RENDEZVOUS", None)
+        if poppy and rendezvous:
+            env["POPPY_TEST_RENDEZVOUS"] = str(rendezvous)
         proc = subprocess.run([sys.executable, str(path)], env=env, capture_output=True,
                               text=True, timeout=timeout, cwd=str(PROGRAMS_DIR))
         trace = {}
@@ -267,7 +275,8 @@ def compare_runs(plain: Run, popped: Run, expect: dict | None = None) -> list:
 
 def difftest_runs(path: Path, plain: Run | None = None) -> tuple:
     """(problems, the PYTHONPOPPY=1 run); `plain`: the plain run if already made."""
-    popped = run_program(path, poppy=True)
+    want = directives(path)
+    popped = run_program(path, poppy=True, rendezvous=want.get("min_in_flight", 0))
     plain = plain if plain is not None else run_program(path, poppy=False)
     return compare_runs(plain, popped, directives(path)), popped
 

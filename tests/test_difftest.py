@@ -224,3 +224,44 @@ def test_any_change_of_sequential_order_is_rejected(args, rnd):
     popped = list(plain)
     rnd.shuffle(popped)
     assert (compare_traces(plain, popped) == []) == (popped == plain)
+
+
+_RENDEZVOUS_PROGRAM = """
+import asyncio, json, os, sys, time
+import _ext
+
+async def late(delay, key):
+    await asyncio.sleep(delay)
+    return await _ext.llm(key)
+
+async def main():
+    _ext.set_latency_scale(0.5)  # sleeps of 5-20 ms
+    t = time.monotonic()
+    await _ext.llm("alone")      # alone in flight: never waits
+    alone = time.monotonic() - t
+    await asyncio.gather(_ext.llm("a"), _ext.llm("b"), late(0.3, "c"))
+    print(json.dumps({"alone": alone, "max": _ext._max_in_flight}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("rendezvous, expect_max", [(0, 2), (3, 3)])
+def test_rendezvous_keeps_a_started_overlap_in_flight_until_its_size_is_reached(
+        tmp_path, rendezvous, expect_max):
+    """The load-independent overlap check (tests/programs/_ext.py): with POPPY_TEST_RENDEZVOUS=3,
+    two calls that overlap stay in flight until a third, started 0.3 s later (long after their
+    own 5-20 ms), joins them; without it they finish first. A call alone in flight never waits."""
+    import json
+    import os
+    import subprocess
+    import sys
+    prog = tmp_path / "rendezvous.py"
+    prog.write_text(_RENDEZVOUS_PROGRAM)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(difftest.PROGRAMS_DIR), difftest._package_parent()]),
+               PYTHONPOPPY="0", POPPY_TEST_RENDEZVOUS=str(rendezvous))
+    out = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["max"] == expect_max
+    assert got["alone"] < 0.5

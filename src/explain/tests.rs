@@ -434,3 +434,44 @@ fn while_loop_calls_of_different_iterations_overlap() {
     assert_eq!(pair(&a, 1, 2), Some(Where::Across), "{}", a.report());
     assert_eq!(pair(&a, 2, 2), Some(Where::Itself), "{}", a.report());
 }
+
+/// In a try body each operation is gated (what follows it exists once it finished without
+/// raising): two async unordered calls there never overlap, while the same calls in a loop
+/// around the try overlap across iterations. Handlers and nested tries are walked without harm.
+#[test]
+fn try_bodies_are_gated_but_a_loop_around_them_overlaps() {
+    let in_try = r#"def f(q):  # qualname "f" file "x.py" line 1 nregs 8
+  try:  @2
+    r0 := global ask  @3
+    r1 := load q  @3
+    r2 := r0(r1)  @3
+    r3 := r0(r1)  @4
+  except:
+    try:  @6
+      r4 := global ask  @7
+      r5 := r4(r4)  @7
+    except r6:
+      r6 := global KeyError  @8
+    then:
+      pass
+  return r1  @9
+"#;
+    let a = run(in_try, &[("ask", ASYNC_U)]);
+    assert_eq!(pair(&a, 1, 2), None, "{}", a.report());
+    let in_loop = r#"def f(xs):  # qualname "f" file "x.py" line 1 nregs 8
+  const 0 = None
+  r0 := load xs  @2
+  r1 := op iter_snapshot(r0)  @2
+  for r2 in r1:  @2
+    try:  @3
+      r3 := global ask  @4
+      r4 := r3(r2)  @4
+    except:
+      r5 := global print  @6
+      r6 := r5(r2)  @6
+  r7 := const 0  @7
+  return r7  @7
+"#;
+    let a = run(in_loop, &[("ask", ASYNC_U)]);
+    assert!(pair(&a, 1, 1).is_some(), "{}", a.report());
+}

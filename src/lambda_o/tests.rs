@@ -303,3 +303,37 @@ fn catching_calls_are_never_inlined() {
     // Catching: one external call of `inner` (the test host's identity external), no inlining.
     assert_eq!(run_outer("?"), (Ok("1".to_string()), 0, vec!["inner".to_string()]));
 }
+
+/// A call made while a handler runs (`handling`) is never inlined either — with its callee
+/// known when the statement is reached, or only later (`u1`, an identity external with a
+/// latency) — since the inlined body's calls would run without the handled exception.
+#[test]
+fn handling_calls_are_never_inlined() {
+    let inner = text::parse::<TPrim>(
+        "fun inner/0(S, x):\n  info := prim @exc_info\n  t := xcall S info()\n  ret t\n",
+    )
+    .unwrap();
+    let outer = |pending: bool, handling: &str| {
+        let callee = if pending { "  u1 := prim @u1\n  g := xcall S.1 u1(f)\n  S.2 := prj 0 g\n  h := prj 1 g\n" } else { "  S.2 := S.1\n  h := f\n" };
+        format!(
+            "fun main/0(S):\n  f := prim @inner\n  fail := prim @fail\n  one := prim 1\n  c0 := xcall? S fail(one)\n  \
+             S.1 := prj 0 c0\n  c := prj 1 c0\n{callee}  t := xcall S.2 h(one){handling}\n  S.3 := prj 0 t\n  \
+             r := prj 1 t\n  out := (S.3, r)\n  ret out\n"
+        )
+    };
+    for pending in [false, true] {
+        let run_outer = |handling: &str| {
+            let mut host = TestHost::new();
+            host.latency.insert("u1".into(), 5);
+            host.programs.insert("inner".into(), Rc::new(inner.clone()));
+            let mut stats = RunStats::default();
+            let prog = text::parse::<TPrim>(&outer(pending, handling)).unwrap_or_else(|e| panic!("{e}"));
+            let r = run(&mut host, Rc::new(prog), vec![], &mut stats);
+            (r.map(|p| show(&p)), stats.inlined_calls)
+        };
+        // Without the slot the callee is inlined: its exc_info() sees no handled exception.
+        assert_eq!(run_outer(""), (Ok("None".to_string()), 1), "pending callee: {pending}");
+        // With it: one external call of `inner` (the test host's identity external).
+        assert_eq!(run_outer(" handling c"), (Ok("1".to_string()), 0), "pending callee: {pending}");
+    }
+}

@@ -371,13 +371,3 @@ fn a_loop_around_a_try_keeps_its_iterations_overlapping() {
     assert!(retries.iter().all(|c| c.start == 10), "{retries:?}");
     assert_eq!(host.now, 20);
 }
-
-/// A try inside a try body is not lowered yet: lowering says so (the function falls back)
-/// instead of miscompiling or panicking.
-#[test]
-fn a_try_in_a_try_body_is_a_lowering_error() {
-    let text = "def f():  # qualname \"f\" file \"t.py\" line 1 nregs 4\n  const 0 = None\n  try:  @2\n    try:  @3\n      r0 := global g  @4\n    except:\n      pass\n  except:\n    pass\n  r1 := const 0  @5\n  return r1  @5\n";
-    let f = crate::bezoar::text::parse(text).unwrap();
-    let err = lower(&f, &mut TestHost::new(), &LowerOptions::default()).unwrap_err();
-    assert!(err.contains("try statement inside a try body (line 3)"), "{err}");
-}

@@ -14,16 +14,17 @@
 //!   (gated on a status of 0: not after break/continue/return); `except` is the handler chain.
 //! - **Handler chain.** For each handler: its test (lowered with the handled exception set),
 //!   `exc_match(c, E)`, `ite(match, handler, next)`; a bare handler matches; the end of the chain
-//!   is `reraise(c)`, a sequential call that fails with the original exception (the status
-//!   stays RAISED: what follows the try is skipped). A handler sets the status back to 0, binds
+//!   is `reraise(c)`, a sequential call that fails with the original exception (the status is
+//!   RAISED: what follows the try is skipped). A handler (entered with the status 0) binds
 //!   `as e` to `caught_exception(c)`, runs its body with every call made `handling c` (I5), then
 //!   unbinds `e` (CPython's `e = None; del e`), whatever way the body ended.
 //!
 //! Handlers, their tests and the else are not part of the catching scope: their exceptions are
-//! not caught by the same try. A try inside a try body is not lowered yet (the function falls
-//! back).
+//! not caught by the same try. Inside an enclosing try body they belong to its scope: their
+//! operations are catching (for the outer try), and an exception no handler matches is not
+//! re-raised but left as the status RAISED with the same caught value, for the outer handlers.
 use super::*;
-use crate::bezoar::passes::may_exit;
+use crate::bezoar::passes::{may_exit, may_raise};
 
 impl<'a, F: PrimFactory> Lowerer<'a, F> {
     /// `ite(is_caught(v), raised, rest; carried)`: the value `v` of a catching call decides
@@ -64,9 +65,6 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         orelse: &[bz::Stmt],
         line: u32,
     ) -> Result<(), String> {
-        if st.catching {
-            return Err(format!("a try statement inside a try body (line {line}) is not lowered yet"));
-        }
         if st.exit.is_none() {
             return Err(format!("a try statement without an exit status at line {line}"));
         }
@@ -83,9 +81,11 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         let exit = st.exit.expect("exit threaded");
         let zero = self.int(NORMAL, line);
         st.exit = Some(Exit { status: zero, ..exit });
-        st.catching = true;
+        // The body is a catching scope; the handlers and the else belong to the enclosing one
+        // (inside an outer try body, their operations are catching for the outer try).
+        let outer_catching = std::mem::replace(&mut st.catching, true);
         let lowered = self.lower_block(st, body);
-        st.catching = false;
+        st.catching = outer_catching;
         lowered?;
         let mut vars: BTreeSet<bz::VarName> = assigned(orelse);
         for h in handlers {
@@ -102,8 +102,12 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         let args = self.carried(st, &vars, line);
         let except = self.lower_branch_with(st, "except", &vars, line, |lw, inner| {
             inner.defined = at_raise;
-            let exc = inner.exit.expect("exit threaded").retval;
-            lw.lower_handlers(inner, handlers, exc, line)
+            // The chain runs with the status 0 (its own operations may raise, for an enclosing
+            // try) and the exception held in `exc`.
+            let exit = inner.exit.expect("exit threaded");
+            let zero = lw.int(NORMAL, line);
+            inner.exit = Some(Exit { status: zero, ..exit });
+            lw.lower_handlers(inner, handlers, exit.retval, line)
         })?;
         let body_may_leave = body.iter().any(may_exit);
         let noraise = self.lower_branch_with(st, "noraise", &vars, line, |lw, inner| {
@@ -129,30 +133,28 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         Ok(())
     }
 
-    /// The handler chain from `handlers[0]`, entered with the status RAISED and `exc` the
-    /// caught value.
+    /// The handler chain from `handlers[0]`, entered with the status 0 and `exc` the caught
+    /// value.
     fn lower_handlers(&mut self, st: &mut State, handlers: &[bz::Handler], exc: Loc, line: u32) -> Result<(), String> {
         let Some((h, rest)) = handlers.split_first() else {
-            // No handler matched: the same exception propagates, unchanged. The status stays
-            // RAISED, so nothing after the try runs on this path.
-            let f = self.helper("reraise", line);
-            self.xcall(st, f, &[exc], &[], "reraise", line);
+            // No handler matched: the same exception propagates, unchanged, with the status
+            // RAISED (so nothing after the try runs on this path). Inside an enclosing try body
+            // that is all: its handlers get the same caught value. Elsewhere the sequential
+            // `reraise` makes it the run's failure.
+            let status = self.int(RAISED, line);
+            st.exit = Some(Exit { status, retval: exc });
+            if !st.catching {
+                let f = self.helper("reraise", line);
+                self.xcall(st, f, &[exc], &[], "reraise", line);
+            }
             return Ok(());
         };
         let Some((test, reg)) = &h.test else {
             // A bare `except:` matches (it is the last handler).
             return self.lower_handler_body(st, h, exc, line);
         };
-        // `except E`: E is evaluated only now, with the exception being handled.
-        let outer = st.handling.replace(exc);
-        self.lower_block(st, test)?;
-        let class = self.reg(*reg)?;
-        let f = self.helper("exc_match", line);
-        let m = self.xcall_with(st, f, &[exc, class], &[], "match", line, false, Some(exc));
-        st.handling = outer;
-        let mut vars: BTreeSet<bz::VarName> = assigned(&h.body);
-        vars.extend(h.name.iter().cloned());
-        for r in rest {
+        let mut vars: BTreeSet<bz::VarName> = BTreeSet::new();
+        for r in handlers {
             if let Some((test, _)) = &r.test {
                 vars.extend(assigned(test));
             }
@@ -160,21 +162,65 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             vars.extend(r.name.iter().cloned());
         }
         let vars: Vec<bz::VarName> = vars.into_iter().filter(|v| self.promoted.contains(v)).collect();
-        let args = self.carried(st, &vars, line);
-        let this = self.lower_branch_with(st, "handler", &vars, line, |lw, inner| lw.lower_handler_body(inner, h, exc, line))?;
-        let next = self.lower_branch_with(st, "next", &vars, line, |lw, inner| lw.lower_handlers(inner, rest, exc, line))?;
-        self.ite_branches(st, m, &this, &next, &args, &vars, line);
-        // The path of the final re-raise never continues.
-        st.defined = if rest.is_empty() { this.defined } else { this.defined.meet(&next.defined) };
-        Ok(())
+        // `except E`: E is evaluated only now, with the exception being handled.
+        let outer = st.handling.replace(exc);
+        let lowered = self.lower_block(st, test);
+        st.handling = outer;
+        lowered?;
+        if st.catching && test.iter().any(may_raise) {
+            // Inside an enclosing try body the test may have raised (status RAISED, for the
+            // enclosing try): then this try's handlers are done.
+            let args = self.carried(st, &vars, line);
+            let skip = self.lower_branch(st, "skip", &vars, &[], line)?;
+            let cont = self.lower_branch_with(st, "tested", &vars, line, |lw, inner| {
+                lw.match_handler(inner, h, *reg, rest, exc, &vars, line)
+            })?;
+            let status = st.exit.expect("exit threaded").status;
+            self.ite_branches(st, status, &skip, &cont, &args, &vars, line);
+            st.defined = skip.defined.meet(&cont.defined);
+            Ok(())
+        } else {
+            self.match_handler(st, h, *reg, rest, exc, &vars, line)
+        }
     }
 
-    /// A matching handler: the status back to 0, `as e` bound, the body run with the exception
+    /// `exc_match(exc, E)` for the handler `h` whose test left E in `reg`, then `h` or the rest
+    /// of the chain. `vars`: what the chain from `h` assigns.
+    #[allow(clippy::too_many_arguments)]
+    fn match_handler(
+        &mut self,
+        st: &mut State,
+        h: &bz::Handler,
+        reg: bz::Reg,
+        rest: &[bz::Handler],
+        exc: Loc,
+        vars: &[bz::VarName],
+        line: u32,
+    ) -> Result<(), String> {
+        let class = self.reg(reg)?;
+        let f = self.helper("exc_match", line);
+        let catch = st.catching;
+        let m = self.xcall_with(st, f, &[exc, class], &[], "match", line, catch, Some(exc));
+        let choose = |lw: &mut Self, st: &mut State| -> Result<(), String> {
+            let args = lw.carried(st, vars, line);
+            let this = lw.lower_branch_with(st, "handler", vars, line, |lw, inner| lw.lower_handler_body(inner, h, exc, line))?;
+            let next = lw.lower_branch_with(st, "next", vars, line, |lw, inner| lw.lower_handlers(inner, rest, exc, line))?;
+            lw.ite_branches(st, m, &this, &next, &args, vars, line);
+            // The path of the final re-raise goes on only to be skipped.
+            st.defined = if rest.is_empty() { this.defined } else { this.defined.meet(&next.defined) };
+            Ok(())
+        };
+        if catch {
+            // Its TypeError (a test that is not an exception class) is caught by the enclosing try.
+            self.gate_caught(st, m, vars, line, choose)
+        } else {
+            choose(self, st)
+        }
+    }
+
+    /// A matching handler (the status is 0): `as e` bound, the body run with the exception
     /// handled, then `e` unbound.
     fn lower_handler_body(&mut self, st: &mut State, h: &bz::Handler, exc: Loc, line: u32) -> Result<(), String> {
-        let exit = st.exit.expect("exit threaded");
-        let status = self.int(NORMAL, line);
-        st.exit = Some(Exit { status, ..exit });
         if let Some(x) = &h.name {
             let f = self.helper("caught_exception", line);
             let e = self.xcall(st, f, &[exc], &[], x.as_str(), line);

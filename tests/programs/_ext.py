@@ -31,6 +31,40 @@ _max_in_flight = 0
 _latency_scale = 1.0
 _window_peak = 0  # most calls in flight since the last take_peak()
 
+# Overlap checks that do not depend on the machine's speed: tests/difftest.py sets
+# POPPY_TEST_RENDEZVOUS=N under PYTHONPOPPY=1 for a program requiring N calls in flight at once
+# (`min_in_flight`). A slow external (llm, lookup) that finishes its sleep while other calls are
+# in flight (an overlap has begun) then stays in flight until N calls have been in flight
+# together, so a loaded machine that starts the rest of a burst late still shows its overlap. A
+# call alone in flight never waits (nothing shows an overlap is coming: sequential phases keep
+# their speed). A burst waits at most _RENDEZVOUS_CAP seconds (a burst ends when no call is in
+# flight); after three bursts whose wait timed out (the program reaches N later, or never), no
+# call waits any more. Values and the order of program output do not depend on how long a call
+# takes.
+_rendezvous = int(os.environ.get("POPPY_TEST_RENDEZVOUS", "0") or 0)
+_RENDEZVOUS_CAP = 1.0
+_rendezvous_timeouts = 3  # bursts whose wait may still time out before waiting stops
+_burst_given_up = False  # the current burst's wait timed out
+_RENDEZVOUS_STEP = 0.002
+
+
+def _rendezvous_pending(deadline):
+    """Whether a finished slow call should stay in flight a little longer (see above)."""
+    global _rendezvous, _rendezvous_timeouts, _burst_given_up
+    if not _rendezvous or _max_in_flight >= _rendezvous:
+        return False
+    if len(_in_flight) < 2:  # alone: no overlap under way
+        return False
+    if _burst_given_up:
+        return False
+    if time.monotonic() >= deadline:
+        _burst_given_up = True  # the other waiters of this burst stop too
+        _rendezvous_timeouts -= 1
+        if _rendezvous_timeouts <= 0:
+            _rendezvous = 0
+        return False
+    return True
+
 
 def set_latency_scale(factor):
     """Multiply every external's sleep by `factor` (default 1.0)."""
@@ -40,7 +74,7 @@ def set_latency_scale(factor):
 
 @contextlib.contextmanager
 def _traced(name, kind, *args, **kwargs):
-    global _max_in_flight, _window_peak
+    global _max_in_flight, _window_peak, _burst_given_up
     with _lock:
         idx = len(_calls)
         _calls.append({"name": name, "kind": kind, "args": repr(args), "kwargs": repr(kwargs),
@@ -53,6 +87,8 @@ def _traced(name, kind, *args, **kwargs):
     finally:
         with _lock:
             del _in_flight[idx]
+            if not _in_flight:
+                _burst_given_up = False  # the burst is over
 
 
 def take_peak():
@@ -111,6 +147,9 @@ async def llm(prompt, style="plain", n=3):
     """The fake LLM: async, unordered, sleeps 10–40 ms."""
     with _traced("llm", "unordered", prompt, style=style, n=n):
         await asyncio.sleep(_delay(prompt, style))
+        deadline = time.monotonic() + _RENDEZVOUS_CAP
+        while _rendezvous_pending(deadline):
+            await asyncio.sleep(_RENDEZVOUS_STEP)
         return _answer(prompt, style, n)
 
 
@@ -119,6 +158,9 @@ def lookup(key):
     """A blocking (synchronous) unordered lookup, e.g. a slow HTTP GET."""
     with _traced("lookup", "unordered", key):
         time.sleep(_delay("lookup", key))
+        deadline = time.monotonic() + _RENDEZVOUS_CAP
+        while _rendezvous_pending(deadline):
+            time.sleep(_RENDEZVOUS_STEP)
         return f"<{key}:{_h('lookup', key)[0] % 100}>"
 
 

@@ -182,11 +182,13 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         let Some(fv) = self.need(callee, w) else { return Callee::Pending };
         let mut params = vec![seq];
         params.extend_from_slice(&self.ctl[cid].args);
+        // A catching call is never inlined: failures in the body would not be its own. Nor one
+        // made while a handler runs: the body's calls would be made without the handled exception.
+        let external_only = self.ctl[cid].catch || self.ctl[cid].handling.is_some();
         let (prog, fid, env) = match fv {
-            // A catching call is never inlined: failures in the body would not be its own.
-            Value::Prim(p) if self.ctl[cid].catch => return Callee::External(p),
-            Value::Closure(_) if self.ctl[cid].catch => {
-                let e = self.host.internal_error("RuntimeError", "poppy_jit: a catching call of a λO function");
+            Value::Prim(p) if external_only => return Callee::External(p),
+            Value::Closure(_) if external_only => {
+                let e = self.host.internal_error("RuntimeError", "poppy_jit: a catching or handling call of a λO function");
                 return Callee::Failed(e);
             }
             Value::Prim(p) => match self.host.inline_binding(&p, nargs, &self.ctl[cid].kwnames) {
