@@ -312,11 +312,18 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
                     continue;
                 }
             } else if escapes.contains(&k) {
-                // An escape: it waited for the operations before it, and it (like everything
-                // after it on this object) follows the global order.
+                // An escape: it (like everything after it on this object) follows the global
+                // order. Once it has been ordered (its own walk is over) or has finished, it
+                // waited for the operations before it, which then need no look from us. Until
+                // then they may still be pending — an unordered escape passes the global order
+                // on before its walk, so a later read of the object ordered globally would
+                // overtake them — so the walk goes on past it to wait for them itself.
                 escaped |= is_touch;
-                active.swap_remove(i);
-                continue;
+                let ordered = finished || e.ctl_ref()[c].obj.as_ref().is_some_and(|o| o.local.is_some());
+                if ordered {
+                    active.swap_remove(i);
+                    continue;
+                }
             }
             i += 1;
         }
