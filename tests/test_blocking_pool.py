@@ -334,9 +334,11 @@ def test_uncaught_keyboard_interrupt_exits_without_waiting_for_blocking_calls(tm
 
         @unordered(blocking=True)
         def slow(x):
-            print("blocking started", x, flush=True)
+            # one write per line: under PYTHONPOPPY=1 both calls start at once on two threads,
+            # and print's separate writes of the parts would interleave
+            os.write(1, f"blocking started {x}\\n".encode())
             time.sleep(30)
-            print("blocking finished", x, flush=True)
+            os.write(1, f"blocking finished {x}\\n".encode())
             return x
 
         @poppy

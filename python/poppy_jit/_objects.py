@@ -240,3 +240,141 @@ def scope_pending(f, args: tuple, kwnames: tuple):
         # A comprehension's append: the host passes a tuple with pending items as a tuple.
         return args[0], True, None
     return None
+
+
+_MISSING = object()
+_WHOLE = object()  # a store into a list (`_store`): no entry of a dict
+_FUNCTION = type(lambda: None)
+
+
+def _same_key(a, b) -> bool:
+    """Whether atoms `a` and `b` are one key of a dict (identity, or equal hash and `==`; comparing
+    atoms runs no user code)."""
+    return a is b or (hash(a) == hash(b) and a == b)
+
+
+def _store(f, args):
+    """`(dict, key)` when the call `f(*args)` (its value perhaps `PENDING`) stores one entry of an
+    exact dict whose keys are all atoms, under an atom key, and releases no object whose release
+    could run code (the entry is absent or holds an atom): the store then runs no code and
+    changes that entry alone; `(list, _WHOLE)` for an append to an exact list. Else None."""
+    if type(f) is _BUILTIN_METHOD and type(f.__self__) is list and f.__name__ == "append" and \
+            len(args) == 1:
+        return f.__self__, _WHOLE  # `lst.append(x)`: runs no code, releases nothing
+    if f is not _setitem or len(args) != 3:
+        return None
+    d, k, _ = args
+    if type(d) is not dict or not _atom(k) or not owned_ok(d):
+        return None
+    old = d.get(k, _MISSING)
+    if old is not _MISSING and type(old) not in ATOMS:
+        return None
+    return d, k
+
+
+_TYPE_MRO = type.__dict__["__mro__"]
+_TYPE_DICT = type.__dict__["__dict__"]
+_GETSET = type(_TYPE_DICT)
+
+
+def _type_has(t, name) -> bool:
+    """Whether type `t` or a base defines `name` (read from the types' own dicts: no code runs)."""
+    return any(name in _TYPE_DICT.__get__(c) for c in _TYPE_MRO.__get__(t))
+
+
+def _lookup(t, name):
+    """`name` in the dicts of `t`'s MRO (what `_PyType_Lookup` finds), or `_MISSING`."""
+    for c in _TYPE_MRO.__get__(t):
+        cd = _TYPE_DICT.__get__(c)
+        if name in cd:
+            return cd[name]
+    return _MISSING
+
+
+def _plain_attr(o, name) -> bool:
+    """Whether `getattr(o, name)` runs no code of the program: a plain instance of a class whose
+    metaclass is `type` with the default `__getattribute__`, `name` found in the instance's own
+    dict (the builtin `__dict__`, str keys only) and not a data descriptor of the class, or found
+    in the class as a function (a bound method is made), a staticmethod, or a value that is not
+    a descriptor."""
+    t = type(o)
+    if type(t) is not type or type(name) is not str or issubclass(t, type) or \
+            _lookup(t, "__getattribute__") is not object.__getattribute__:
+        return False
+    found = _lookup(t, name)
+    d = _lookup(t, "__dict__")
+    if d is _MISSING:
+        inst = None
+    elif type(d) is _GETSET:
+        inst = d.__get__(o)
+        if type(inst) is not dict or not all(type(x) is str for x in inst):
+            return False
+    else:
+        return False
+    ft = type(found)
+    if found is not _MISSING and (_type_has(ft, "__set__") or _type_has(ft, "__delete__")):
+        return False  # a data descriptor (property, slot) runs before the instance's dict
+    if inst is not None and name in inst:
+        return True
+    if found is _MISSING:
+        return False  # __getattr__ or AttributeError
+    return ft is _FUNCTION or ft is staticmethod or not _type_has(ft, "__get__")
+
+
+def _own_dict(o):
+    """The instance dict `_plain_attr` reads, or None."""
+    d = _lookup(type(o), "__dict__")
+    return d.__get__(o) if type(d) is _GETSET else None
+
+
+def _reads(f, args, kwnames):
+    """What a readonly call reads, when it runs no code of the program: `(container, key)` for
+    one entry of an exact dict with atom keys (`key in d`, `d[key]`, `d.get(key)`), `(obj, name)`
+    with `obj` not a dict for a plain attribute read; None when it is neither."""
+    if kwnames:
+        return None
+    n = len(args)
+    if (f is _contains or f is _not_contains) and n == 2 and type(args[1]) is dict:
+        d, k = args[1], args[0]
+    elif f is operator.getitem and n == 2 and type(args[0]) is dict:
+        d, k = args
+    elif type(f) is _BUILTIN_METHOD and type(f.__self__) is dict and f.__name__ == "get" and n in (1, 2):
+        d, k = f.__self__, args[0]
+    elif f is builtins.getattr and n == 2 and _plain_attr(args[0], args[1]):
+        return args[0], args[1]
+    else:
+        return None
+    if not _atom(k) or not owned_ok(d):
+        return None
+    return d, k
+
+
+def read_passes(f, args: tuple, kwnames: tuple, writes: tuple) -> bool:
+    """Whether the readonly call `f(*args)` may run before the earlier calls `writes` (each
+    `(callee, args)`, pending arguments as `PENDING`): each is a store (`_store`) into a
+    different entry, and the read runs no code and reads none of those entries — a dict read of
+    another key (or of another dict), or a plain attribute read of an object whose own dict is
+    not a stored-into dict or whose attribute is not a stored key. Nothing it returns can then
+    differ from reading after them, and it has no effects they could see."""
+    r = _reads(f, args, kwnames)
+    if r is None:
+        return False
+    stores = []
+    for wf, wargs in writes:
+        s = _store(wf, wargs)
+        if s is None:
+            return False
+        for d, k in stores:
+            if d is s[0] and k is not _WHOLE and _same_key(k, s[1]):
+                return False  # two stores into one entry: the second releases the first's value
+        stores.append(s)
+    target, key = r
+    for d, k in stores:
+        if k is _WHOLE:
+            continue  # a list: neither a dict read nor an attribute read reads one
+        if type(target) is dict:
+            if target is d and _same_key(key, k):
+                return False
+        elif _own_dict(target) is d and type(k) is str and k == key:
+            return False
+    return True

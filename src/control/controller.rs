@@ -311,10 +311,13 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                     }
                     forward(e, cid, w);
                 }
-                let policy = Policy::of(e.ctl()[cid].class);
+                let class = e.ctl()[cid].class;
+                let policy = Policy::of(class);
                 if policy.dispatch_needs_r || policy.dispatch_needs_w {
                     let Some(tok) = token(e, cid, w) else { return };
-                    if !wait_fut(e, tok.r, w) {
+                    // A read may pass pending stores it cannot observe (`objects::read_order`).
+                    let r = if class == Class::Readonly { objects::read_order(e, cid, tok.r, w) } else { tok.r };
+                    if !wait_fut(e, r, w) {
                         return;
                     }
                     if policy.dispatch_needs_w && !wait_fut(e, tok.w, w) {

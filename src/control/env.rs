@@ -181,7 +181,23 @@ pub trait Env {
     ) -> Option<IteSource> {
         None
     }
+    /// Wake `w` once pending variable `s` is bound: known, or made to follow another variable
+    /// (a projection out of an `ite`'s or a call's result reduced to a component that is still
+    /// pending — whose producer can then be looked at). True if `w` was registered so; false if
+    /// `s` (through the variables it follows) already has a producer or is known: then only
+    /// its value tells more (`need_slot`).
+    fn wait_bound(&mut self, _s: SlotId, _w: WorkId) -> bool {
+        false
+    }
     fn scope(&mut self, cid: CtrlId, args: &[Self::Prim]) -> Option<Scope<Self::Prim>>;
+    /// Whether readonly call `read` (arguments known, `argv`) observes nothing that the earlier
+    /// calls `writes` (in program order before it, arguments perhaps pending) change and runs
+    /// no code that could: each write stores one entry, under an atom key, of an exact dict
+    /// whose keys are atoms and whose entry holds no object yet whose release could run code,
+    /// their keys pairwise different; the read touches no such entry (`Host::read_passes`).
+    fn read_passes(&mut self, _read: CtrlId, _writes: &[CtrlId]) -> bool {
+        false
+    }
     /// For a call whose arguments are known except the pending ones: if it touches nothing but
     /// one container (its receiver) whatever values the pending ones turn out to be — they are
     /// only stored into it (`lst.append(x)`, `d[k] = x`, a comprehension's `_list_extend(lst,

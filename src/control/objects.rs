@@ -8,6 +8,8 @@ use super::env::{Env, Partial, Peek};
 use super::state::{CtrlId, ObjInfo, Phase, SlotId, WorkId};
 use super::wait::{producer_along, resolve_fut, wait_fut};
 use super::order::{predecessor, Pred};
+use super::policy::Policy;
+use super::FutId;
 use std::collections::HashSet;
 
 /// Wake the work items waiting for call `cid` to finish (per-object ordering).
@@ -73,11 +75,15 @@ struct Look {
     budget: u32,
     seen: HashSet<SlotId>,
     calls: HashSet<CtrlId>,
+    /// A pending variable judged "may" only because nothing binds it yet (no call produces
+    /// it, it follows no other variable, and it is no undecided `ite`'s component: a statement
+    /// not reduced yet): the judgement may change as soon as it is bound (`Env::wait_bound`).
+    unbound: Option<SlotId>,
 }
 
 impl Look {
     fn new() -> Look {
-        Look { budget: WALK_BUDGET, seen: HashSet::new(), calls: HashSet::new() }
+        Look { budget: WALK_BUDGET, seen: HashSet::new(), calls: HashSet::new(), unbound: None }
     }
 }
 
@@ -102,6 +108,16 @@ fn may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], look: &mut Look) -> O
     None
 }
 
+/// Wait for pending `s`, which may involve our objects, until that judgement may change: once
+/// it is bound (`Env::wait_bound`: a value out of an undecided `ite` is judged again once the
+/// branch is chosen and has bound it, often to a call's result, not once the value itself is
+/// known), else once it is known.
+fn wait_judged<E: Env>(e: &mut E, s: SlotId, w: WorkId) {
+    if !e.wait_bound(s, w) && e.need_slot(s, w) {
+        e.wake(w);
+    }
+}
+
 /// Whether pending value `p` may be, or hold, one of `keys` once known.
 ///
 /// An external call's result is an owned object only if the object reached that call — as an
@@ -123,7 +139,14 @@ fn pending_may_involve<E: Env>(e: &mut E, p: SlotId, keys: &[u64], look: &mut Lo
             _ => e.ctl_ref()[pc].obj.as_ref().and_then(|o| o.carries).is_some_and(|k| keys.contains(&k)),
         },
         Some(_) => true,
-        None => look.budget == 0 || ite_may_involve(e, p, keys, look).is_none_or(|m| m),
+        None if look.budget == 0 => true,
+        None => match ite_may_involve(e, p, keys, look) {
+            Some(m) => m,
+            None => {
+                look.unbound.get_or_insert(p);
+                true
+            }
+        },
     }
 }
 
@@ -219,9 +242,7 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
                         return e.need_slot(seq, w).then_some(false);
                     }
                     Err(s) => {
-                        if e.need_slot(s, w) {
-                            e.wake(w);
-                        }
+                        wait_judged(e, s, w);
                         return None;
                     }
                 }
@@ -241,17 +262,28 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
                 // call that does not carry one: an external's result is an owned object
                 // only if the object escaped to it, and that escape lies on our walk.
                 let keys: Vec<u64> = active.iter().map(|a| a.0).collect();
+                // Whether it stores into one entry alone may have become decidable since it
+                // last advanced (it advances again only when its arguments arrive).
+                let was = e.ctl_ref()[c].early_local.is_some();
+                let retry = early_local(e, c);
+                if !was && e.ctl_ref()[c].early_local.is_some() {
+                    // Decided now: let it pass its order on (`controller::forward_r_early`).
+                    let cw = e.ctl_ref().work[c];
+                    e.wake(cw);
+                }
                 if other_entry(e, c, &active) {
                     // Decided (before its arguments) to store into another entry of a dict
                     // we touch one entry of, and it can reach none of our other objects.
                     cur = c;
                     continue;
                 }
-                if let Some(p) = may_involve(e, c, &keys, &mut Look::new()) {
+                let mut look = Look::new();
+                if let Some(p) = may_involve(e, c, &keys, &mut look) {
                     match p {
-                        Some(slot) => {
-                            e.need_slot(slot, w);
-                        }
+                        Some(slot) => match look.unbound.or(retry) {
+                            Some(u) if e.wait_bound(u, w) => {}
+                            _ => wait_judged(e, slot, w),
+                        },
                         None => e.wake(w), // it is queued to advance first
                     }
                     return None;
@@ -312,11 +344,18 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
                     continue;
                 }
             } else if escapes.contains(&k) {
-                // An escape: it waited for the operations before it, and it (like everything
-                // after it on this object) follows the global order.
+                // An escape: it (like everything after it on this object) follows the global
+                // order. Once it has been ordered (its own walk is over) or has finished, it
+                // waited for the operations before it, which then need no look from us. Until
+                // then they may still be pending — an unordered escape passes the global order
+                // on before its walk, so a later read of the object ordered globally would
+                // overtake them — so the walk goes on past it to wait for them itself.
                 escaped |= is_touch;
-                active.swap_remove(i);
-                continue;
+                let ordered = finished || e.ctl_ref()[c].obj.as_ref().is_some_and(|o| o.local.is_some());
+                if ordered {
+                    active.swap_remove(i);
+                    continue;
+                }
             }
             i += 1;
         }
@@ -349,10 +388,12 @@ pub(super) fn recheck<E: Env>(e: &mut E, cid: CtrlId) -> bool {
 /// (`controller::forward_r_early`) instead of holding up later reads until its arguments are
 /// known. Sets `Ctrl::early_local`; registers no waits (undecided now: the call is decided
 /// with its arguments, as before).
-pub(super) fn early_local<E: Env>(e: &mut E, cid: CtrlId) {
+///
+/// Returns a variable whose binding may let it decide (see `Look::unbound`) when it could not.
+pub(super) fn early_local<E: Env>(e: &mut E, cid: CtrlId) -> Option<SlotId> {
     let c = &e.ctl_ref()[cid];
     if c.early_local.is_some() || c.early.is_some() || c.func.is_none() || e.ctl_ref().owned.is_empty() {
-        return;
+        return None;
     }
     let args = c.args.clone();
     let mut argv = Vec::with_capacity(args.len());
@@ -363,7 +404,7 @@ pub(super) fn early_local<E: Env>(e: &mut E, cid: CtrlId) {
             // A tuple the program builds with pending items.
             Peek::Other => match tuple_leaves(e, a) {
                 Some(t) => t,
-                None => return,
+                None => return None,
             },
             Peek::Pending => match producer_along(e, a, true) {
                 // `_build_tuple(x)` (a comprehension's `_list_extend(lst, (x,))`): its items.
@@ -375,31 +416,33 @@ pub(super) fn early_local<E: Env>(e: &mut E, cid: CtrlId) {
                             Peek::Pending if external_result(e, b) => items.push(Partial::Pending),
                             Peek::Other => match tuple_leaves(e, b) {
                                 Some(Partial::Tuple(t)) => items.extend(t),
-                                _ => return,
+                                _ => return None,
                             },
-                            _ => return,
+                            _ => return None,
                         }
                     }
                     Partial::Tuple(items)
                 }
                 _ if external_result(e, a) => Partial::Pending,
-                _ => return,
+                _ => return None,
             },
         };
         pending |= !matches!(item, Partial::Known(_));
         argv.push(item);
     }
     if !pending {
-        return;
+        return None;
     }
-    let Some((k, _write, part)) = e.scope_pending(cid, &argv) else { return };
+    let (k, _write, part) = e.scope_pending(cid, &argv)?;
     if !e.ctl_ref().owned.contains_key(&k) {
-        return;
+        return None;
     }
-    if receiver_escaped_before(e, cid, k) == Some(false) {
+    let mut unbound = None;
+    if receiver_escaped_before(e, cid, k, &mut unbound) == Some(false) {
         e.ctl()[cid].early_local = Some(k);
         e.ctl()[cid].early_part = part;
     }
+    unbound
 }
 
 /// A tuple value with pending items as its leaves (known ones first: a call that only stores
@@ -428,7 +471,8 @@ fn external_result<E: Env>(e: &E, s: SlotId) -> bool {
 
 /// Whether owned object `k` escaped before call `cid` in program order (None: not known yet),
 /// by the walk of `object_order` without waiting for anything.
-fn receiver_escaped_before<E: Env>(e: &mut E, cid: CtrlId, k: u64) -> Option<bool> {
+/// `unbound`: set when the answer is None because of a variable nothing binds yet.
+fn receiver_escaped_before<E: Env>(e: &mut E, cid: CtrlId, k: u64, unbound: &mut Option<SlotId>) -> Option<bool> {
     let mut cur = cid;
     for _ in 0..4096 {
         let c = match predecessor(e, cur) {
@@ -444,7 +488,9 @@ fn receiver_escaped_before<E: Env>(e: &mut E, cid: CtrlId, k: u64) -> Option<boo
                 if e.ctl_ref()[c].early_local == Some(k) {
                     return Some(false); // it decided the same for everything before it
                 }
-                if may_involve(e, c, &[k], &mut Look::new()).is_some() {
+                let mut look = Look::new();
+                if may_involve(e, c, &[k], &mut look).is_some() {
+                    *unbound = look.unbound;
                     return None;
                 }
             }
@@ -468,4 +514,63 @@ fn receiver_escaped_before<E: Env>(e: &mut E, cid: CtrlId, k: u64) -> Option<boo
         cur = c;
     }
     None
+}
+
+/// The order a readonly call `cid` (arguments known, its input order `r`) must wait for before
+/// it runs: `r`, every earlier sequential call finished — or, when the calls that still hold
+/// `r` are sequential stores into entries of dicts that the read provably neither touches nor
+/// can observe through code (`Env::read_passes`: `task.cache[key] = llm(...)` waiting for its
+/// value, before a look-up of another key), and calls that pass the order on as soon as their
+/// own input order is there (readonly, unordered, decided object-local), the order before
+/// those stores. The read then runs before them; nothing it returns can differ (the stores
+/// change only entries it does not read and run no code), and it has no effects they could see.
+/// Calls after it still wait for the stores: its own output order is still `r`.
+///
+/// Where the walk stops at a call whose input order is not known yet, `w` is also woken when it
+/// is (the walk then goes on further).
+pub(super) fn read_order<E: Env>(e: &mut E, cid: CtrlId, r: FutId, w: WorkId) -> FutId {
+    if e.ctl_ref().futs.is_done(r) {
+        return r;
+    }
+    let mut writes: Vec<CtrlId> = Vec::new();
+    let mut best = r;
+    let mut cur = cid;
+    for _ in 0..256 {
+        let Pred::Call(c) = predecessor(e, cur) else { return best };
+        if e.ctl_ref()[c].phase == Phase::WaitArgs && e.ctl_ref()[c].early_local.is_none() {
+            // An operation on an owned object only, which may be decided so before its
+            // arguments by now (`early_local`; it advances again only when they arrive).
+            early_local(e, c);
+            if e.ctl_ref()[c].early_local.is_some() {
+                let cw = e.ctl_ref().work[c];
+                e.wake(cw);
+            }
+        }
+        let ctrl = &e.ctl_ref()[c];
+        let Some(in_tok) = ctrl.in_tok.or_else(|| e.peek_token(ctrl.seq)) else {
+            // Pending: woken when it is known. (Known but not a token — an error value — there
+            // is nothing further to find: `best` covers it.)
+            let seq = ctrl.seq;
+            e.need_slot(seq, w);
+            return best;
+        };
+        let forwards = ctrl.early_local.is_some() || ctrl.early.is_some_and(|cl| !Policy::of(cl).r_out_needs_done);
+        if !forwards {
+            // A store waiting for its value (or for the order before it), decided sequential.
+            let store = matches!(ctrl.phase, Phase::WaitArgs | Phase::WaitOrder) && ctrl.func.is_some();
+            if !store {
+                return best;
+            }
+            writes.push(c);
+            if writes.len() > 16 || !e.read_passes(cid, &writes) {
+                return best;
+            }
+            best = in_tok.r;
+        }
+        if e.ctl_ref().futs.is_done(in_tok.r) {
+            return best;
+        }
+        cur = c;
+    }
+    best
 }

@@ -205,6 +205,23 @@ impl Env for Mock {
             _ => None,
         }
     }
+    // GETK(d, k) runs before earlier pending SETK(d, k', v) stores into the same dict with
+    // another key (`Env::read_passes`).
+    fn read_passes(&mut self, read: CtrlId, writes: &[CtrlId]) -> bool {
+        let r = &self.ctl[read];
+        if r.func != Some(GETK) {
+            return false;
+        }
+        let (rd, rk) = (r.argv[0], r.argv[1]);
+        let known = |s: SlotId| match self.vars[s] {
+            Some(V::Prim(p)) => Some(p),
+            _ => None,
+        };
+        writes.iter().all(|&w| {
+            let c = &self.ctl[w];
+            c.func == Some(SETK) && known(c.args[0]) == Some(rd) && known(c.args[1]).is_some_and(|k| k != rk)
+        })
+    }
     fn scope_pending(&mut self, cid: CtrlId, args: &[Partial<i64>]) -> Option<(u64, bool, Option<u64>)> {
         let recv = match args[0] {
             Partial::Known(r) if r >= OBJ => r,
@@ -552,4 +569,31 @@ fn a_failed_catching_call_passes_the_order_on_like_a_success() {
     m.run();
     assert_eq!(m.out(s2), (true, true));
     assert!(raised(&m).is_none());
+}
+
+#[test]
+fn a_read_passes_a_pending_store_it_cannot_observe_in_a_dict_the_run_does_not_own() {
+    // `d[1] = llm(..)` into a dict the run did not make (sequential: it waits for its value),
+    // then `d.get(2)` and `d.get(1)`: the read of key 2 runs before the store (it cannot see
+    // it), the read of key 1 only after it; a sequential call after them still waits.
+    let mut m = Mock::new(&KEYED);
+    let d = m.var(Some(V::Prim(OBJ + 1)));
+    let (k1, k2) = (m.var(Some(V::Prim(1))), m.var(Some(V::Prim(2))));
+    let (u, _) = m.call(U, Some(0));
+    let value = m.ctl[u].result;
+    let set = m.call_with(SETK, vec![d, k1, value]);
+    m.call_with(GETK, vec![d, k2]);
+    let get1 = m.call_with(GETK, vec![d, k1]);
+    m.call(S, Some(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, GETK]);
+    finished(&mut m, u, Ok(7));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, GETK, SETK]);
+    finished(&mut m, set, Ok(0));
+    m.run();
+    assert_eq!(m.dispatched, vec![U, GETK, SETK, GETK]);
+    finished(&mut m, get1, Ok(7));
+    m.run();
+    assert_eq!(count(&m, S), 0, "the sequential call waits for the first read too");
 }

@@ -237,6 +237,10 @@ impl<'py> Host for PyHost<'py> {
         objects::scope_pending(self, f, args, kwnames)
     }
 
+    fn read_passes(&mut self, f: &Obj, args: &[Obj], kwnames: &[String], writes: &[(Obj, Vec<crate::control::Partial<Obj>>)]) -> bool {
+        objects::read_passes(self, f, args, kwnames, writes)
+    }
+
     fn inline_target(&mut self, f: &Obj, nargs: usize, kwnames: &[String]) -> Option<ProgramRef<Obj>> {
         inline::inline_binding(self, f, nargs, kwnames).map(|(p, _)| p)
     }

@@ -12,6 +12,7 @@ pub(super) struct ObjectsApi<'py> {
     fresh_args: Bound<'py, PyAny>,
     scope: Bound<'py, PyAny>,
     scope_pending: Bound<'py, PyAny>,
+    read_passes: Bound<'py, PyAny>,
     pending: Bound<'py, PyAny>,
     owned_ok: Bound<'py, PyAny>,
     maker: Bound<'py, PyAny>,
@@ -117,6 +118,7 @@ impl<'py> PyHost<'py> {
                 fresh_args: m.getattr("FRESH_ARGS").ok()?,
                 scope: m.getattr("scope").ok()?,
                 scope_pending: m.getattr("scope_pending").ok()?,
+                read_passes: m.getattr("read_passes").ok()?,
                 pending: m.getattr("PENDING").ok()?,
                 owned_ok: m.getattr("owned_ok").ok()?,
                 maker: m.getattr("maker").ok()?,
@@ -226,6 +228,26 @@ pub(super) fn scope_pending<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Partial<O
     }
     let (recv, write, part): (Bound<'_, PyAny>, bool, Option<isize>) = r.extract().ok()?;
     Some((container_key(&recv)?, write, part.map(|h| h as u64)))
+}
+
+/// `Host::read_passes`: `poppy_jit._objects.read_passes(f, args, kwnames, writes)`, each write
+/// as (callee, arguments) with pending ones as its `PENDING` marker. A Python error counts as
+/// false (the read then waits for the writes, as any readonly call does).
+pub(super) fn read_passes<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj], kwnames: &[String], writes: &[(Obj, Vec<Partial<Obj>>)]) -> bool {
+    let py = h.py;
+    let Some(api) = h.objects_api() else { return false };
+    let pending = api.pending.clone();
+    let ws = writes.iter().map(|(wf, wa)| {
+        let items = wa.iter().map(|a| match a {
+            Partial::Known(o) => o.bind(py).clone(),
+            _ => pending.clone(),
+        });
+        PyTuple::new_bound(py, [wf.bind(py).clone(), PyTuple::new_bound(py, items).into_any()])
+    });
+    let ws = PyTuple::new_bound(py, ws);
+    let args_t = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
+    let kw = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
+    api.read_passes.call1((f.bind(py), args_t, kw, ws)).is_ok_and(|r| r.is_truthy().unwrap_or(false))
 }
 
 /// `Host::local_variant`: a loop's `iter_private` read of a container the run owns and has handed

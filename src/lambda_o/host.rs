@@ -86,6 +86,12 @@ pub trait Host {
         None
     }
 
+    /// Whether a readonly call `f(*args)` may run before the earlier calls `writes` (callee,
+    /// arguments with pending ones as `Partial::Pending`): see `control::Env::read_passes`.
+    fn read_passes(&mut self, _f: &Self::Prim, _args: &[Self::Prim], _kwnames: &[String], _writes: &[(Self::Prim, Vec<crate::control::Partial<Self::Prim>>)]) -> bool {
+        false
+    }
+
     /// If `f` is an internal (compiled) function that can be inlined for a call with `nargs`
     /// arguments of which the last `kwnames.len()` are keywords, its program (entry takes
     /// [S, args...] and returns (S', result)).

@@ -44,9 +44,6 @@ pub fn compile(py: Python<'_>, func: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>)
     let info = crate::bytecode::lifter_code_info(code)?;
     let written_free = super::globals::written_free_vars(py, func, code)?;
     let mut bz = lift::lift_with(&info, &written_free).map_err(|fb| fb.to_string())?;
-    if let Some((why, line)) = passes::loop_iterable_changed(&bz) {
-        return Err(format!("{why} at line {line}"));
-    }
     if let Some(line) = passes::loop_left_only_by_failure(&bz.body) {
         return Err(format!(
             "a `while` loop that only an exception can leave (no break, return or raise; it would \

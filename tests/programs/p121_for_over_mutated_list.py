@@ -1,8 +1,9 @@
 # A `for` loop over a list that the loop body mutates (the worklist pattern: append sub-tasks to
 # the list being iterated, directly, through a helper or through enumerate(); or remove a later
-# element). CPython's list iterator sees the mutation. A compiled loop runs over a snapshot, so
-# these functions fall back ("the loop over `queue` may change it in its body", with the line);
-# they once ran compiled and silently skipped the appended tasks.
+# element). CPython's list iterator sees the mutation. These functions compile: the loop pulls
+# one item at a time in program order, after the body's earlier changes to the list. They once ran
+# compiled over a snapshot and silently skipped the appended tasks, then fell back ("the loop
+# over `queue` may change it in its body").
 from poppy_jit import poppy
 from _ext import llm, set_latency_scale
 

@@ -1,12 +1,13 @@
-# Known gap found running an unmodified Tree-of-Thoughts program (issue 15): its value cache is a
-# dict kept on an object the run did not create (`task.value_cache`), checked and filled around
-# each model call. Per-key ordering holds only for dicts the run created itself, so each store
-# `scorer.memo[key] = v` (sequential: any later call might read the dict) holds up the next
-# look-up `key in scorer.memo` (readonly), and the calls for distinct keys run one at a time.
-# What must stay: a repeated key is a cache hit (no second call), the dict's entries in insertion
-# order as CPython has them.
+# Found running an unmodified Tree-of-Thoughts program (issue 15): its value cache is a dict kept
+# on an object the run did not create (`task.value_cache`), checked and filled around each model
+# call. Each store `scorer.memo[key] = v` is sequential (any later call might read the dict) and
+# waits for its value; the next look-up (`scorer.memo` then `key in ...`, readonly) may still run
+# before it: the store changes one entry of an exact dict with atom keys and runs no code (the
+# entry held no object whose release could), and the reads are a plain attribute read and a
+# look-up of another key, which cannot see it (`control::objects::read_order`). So the calls
+# for distinct keys overlap. What must stay: a repeated key is a cache hit (no second call),
+# the dict's entries in insertion order as CPython has them.
 # difftest: min_in_flight=2
-# difftest: xfail=1
 from poppy_jit import poppy
 from _ext import lookup, set_latency_scale
 

@@ -4,6 +4,12 @@
 # type (a user object's method may do anything), so it is known only when the result arrives, and
 # until then the order is not passed on: the next iteration's attribute read (readonly) waits,
 # and the model calls of the loop run one at a time although none needs another's result.
+# No sound fix without knowing more of the result's type: `lookup` declares none, so the
+# subscript (and then `.split` on the item) may run a user `__getitem__`/`__getattribute__`
+# with any effect (rebinding `task.prefix`), which the next read must see. A declared `-> list`
+# would make the subscript a read of the list, but the item's type — and so the `.split` — is
+# still unknown; it would take a declared element type (`-> list[str]`, checked at arrival like
+# today's `-> str`), which neither this program nor ToT's `gpt` (`-> list`) gives.
 # difftest: min_in_flight=2
 # difftest: xfail=1
 from poppy_jit import poppy

@@ -5,6 +5,12 @@
 # wait for every earlier call, so the agents of a round, whose calls read different lists, run
 # one at a time. What must stay: each call sees its own list exactly as CPython passes it (the
 # recorded argument), the answers appended and printed in program order.
+# No sound fix: the lists are the caller's (also reachable as the module global `contexts`), and
+# `print(i, answer)` formats a pending result of undeclared type, whose `__str__` may run any
+# code — read or append to the next agent's list — so the next agent's `append` (and its model
+# call, a read of that list) cannot run before that print without speculation. (In the debate
+# program itself the lists are made by the run: there it takes ownership of the lists held in
+# an owned list, not done; and its block still falls back for its try/except.)
 # difftest: min_in_flight=2
 # difftest: xfail=1
 from poppy_jit import poppy

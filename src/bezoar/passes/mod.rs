@@ -1,8 +1,7 @@
 //! Passes over Bezoar, one concern per module. Analyses used by lowering (PopPy §7):
 //! `variables` (promotable variables, assigned and deleted sets), `defined` (definite
 //! assignment), `fresh` (fresh display operands). Rewrites run by the compile pipeline before
-//! lowering: `loop_iterable` (a check: loops that may change what they iterate fall back),
-//! `dead_lets`, `split_getitem`, `regions` (internal stretches run as one generated Python
+//! lowering: `dead_lets`, `split_getitem`, `regions` (internal stretches run as one generated Python
 //! function). `normalize`: the lifter's clean-up of what it translated; `private_iterables`: the
 //! lifter marks loops over containers nothing but the function's own reads can reach; `free_reads`: the lifter falls
 //! back on a comprehension reading a possibly unbound local.
@@ -15,7 +14,6 @@ mod exits;
 mod defined;
 mod free_reads;
 mod fresh;
-mod loop_iterable;
 mod normalize;
 mod private_iterables;
 mod regions;
@@ -27,7 +25,6 @@ pub use exits::{always_raises, contains_jump, leaves_loop, loop_left_only_by_fai
 pub use defined::DefinedSet;
 pub use free_reads::unbound_free_read;
 pub use fresh::fresh_operands;
-pub use loop_iterable::loop_iterable_changed;
 pub use normalize::{
     always_leaves, drop_tail_continues, has_return, nest_after_exits, returns_in_loops, tail_returns_to,
     tail_returns_to_local, tidy,

@@ -89,6 +89,21 @@ impl<'a, H: Host> Eval<'a, H> {
         true
     }
 
+    /// `Env::wait_bound`: a pending slot (at the end of its alias edges) that neither a call
+    /// produces nor follows another is bound by a statement not reduced yet (a projection
+    /// waiting for an undecided `ite`'s result, or one queued but not stepped): `w` is woken
+    /// when it is bound (`Waiter::Bound`, fired by `follow` and `resolve`).
+    pub(super) fn wait_bound_of(&mut self, s: SlotId, w: WorkId) -> bool {
+        let t = self.alias_end(s);
+        match &mut self.slots[t] {
+            Slot::Pending(p) if p.producer == NONE && p.alias == NONE => {
+                p.waiters.push(Waiter::Bound(w));
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// `Env::ite_source`.
     pub(super) fn ite_source_of(&self, s: SlotId, seen: &mut HashSet<SlotId>, known: &mut Vec<H::Prim>, pending: &mut Vec<SlotId>) -> Option<IteSource> {
         let s = self.alias_end(s);

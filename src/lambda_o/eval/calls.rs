@@ -332,9 +332,33 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         self.ite_source_of(s, seen, known, pending)
     }
 
+    fn wait_bound(&mut self, s: SlotId, w: WorkId) -> bool {
+        self.wait_bound_of(s, w)
+    }
+
     fn scope(&mut self, cid: CtrlId, args: &[H::Prim]) -> Option<crate::control::Scope<H::Prim>> {
         let c = &self.ctl[cid];
         self.host.scope(c.func.as_ref().expect("callee known"), args, &c.kwnames)
+    }
+
+    fn read_passes(&mut self, read: CtrlId, writes: &[CtrlId]) -> bool {
+        use crate::control::Partial;
+        let mut ws = Vec::with_capacity(writes.len());
+        for &c in writes {
+            let ctrl = &self.ctl[c];
+            if !ctrl.kwnames.is_empty() {
+                return false;
+            }
+            let Some(f) = ctrl.func.clone() else { return false };
+            let args = ctrl.args.iter().map(|&a| match self.value(a) {
+                Some(Value::Prim(p)) => Partial::Known(p.clone()),
+                _ => Partial::Pending,
+            });
+            ws.push((f, args.collect()));
+        }
+        let c = &self.ctl[read];
+        let Some(f) = c.func.as_ref() else { return false };
+        self.host.read_passes(f, &c.argv, &c.kwnames, &ws)
     }
 
     fn scope_pending(&mut self, cid: CtrlId, args: &[crate::control::Partial<H::Prim>]) -> Option<(u64, bool, Option<u64>)> {

@@ -75,6 +75,9 @@ enum Waiter {
     Work(WorkId),
     /// Give the destination slot the same value (an alias edge).
     Follow(SlotId),
+    /// Wake the work item when the slot is bound: resolved, or made to follow another slot
+    /// (`Env::wait_bound`).
+    Bound(WorkId),
 }
 
 /// No controller / no alias source (the `u32` fields of `Pend`).

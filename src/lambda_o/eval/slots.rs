@@ -116,7 +116,7 @@ impl<'a, H: Host> Eval<'a, H> {
                     }
                     for w in p.waiters {
                         match w {
-                            Waiter::Work(id) => self.ready.push_back(id),
+                            Waiter::Work(id) | Waiter::Bound(id) => self.ready.push_back(id),
                             Waiter::Follow(d) => {
                                 let Slot::Ready(v) = &self.slots[s] else { unreachable!() };
                                 todo.push((d, v.clone()));
@@ -150,6 +150,15 @@ impl<'a, H: Host> Eval<'a, H> {
                 if let Slot::Pending(d) = &mut self.slots[dst] {
                     d.alias = src as u32;
                     self.refs[src] += 1;
+                    // Bound now: what it will be can be looked at through `src`.
+                    let ready = &mut self.ready;
+                    d.waiters.retain(|w| match w {
+                        Waiter::Bound(id) => {
+                            ready.push_back(*id);
+                            false
+                        }
+                        _ => true,
+                    });
                 }
             }
             Slot::Free => panic!("λO slot {src} followed after it was reclaimed"),
