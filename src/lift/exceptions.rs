@@ -18,8 +18,11 @@
 //!
 //! with the handler code protected by entries to `A` and `C` (depth d + 1, lasti). A statement
 //! whose body protects nothing (`try: pass`) has no entry to `T`: its handlers are dead code.
-//! Every other use of the table falls back, naming the construct: try/finally, with, except*,
-//! async with/for, nested try statements, a bare `except:` or a handler naming
+//! A statement may be nested in another one's body, else clause or handler (its code then lies
+//! inside that part; a POP_EXCEPT of the outer handler inside the inner statement is recognised by
+//! the outer `as` name's clean-up after it). Every other use of the table falls back, naming the
+//! construct: try/finally, with, except*, async with/for, other nestings, a bare `except:` or a
+//! handler naming
 //! BaseException/KeyboardInterrupt/SystemExit/GeneratorExit (the runtime delivers a
 //! KeyboardInterrupt by aborting the run, and a SystemExit from an external aborts it too:
 //! such a handler would not see them where CPython's does), and any other handler shape.
@@ -60,6 +63,8 @@ pub(super) struct TryShape {
     pub(super) end: usize,
     /// The line of the statement's first handler (for messages).
     pub(super) line: u32,
+    /// The code of the statements nested in this one (in its body, else or a handler).
+    pub(super) inner: Vec<Range<usize>>,
 }
 
 /// One typed `except E [as name]:` of a `TryShape`.
@@ -134,6 +139,16 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
             None => return Err(shape(ci.line_at(e.start))),
         }
     }
+    // Each statement's code: from its body's first protected instruction (a dead one's handler
+    // chain) to its clean-up block's end.
+    let spans: Vec<Range<usize>> = chains
+        .iter()
+        .zip(&bodies)
+        .map(|((c, live), es)| match es.iter().map(|e| e.start).min() {
+            Some(s) if *live => upto(s).min(c.push)..c.end,
+            _ => c.push..c.end,
+        })
+        .collect();
     for ((c, live), mut es) in chains.iter_mut().zip(bodies) {
         if !*live {
             continue;
@@ -141,8 +156,12 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         es.sort_by_key(|e| e.start);
         let (first, last) = (es[0], es[es.len() - 1]);
         // Between the protected parts: only what ends a statement of the body without raising
-        // (a `return`, `break` or `continue` leaves the statement's block first).
-        let gap_ok = |w: &[Entry]| instrs[upto(w[0].end)..upto(w[1].start)].iter().all(|i| unwinding(i.opcode));
+        // (a `return`, `break` or `continue` leaves the statement's block first), and the code of
+        // statements nested in the body.
+        let own = upto(first.start)..c.end;
+        let nested = |i: usize| spans.iter().any(|sp| sp.contains(&i) && *sp != own && sp.start >= own.start && sp.end <= own.end);
+        let gap_ok =
+            |w: &[Entry]| (upto(w[0].end)..upto(w[1].start)).all(|i| unwinding(instrs[i].opcode) || nested(i));
         if es.windows(2).any(|w| !gap_ok(w)) || es.iter().any(|e| e.depth != first.depth) {
             // The body's protected range is cut: something inside it has its own handler.
             return Err(reason("nested try", ci.line_at(first.start)));
@@ -178,12 +197,31 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
             return Err(shape(ci.line_at(e.start)));
         }
     }
+    // Statements nested in one another: the inner one wholly inside the outer one's body, else
+    // clause or handlers.
+    for (k, (c, _)) in chains.iter_mut().enumerate() {
+        let own = &spans[k];
+        c.inner = spans.iter().filter(|sp| *sp != own && sp.start >= own.start && sp.end <= own.end).cloned().collect();
+    }
     let live: Vec<TryShape> = chains.into_iter().filter(|(_, l)| *l).map(|(c, _)| c).collect();
-    // Statements nested in one another (a try in a handler, in an else, …) fall back for now.
-    for (i, a) in live.iter().enumerate() {
-        for b in &live[i + 1..] {
+    for a in &live {
+        for b in &live {
             let (sa, sb) = (a.body.start..a.end, b.body.start..b.end);
-            if sa.start < sb.end && sb.start < sa.end {
+            if sa == sb || !(sa.start < sb.end && sb.start < sa.end) || sb.start < sa.start || sb.end > sa.end {
+                continue;
+            }
+            let within = |r: Range<usize>| r.start <= sb.start && sb.end <= r.end;
+            if !(within(a.body.start..a.orelse) || within(a.orelse..a.push) || within(a.push + 1..a.reraise)) {
+                return Err(reason("nested try", instrs[sb.start].line));
+            }
+        }
+    }
+    for a in &live {
+        for b in &live {
+            let (sa, sb) = (a.body.start..a.end, b.body.start..b.end);
+            let overlap = sa.start < sb.end && sb.start < sa.end;
+            let nested = (sa.start <= sb.start && sb.end <= sa.end) || (sb.start <= sa.start && sa.end <= sb.end);
+            if sa != sb && overlap && !nested {
                 return Err(reason("nested try", instrs[sa.start.max(sb.start)].line));
             }
         }
@@ -197,11 +235,15 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
             // The handler's code runs to the next handler's test (or `RERAISE 0`).
             let stop = t.handlers.get(k + 1).map_or(t.reraise, |n| n.test.start);
             let Some(name) = h.name else { continue };
+            // (Inside a statement nested in the handler, a POP_EXCEPT followed by this name's
+            // clean-up leaves this handler too: a break, continue or return out of both.)
+            let inner = |p: usize| t.inner.iter().any(|r| r.contains(&p));
             for p in (h.bind + 1..stop).filter(|&p| instrs[p].opcode == POP_EXCEPT) {
-                if !is_unbind(ci, instrs, p + 1, name) {
+                if is_unbind(ci, instrs, p + 1, name) {
+                    out.skip.extend(p + 1..p + 4);
+                } else if !inner(p) {
                     return Err(shape(h.line));
                 }
-                out.skip.extend(p + 1..p + 4);
             }
         }
     }
@@ -289,7 +331,7 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
     if cleanup.as_deref() != Some(&[(COPY, 3), (POP_EXCEPT, 0), (RERAISE, 1)][..]) {
         return Err(shape(line));
     }
-    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, end: p + 4, line })
+    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, end: p + 4, line, inner: Vec::new() })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -404,7 +446,8 @@ impl Translator<'_> {
         }
         for (k, h) in t.handlers.iter().enumerate() {
             let stop = t.handlers.get(k + 1).map_or(t.reraise, |n| n.test.start);
-            for p in (h.bind + 1..stop).filter(|&p| instrs[p].opcode == POP_EXCEPT) {
+            let inner = |p: usize| t.inner.iter().any(|r| r.contains(&p));
+            for p in (h.bind + 1..stop).filter(|&p| instrs[p].opcode == POP_EXCEPT && !inner(p)) {
                 ends.push(if h.name.is_some() { p + 4 } else { p + 1 });
             }
         }
@@ -469,6 +512,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.tries.len(), 2);
+        // Nested: in a body, in a handler (with its `as` name's clean-ups not confused with the
+        // inner statement's), in an else clause.
+        for src in [
+            "def f(x):\n    try:\n        g(x)\n        try:\n            h(x)\n        except F:\n            pass\n        k(x)\n    \
+             except E:\n        pass\n",
+            "def f(x):\n    try:\n        g(x)\n    except E as e:\n        try:\n            h(e)\n        except F as e2:\n            \
+             x = e2\n    return x\n",
+            "def f(x):\n    try:\n        g(x)\n    except E:\n        pass\n    else:\n        try:\n            h(x)\n        \
+             except F:\n            pass\n    return x\n",
+        ] {
+            let t = recognised(src).unwrap();
+            assert_eq!(t.tries.len(), 2, "{src}");
+            assert_eq!(t.tries.iter().map(|s| s.inner.len()).sum::<usize>(), 1, "{src}");
+        }
     }
 
     #[test]
@@ -492,15 +549,6 @@ mod tests {
             (
                 "def f(x):\n    try:\n        g(x)\n    except KeyboardInterrupt:\n        h(x)\n",
                 "exception handling (except KeyboardInterrupt: would catch KeyboardInterrupt) at line 4",
-            ),
-            (
-                "def f(x):\n    try:\n        g(x)\n    except E:\n        try:\n            h(x)\n        except F:\n            pass\n",
-                "exception handling (nested try) at line 6",
-            ),
-            (
-                "def f(x):\n    try:\n        g(x)\n        try:\n            h(x)\n        except F:\n            pass\n    \
-                 except E:\n        pass\n",
-                "exception handling (nested try) at line 3",
             ),
             (
                 "async def f(x):\n    try:\n        await g(x)\n    except E:\n        pass\n",
