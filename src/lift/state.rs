@@ -298,6 +298,8 @@ pub(super) struct Translator<'a> {
     pub(super) line: u32,
     /// The try statements being translated (their `PUSH_EXC_INFO` index), innermost last.
     pub(super) open_tries: Vec<usize>,
+    /// For each try body being translated, the number of loops around it.
+    pub(super) try_bodies: Vec<usize>,
 }
 
 /// An inner function known by its code object: (the code object defining it, that code object's

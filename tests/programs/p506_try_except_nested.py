@@ -122,6 +122,22 @@ def handled_in_nested(k):
     return current()
 
 
+@poppy
+def in_loop_in_body(xs):
+    # (A try in a loop in a try body: falls back for now — lowering it failed.)
+    out = []
+    try:
+        for x in xs:
+            try:
+                out.append(10 // x)
+            except ZeroDivisionError:
+                out.append(None)
+    except IndexError:
+        pass
+    return out
+
+
+print(in_loop_in_body([1, 0, 5]))
 print(handled_in_nested("h"))
 print(nested(["a", "b", "c", "q", "z", "a"]))
 for f, arg in ((unmatched_inner, "y"), (inner_else_and_test_fail, "7"), (inner_else_and_test_fail, "n"),
