@@ -52,19 +52,20 @@ def programs() -> list:
     return sorted(p for p in PROGRAMS_DIR.glob("*.py") if not p.name.startswith("_"))
 
 
-def _compiled_path() -> tuple[bool, bool]:
+def _compiled_path() -> bool:
     """Whether this CPython runs @poppy functions compiled (docs/versions.md; elsewhere they all
-    fall back to CPython with a reason naming the version), and whether it compiles `async def`
-    (3.11 only; elsewhere a coroutine falls back with that reason)."""
+    fall back to CPython with a reason naming the version). Where it does, `async def` compiles too."""
     try:
         from poppy_jit import _prologue
     except ImportError:
-        return True, True
-    compiled = _prologue.UNSUPPORTED is None
-    return compiled, compiled and not (_prologue._NOT_SIMPLE & _prologue._COROUTINE)
+        return True
+    return _prologue.UNSUPPORTED is None
 
 
-COMPILED_PATH, COMPILED_COROUTINES = _compiled_path()
+COMPILED_PATH = _compiled_path()
+# `# difftest: coroutine=1`: the overlap needs a compiled `async def` (compiled wherever the
+# compiled path is, since CPython 3.12's and 3.13's await loops are normalised too).
+COMPILED_COROUTINES = COMPILED_PATH
 
 
 def directives(path: Path) -> dict:

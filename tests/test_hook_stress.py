@@ -13,7 +13,6 @@ import sys
 import textwrap
 
 import pytest
-from difftest import COMPILED_COROUTINES
 
 pytest.importorskip("poppy_jit._core")
 
@@ -395,12 +394,9 @@ def test_poppy_on_generators_coroutines_and_methods():
     assert "gen [2, 3]" in out and "coro 6" in out and "method 12 13" in out
     assert "static 8 10" in out and "classmethod C6 C7" in out
     # Generators are not translated (they fall back with a reason); coroutines (awaited by
-    # asyncio.run's task; CPython 3.11 only), methods, staticmethods and classmethods run compiled.
-    if COMPILED_COROUTINES:
-        assert stats["fallbacks"] == ["gen"]
-        assert stats["runs"] == 7
-    else:
-        assert stats["fallbacks"] == ["coro", "gen"]
+    # asyncio.run's task), methods, staticmethods and classmethods run compiled.
+    assert stats["fallbacks"] == ["gen"]
+    assert stats["runs"] == 7
 
 
 def test_no_leaks_through_the_runtime():

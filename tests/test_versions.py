@@ -2,6 +2,7 @@
 imports; where the compiled path is not supported yet, every @poppy function runs in plain CPython
 with a fallback reason naming the version and the function's line, and the program's result is
 CPython's. Runs on every version scripts/test.sh tests."""
+import dis
 import sys
 import textwrap
 
@@ -83,6 +84,38 @@ def test_no_prologue_where_not_compiled():
         assert why is None
     else:
         assert why.startswith(f"CPython {VERSION[0]}.{VERSION[1]}: compiled path not supported yet")
+
+
+def _await_loop(code):
+    """The opnames of the first await loop of `code`, SEND through the instruction it exits to,
+    and the exception-table entry over its YIELD_VALUE as (target opname, depth) or None."""
+    ins = list(dis.get_instructions(code))
+    s = next(k for k, i in enumerate(ins) if i.opname == "SEND")
+    out = next(k for k, i in enumerate(ins) if i.offset == ins[s].argval)
+    y = ins[s + 1]
+    assert y.opname == "YIELD_VALUE"
+    entry = next(((e.target, e.depth) for e in dis.Bytecode(code).exception_entries
+                  if e.start <= y.offset < e.end), None)
+    handler = entry and (next(i.opname for i in ins if i.offset == entry[0]), entry[1])
+    return [(i.opname, i.arg if i.opname in ("YIELD_VALUE", "RESUME") else None) for i in ins[s:out + 1]], handler
+
+
+@pytest.mark.skipif(not COMPILED, reason="no compiled path on this CPython")
+def test_coroutine_prologue_awaits_with_this_versions_own_await_loop():
+    # throw(), close() and cr_await read the loop's shape (3.12: the RESUME after YIELD_VALUE;
+    # 3.13: YIELD_VALUE's argument; 3.12+: the CLEANUP_THROW handler of the YIELD_VALUE).
+    async def f(x):
+        return await x
+
+    assert _prologue.ineligible(f.__code__) is None
+    new, _ = _prologue.build(f.__code__, object())
+    got, want = _await_loop(new), _await_loop(f.__code__)
+    assert got == want
+    if VERSION >= (3, 12):
+        assert want[1] == ("CLEANUP_THROW", 2)
+        # The StopIteration handler that starts at RESUME covers the prologue around it.
+        stop = [e for e in dis.Bytecode(new).exception_entries if e.depth == 0 and e.lasti]
+        assert stop and min(e.start for e in stop) == 4 and {e.target for e in stop} == {stop[0].target}
 
 
 # ---- what the 3.12 normalisation (src/py312/normalise.rs) gives the lifter -----------------------

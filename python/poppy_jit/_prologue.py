@@ -34,6 +34,10 @@ awaits with the loop CPython compiles for `await` (which `gen_throw` and `cr_awa
     SEND +3; YIELD_VALUE; RESUME 3; JUMP_BACKWARD_NO_INTERRUPT -4   # return await run
     RETURN_VALUE
     POP_TOP                                               # declined: the body, same frame
+
+On 3.12 and 3.13 the loop is theirs (`build`): SEND; YIELD_VALUE n; RESUME 3;
+JUMP_BACKWARD_NO_INTERRUPT; END_SEND; RETURN_VALUE, with a CLEANUP_THROW handler for the
+YIELD_VALUE, so that throw() into the suspended coroutine goes to the run as CPython's await does.
 """
 from __future__ import annotations
 
@@ -58,9 +62,22 @@ _COROUTINE = 0x80
 # The instructions a failing run's traceback entry may point at: calls (3.13 has a keyword
 # call of its own), raise, and a global's load (a failed look-up's caret marks the name).
 _SITE_OPS = {_OP[n] for n in ("CALL", "CALL_KW", "RAISE_VARARGS", "LOAD_GLOBAL") if n in _OP}
-# A coroutine's prologue awaits its run with 3.11's SEND/YIELD_VALUE loop: compiled coroutines
-# are 3.11's only, elsewhere an async def is not intercepted.
-_NOT_SIMPLE = 0x20 | 0x100 | 0x200 | (0 if _VERSION == (3, 11) else _COROUTINE)
+# Generators, async generators and iterable coroutines get no prologue (they fall back anyway).
+_NOT_SIMPLE = 0x20 | 0x100 | 0x200
+
+
+def _yield_from_arg():
+    """YIELD_VALUE's argument in this version's own await loop (3.12: 2; 3.13: 1, which marks the
+    frame as suspended in a yield-from, what `throw()` and `cr_await` read), from a sample."""
+    ns: dict = {}
+    exec("async def f(x):\n    await x\n", ns)
+    return next((i.arg or 0) for i in dis.get_instructions(ns["f"]) if i.opname == "YIELD_VALUE")
+
+
+# 3.12 and 3.13 end the await loop with END_SEND and route a throw() into the awaited run
+# through a CLEANUP_THROW handler (3.11 does both inside SEND and gen_throw).
+_END_SEND = "END_SEND" in _OP
+_YIELD_FROM = _yield_from_arg() if _END_SEND else 0
 
 
 class DECLINE:
@@ -79,8 +96,6 @@ def ineligible(code) -> str | None:
     if UNSUPPORTED:
         return f"{UNSUPPORTED} at line {code.co_firstlineno}"
     if code.co_flags & _NOT_SIMPLE:
-        if code.co_flags & _COROUTINE:
-            return f"coroutine (async def): compiled on CPython 3.11 only at line {code.co_firstlineno}"
         return "generator"
     if _resume_unit(code) is None:
         return "code does not start with RESUME"
@@ -210,7 +225,8 @@ def build(code, entry):
     _op(pro, "COPY", 1)
     _load_const(pro, k_decline)
     _op(pro, "IS_OP")
-    if code.co_flags & _COROUTINE:
+    yield_at = None  # a coroutine's YIELD_VALUE, and its CLEANUP_THROW (3.12+), in units of `pro`
+    if code.co_flags & _COROUTINE and not _END_SEND:
         wait: list = []
         _load_const(wait, k_none)
         wait.append((_OP["SEND"], 3))
@@ -219,6 +235,33 @@ def build(code, entry):
         wait.append((_OP["JUMP_BACKWARD_NO_INTERRUPT"], 4))
         wait.append((_OP["RETURN_VALUE"], 0))
         pro.append((_POP_JUMP_IF_TRUE, len(wait)))
+        pro.extend(wait)
+    elif code.co_flags & _COROUTINE:
+        # 3.12/3.13's own await loop, as the compiler lays it out (SEND's and the backward
+        # jumps' distances count from after their inline caches):
+        #     LOAD_CONST None
+        #  S: SEND E; Y: YIELD_VALUE; RESUME 3; JUMP_BACKWARD_NO_INTERRUPT S
+        #  E: END_SEND; RETURN_VALUE
+        #  C: CLEANUP_THROW; JUMP_BACKWARD_NO_INTERRUPT E      # handler of Y (depth 2)
+        wait = []
+        _load_const(wait, k_none)
+        s = len(wait)
+        _op(wait, "SEND", 3)
+        y = len(wait)
+        _op(wait, "YIELD_VALUE", _YIELD_FROM)
+        _op(wait, "RESUME", 3)
+        _op(wait, "JUMP_BACKWARD_NO_INTERRUPT", 0)
+        wait[-1] = (wait[-1][0], len(wait) - s)
+        e = len(wait)
+        assert wait[y - 1 - _CACHES.get(_OP["SEND"], 0)][0] == _OP["SEND"] and e - y == 3
+        _op(wait, "END_SEND")
+        _op(wait, "RETURN_VALUE")
+        c = len(wait)
+        _op(wait, "CLEANUP_THROW")
+        _op(wait, "JUMP_BACKWARD_NO_INTERRUPT", 0)
+        wait[-1] = (wait[-1][0], len(wait) - e)
+        _op(pro, _POP_JUMP_IF_TRUE, len(wait))
+        yield_at = (len(pro) + y, len(pro) + c)
         pro.extend(wait)
     else:
         # The jump's distance counts from after its inline caches (3.13 has one).
@@ -261,15 +304,12 @@ def build(code, entry):
     pro_pos = [(None, None, None, None)] * len(pro)
     if code.co_flags & _COROUTINE:
         at_def = (code.co_firstlineno, code.co_firstlineno, None, None)
-        pro_pos = [at_def if op in (_OP["SEND"], _OP["YIELD_VALUE"], _OP["RESUME"], _OP["JUMP_BACKWARD_NO_INTERRUPT"])
-                   else p for (op, _), p in zip(pro, pro_pos)]
+        loop_ops = {_OP[n] for n in ("SEND", "YIELD_VALUE", "RESUME", "JUMP_BACKWARD_NO_INTERRUPT",
+                                     "END_SEND", "CLEANUP_THROW") if n in _OP}
+        pro_pos = [at_def if op in loop_ops else p for (op, _), p in zip(pro, pro_pos)]
     new_positions = positions[:r + 1] + pro_pos + positions[r + 1:] + dead_pos
 
-    table = []
-    for e in dis._parse_exception_table(code):
-        if e.start < 2 * (r + 1):
-            raise ValueError("exception table covers RESUME")
-        table.append(e._replace(start=e.start + shift, end=e.end + shift, target=e.target + shift))
+    table = _shifted_table(code, 2 * (r + 1), shift, yield_at)
 
     new = code.replace(
         co_code=bytes(new_code),
@@ -284,6 +324,35 @@ def build(code, entry):
     if dis._parse_exception_table(new) != table:
         raise ValueError("exception table did not round-trip")
     return new, sites
+
+
+def _shifted_table(code, at: int, shift: int, yield_at):
+    """The exception table of `code` with `shift` bytes of prologue inserted at byte `at` (after
+    RESUME). Only a 3.12+ coroutine has an entry over RESUME: its StopIteration → RuntimeError
+    handler, which then covers the prologue too (as CPython's covers its await), but for the
+    prologue's YIELD_VALUE, whose entry is the loop's CLEANUP_THROW (`yield_at`: their units in
+    the prologue), as CPython's await loop has it."""
+    table = []
+    for e in dis._parse_exception_table(code):
+        if e.start >= at:
+            table.append(e._replace(start=e.start + shift, end=e.end + shift, target=e.target + shift))
+        elif yield_at is None or e.end <= at:
+            raise ValueError("exception table covers RESUME")
+        else:
+            table.append(e._replace(end=e.end + shift, target=e.target + shift))
+    if yield_at is not None:
+        y, c = (at + 2 * u for u in yield_at)
+        throw = dis._ExceptionTableEntry(y, y + 2, c, 2, False)
+        split = []
+        for e in table:
+            if e.start <= y < e.end:
+                split += [x for x in (e._replace(end=y), throw, e._replace(start=y + 2)) if x.start < x.end]
+            else:
+                split.append(e)
+        if throw not in split:
+            split.append(throw)
+        table = sorted(split, key=lambda e: e.start)
+    return table
 
 
 # ---- installing and removing prologues ----------------------------------------------------------

@@ -137,6 +137,21 @@ pub(super) fn enter(
     Ok(Some(Py::new(py, obj)?.into_any()))
 }
 
+/// What the coroutine raises for its body's failure `e`. A StopIteration escaping a coroutine's
+/// body is CPython's `RuntimeError: coroutine raised StopIteration` (its `__cause__` and
+/// `__context__` the StopIteration): raised as it is from `send`, the prologue's await would read
+/// it as the run's return value and the coroutine would return its value silently.
+fn coroutine_error(py: Python<'_>, e: PyErr) -> PyErr {
+    if !e.is_instance_of::<PyStopIteration>(py) {
+        return e;
+    }
+    let err = PyRuntimeError::new_err("coroutine raised StopIteration");
+    let cause = e.value_bound(py).clone();
+    let _ = err.value_bound(py).setattr("__context__", &cause);
+    err.set_cause(py, Some(e));
+    err
+}
+
 impl AsyncRun {
     /// Step the run: Ok(future to yield) while it waits, Err(StopIteration(value)) when it is
     /// done, Err(its exception) when it failed.
@@ -210,7 +225,7 @@ impl AsyncRun {
             }
             Err(e) => {
                 self.point_at(py, site);
-                Err(e)
+                Err(coroutine_error(py, e))
             }
         }
     }

@@ -71,10 +71,9 @@ impl Out {
 /// Err is the fallback reason ("<construct> (<3.12 opcode>) at line N").
 pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
     if ci.flags & CO_COROUTINE != 0 {
-        // 3.11 compiles an `async def` (its await loops folded by the lifter, its prologue
-        // awaiting the run); 3.12's await loop (SEND/END_SEND, CLEANUP_THROW and its handler) is
-        // not normalised yet, and the prologue does not intercept coroutines there.
-        return Err(format!("coroutine (async def): compiled on CPython 3.11 only at line {}", ci.firstlineno));
+        // The function compiled is an `async def`: translated (its await loops take 3.11's form,
+        // `await_loops`), never only scanned, whose NOPs would be lifted as its body.
+        return translate(ci, &[]);
     }
     let out = normalise_at(ci, &[])?;
     // try/except is lifted from 3.11's handler shapes (`lift::exceptions`); 3.12's are not
@@ -162,23 +161,29 @@ fn translate(ci: &CodeInfo, path: &[u32]) -> Result<CodeInfo, String> {
             }
         }
     }
+    let awaits = await_loops(ci, &raw, &table, &at);
+    skip.extend(awaits.skip.iter().copied());
     let mut children = BTreeMap::new();
     for (k, child) in &ci.children {
         let mut p = path.to_vec();
         p.push(*k);
         children.insert(*k, normalise_at(child, &p)?);
     }
-    let mut cx = Ctx { ci, path, raw, at, targets, skip, localsplus: ci.localsplus(), children, comps: Vec::new() };
+    let send_exits = awaits.send_exits.clone();
+    let mut cx =
+        Ctx { ci, path, raw, at, targets, skip, localsplus: ci.localsplus(), children, comps: Vec::new(), send_exits };
     let stream = cx.stream(0, cx.raw.len(), None)?;
     let code_len = ci.code.len() as u32;
     let (code, offsets, lines) = encode(&stream, code_len)?;
     let new_off = |o: u32| -> u32 { *offsets.range(o..).next().map(|(_, v)| v).unwrap_or(&(code.len() as u32)) };
     let entries: Vec<Entry> = table
         .iter()
+        .filter_map(|e| awaits.retarget(e))
         .filter(|e| !dropped_handlers.contains(&e.target))
-        .map(|e| Entry { start: new_off(e.start), end: new_off(e.end), target: new_off(e.target), ..*e })
+        .map(|e| Entry { start: new_off(e.start), end: new_off(e.end), target: new_off(e.target), ..e })
         .filter(|e| e.start < e.end)
         .collect();
+    let entries = merge_adjacent(entries);
     let mut children = cx.children;
     let mut consts = ci.consts.clone();
     for (k, comp) in cx.comps {
@@ -205,6 +210,8 @@ struct Ctx<'a> {
     /// The code objects made for inlined comprehensions, with their new `co_consts` indices
     /// (after the real ones: nothing resolves them to Python objects).
     comps: Vec<(u32, CodeInfo)>,
+    /// The `END_SEND`s that end a coroutine's await loop (`await_loops`).
+    send_exits: HashSet<u32>,
 }
 
 /// How the variables of an inlined comprehension's body map into the code object made for it
@@ -387,6 +394,13 @@ impl Ctx<'_> {
                     line,
                     jump: Some((Jump::Forward(v11::FOR_ITER), target.unwrap())),
                 }),
+                // A coroutine's await loop (`await_loops`): 3.11's SEND pops the awaited object
+                // itself where 3.12's leaves it to END_SEND. In an inlined comprehension's body
+                // (3.11: a comprehension that is a coroutine of its own) it falls back, as there.
+                v12::SEND if remap.is_none() && target.is_some_and(|t| self.send_exits.contains(&t)) => {
+                    outs.push(Out { op: v11::SEND, arg: 0, line, jump: Some((Jump::Forward(v11::SEND), target.unwrap())) })
+                }
+                v12::END_SEND if remap.is_none() && self.send_exits.contains(&r.offset) => {}
                 v12::SEND | v12::END_SEND | v12::CLEANUP_THROW => return Err(fail("yield or await")),
                 v12::CALL_INTRINSIC_1 => match arg {
                     INTRINSIC_UNARY_POSITIVE => outs.push(Out::new(v11::UNARY_POSITIVE, 0, line)),
@@ -485,6 +499,12 @@ impl Ctx<'_> {
             v12::BUILD_MAP => "<dictcomp>",
             _ => return Err(shape("no BUILD_LIST, BUILD_SET or BUILD_MAP")),
         };
+        if for_iter.opcode == v12::GET_ANEXT {
+            // `async for` in a comprehension: 3.11 makes its iterator with GET_AITER in the
+            // function, which the lifter names (3.12's GET_AITER is just before this).
+            let at = if i > 0 && self.raw[i - 1].opcode == v12::GET_AITER { self.raw[i - 1].line } else { line };
+            return Err(format!("unsupported opcode GET_AITER at line {at}"));
+        }
         if build.arg != 0 || swap2.opcode != v12::SWAP || swap2.arg != 2 || for_iter.opcode != v12::FOR_ITER {
             return Err(shape("head"));
         }
@@ -648,6 +668,122 @@ impl Ctx<'_> {
     }
 }
 
+/// What a coroutine's await loops need beyond the instruction-by-instruction rewrite. 3.12
+/// compiles `await e` as
+///
+/// ```text
+///     GET_AWAITABLE; LOAD_CONST None
+///  S: SEND E; Y: YIELD_VALUE 2; RESUME 3; JUMP_BACKWARD_NO_INTERRUPT S
+///  E: END_SEND
+///  …
+///  C: CLEANUP_THROW; JUMP_BACKWARD E          (exception table: Y → C, depth 2)
+/// ```
+///
+/// where 3.11 has `… SEND E'; YIELD_VALUE; RESUME 3; JUMP_BACKWARD_NO_INTERRUPT S; E': …`:
+/// its SEND pops the finished awaitable (3.12's `END_SEND`) and its `gen_throw` does what the
+/// `CLEANUP_THROW` handler does (a `StopIteration` from the awaitable's `throw` is the await's
+/// value, anything else is raised at the await). So `END_SEND` is dropped (SEND's target becomes
+/// the next instruction, 3.11's) and the handler with it; an exception at `Y` is then handled
+/// where one raised by `CLEANUP_THROW` was (the enclosing `try`'s handler, or none — the
+/// coroutine's StopIteration handler, dropped as a generator's). Only in a coroutine, and only
+/// for that exact shape; any other `SEND`/`END_SEND`/`CLEANUP_THROW` keeps its fallback.
+struct AwaitLoops {
+    /// The dropped handlers' instructions (`CLEANUP_THROW` and its jump back).
+    skip: HashSet<u32>,
+    /// The handler offsets, each with the entry that covers it (None: no handler).
+    throw_handlers: BTreeMap<u32, Option<Entry>>,
+    /// The `END_SEND`s reached only from their loop's `SEND` (and the dropped handlers).
+    send_exits: HashSet<u32>,
+}
+
+impl AwaitLoops {
+    /// `e` with a dropped throw handler replaced by the one that handles its `CLEANUP_THROW`.
+    fn retarget(&self, e: &Entry) -> Option<Entry> {
+        match self.throw_handlers.get(&e.target) {
+            None => Some(*e),
+            Some(None) => None,
+            Some(Some(outer)) => Some(Entry { start: e.start, end: e.end, ..*outer }),
+        }
+    }
+}
+
+fn await_loops(ci: &CodeInfo, raw: &[RawInstr], table: &[Entry], at: &BTreeMap<u32, usize>) -> AwaitLoops {
+    let mut out = AwaitLoops { skip: HashSet::new(), throw_handlers: BTreeMap::new(), send_exits: HashSet::new() };
+    if ci.flags & CO_COROUTINE == 0 {
+        return out;
+    }
+    let target = |x: &RawInstr| v12::jump_target(x.op_offset, x.opcode, x.arg);
+    // The loops: SEND E; YIELD_VALUE; RESUME 3; JUMP_BACKWARD_NO_INTERRUPT SEND; E: END_SEND —
+    // or, in an `async with`'s exit handler, with its CLEANUP_THROW between the jump and E.
+    let mut loops: BTreeMap<u32, u32> = BTreeMap::new(); // END_SEND offset → its SEND's
+    let mut inline_handlers: HashSet<usize> = HashSet::new();
+    for j in 1..raw.len().saturating_sub(4) {
+        let w = &raw[j..];
+        let (e, inline) = match (w[4].opcode, w.get(5).map(|x| x.opcode)) {
+            (v12::END_SEND, _) => (4, false),
+            (v12::CLEANUP_THROW, Some(v12::END_SEND)) => (5, true),
+            _ => continue,
+        };
+        let shape = raw[j - 1].opcode == v12::LOAD_CONST
+            && w[0].opcode == v12::SEND
+            && target(&w[0]) == Some(w[e].offset)
+            && w[1].opcode == v12::YIELD_VALUE
+            && (w[2].opcode, w[2].arg) == (v12::RESUME, 3)
+            && w[3].opcode == v12::JUMP_BACKWARD_NO_INTERRUPT
+            && target(&w[3]) == Some(w[0].offset);
+        if shape {
+            loops.insert(w[e].offset, w[0].offset);
+            if inline {
+                inline_handlers.insert(j + 4);
+            }
+        }
+    }
+    // The handlers: the entry over a loop's YIELD_VALUE only, to `CLEANUP_THROW; JUMP_* E` (or
+    // to the one inside the loop, which falls through to E).
+    for e in table {
+        let Some(&h) = at.get(&e.target) else { continue };
+        let over_yield = at.get(&e.start).is_some_and(|&y| raw[y].opcode == v12::YIELD_VALUE && raw[y].offset + 2 == e.end);
+        let apart = raw[h].opcode == v12::CLEANUP_THROW
+            && raw.get(h + 1).is_some_and(|j| {
+                matches!(j.opcode, v12::JUMP_BACKWARD | v12::JUMP_BACKWARD_NO_INTERRUPT)
+                    && target(j).is_some_and(|t| loops.contains_key(&t))
+            });
+        if over_yield && (apart || inline_handlers.contains(&h)) {
+            let outer = table.iter().find(|o| o.start <= e.target && e.target < o.end).copied();
+            out.throw_handlers.insert(e.target, outer);
+            out.skip.insert(raw[h].offset);
+            if apart {
+                out.skip.insert(raw[h + 1].offset);
+            }
+        }
+    }
+    // An END_SEND reached otherwise (or a handler's target) keeps its fallback.
+    let handler_targets: HashSet<u32> = table.iter().map(|e| e.target).collect();
+    for (&end, &send) in &loops {
+        let only_loop = raw
+            .iter()
+            .filter(|x| target(x) == Some(end))
+            .all(|x| x.offset == send || out.skip.contains(&x.offset));
+        if only_loop && !handler_targets.contains(&end) {
+            out.send_exits.insert(end);
+        }
+    }
+    out
+}
+
+/// The table with adjacent entries to the same handler (as a dropped one leaves them) joined.
+fn merge_adjacent(mut entries: Vec<Entry>) -> Vec<Entry> {
+    entries.sort_by_key(|e| e.start);
+    let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
+    for e in entries {
+        match out.last_mut() {
+            Some(p) if p.end == e.start && (p.target, p.depth, p.lasti) == (e.target, e.depth, e.lasti) => p.end = e.end,
+            _ => out.push(e),
+        }
+    }
+    out
+}
+
 /// Whether every constant of `ci` and of the code nested in it is a plain value (code nested in
 /// an inlined comprehension's body is reached through the comprehension's made code object, so
 /// its constants cannot name Python objects by their path).
@@ -771,6 +907,59 @@ mod tests_312 {
         let first = exception_table::entries(&ci.exceptiontable)[0];
         let target = ins.iter().find(|i| i.offset == first.target).unwrap();
         assert_eq!(target.name(), "PUSH_EXC_INFO");
+    }
+
+    /// Each `GET_AWAITABLE` of `ci` starts 3.11's await loop (what `lift::awaits` folds).
+    fn await_loops_of(ci: &CodeInfo) -> usize {
+        let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+        let mut loops = 0;
+        for (i, a) in ins.iter().enumerate().filter(|(_, a)| a.opcode == v11::GET_AWAITABLE) {
+            let w = &ins[i..i + 7];
+            assert_eq!(w.iter().map(|x| x.name()).collect::<Vec<_>>()[1..6], ["LOAD_CONST", "SEND", "YIELD_VALUE", "RESUME", "JUMP_BACKWARD_NO_INTERRUPT"], "at {}", a.offset);
+            assert_eq!((w[2].jump_target(), w[4].arg, w[5].jump_target()), (Some(w[6].offset), 3, Some(w[2].offset)));
+            loops += 1;
+        }
+        loops
+    }
+
+    #[test]
+    fn await_loops_take_3_11_forms() {
+        let ci = normalised(
+            "async def f(x, g):\n    y = await g(x)\n    while y:\n        y = await x\n    return (await g(y)) + 1\n",
+        );
+        well_formed(&ci);
+        assert!(ci.exceptiontable.is_empty(), "the StopIteration and throw handlers are dropped");
+        let n = names(&ci);
+        assert_eq!(n[..3], ["RETURN_GENERATOR", "POP_TOP", "RESUME"]);
+        for gone in ["END_SEND", "CLEANUP_THROW", "CALL_INTRINSIC_1", "<unknown>"] {
+            assert!(!n.contains(&gone), "{gone} in {n:?}");
+        }
+        assert_eq!(await_loops_of(&ci), 3);
+    }
+
+    #[test]
+    fn an_await_in_a_try_is_covered_by_the_try_alone() {
+        // 3.12 splits the try's range around the YIELD_VALUE (to CLEANUP_THROW, itself covered
+        // by the try); 3.11's one range covers the whole loop.
+        let ci = normalised("async def f(x):\n    try:\n        y = await x\n    except E:\n        y = 0\n    return y\n");
+        well_formed(&ci);
+        assert_eq!(await_loops_of(&ci), 1);
+        let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+        let entries = exception_table::entries(&ci.exceptiontable);
+        let send = ins.iter().find(|i| i.opcode == v11::SEND).unwrap();
+        let over: Vec<&Entry> = entries.iter().filter(|e| e.start <= send.offset && send.offset + 8 <= e.end).collect();
+        assert_eq!(over.len(), 1, "one entry over SEND … JUMP_BACKWARD_NO_INTERRUPT: {entries:?}");
+        assert_eq!(ins.iter().find(|i| i.offset == over[0].target).unwrap().name(), "PUSH_EXC_INFO");
+        assert!(entries.iter().all(|e| ins.iter().find(|i| i.offset == e.target).unwrap().name() != "CLEANUP_THROW"));
+    }
+
+    #[test]
+    fn awaits_that_3_11_does_not_compile_fall_back_as_there() {
+        // 3.11: a comprehension that is a coroutine of its own, whose SEND the lifter names.
+        let err = normalise(&code_info_of("async def f(xs):\n    return [await x for x in xs]\n")).unwrap_err();
+        assert_eq!(err, "yield or await (SEND) at line 2");
+        // A coroutine nested in the function is only scanned; an async generator is not a coroutine.
+        normalise(&code_info_of("def f(x):\n    async def g():\n        return await x\n    return g\n")).unwrap();
     }
 
     #[test]

@@ -40,20 +40,27 @@ const FVS_HAVE_SPEC: u32 = 4;
 /// The 3.11 form of a 3.13 code object and of every code object nested in it (through 3.12's).
 /// Err is the fallback reason ("<construct> (<opcode>) at line N").
 pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
-    if ci.flags & CO_COROUTINE != 0 {
-        // As on 3.12 (`py312::normalise`): 3.11's await loop and prologue only.
-        return Err(format!("coroutine (async def): compiled on CPython 3.11 only at line {}", ci.firstlineno));
-    }
-    crate::py312::normalise::normalise(&to_312(ci)?)
+    // The function compiled, even an `async def`, is translated, never only scanned (3.13's
+    // await loop is 3.12's but for YIELD_VALUE's argument and RESUME's depth bit, and the jump
+    // back of its CLEANUP_THROW handler, which `py312::normalise` takes either way).
+    crate::py312::normalise::normalise(&to_312_at(ci, false)?)
 }
 
 /// The 3.12 form of a 3.13 code object (nested ones too): `co_code` in 3.12's opcodes and cache
 /// sizes, the line and exception tables moved to the new offsets, the rest unchanged.
 pub fn to_312(ci: &CodeInfo) -> Result<CodeInfo, String> {
-    let scanned_only = ci.flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR) != 0 && !ci.is_genexpr();
+    to_312_at(ci, true)
+}
+
+/// `to_312`; `nested`: `ci` is nested in the function compiled. A generator is only scanned (the
+/// lifter falls back on one compiled), and so is a coroutine nested in the function, so they
+/// may keep a scan form where they have no 3.12 one; the function compiled, if a coroutine, may not.
+fn to_312_at(ci: &CodeInfo, nested: bool) -> Result<CodeInfo, String> {
+    let scan_kinds = if nested { CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR } else { CO_GENERATOR | CO_ASYNC_GENERATOR };
+    let scanned_only = ci.flags & scan_kinds != 0 && !ci.is_genexpr();
     let mut children = BTreeMap::new();
     for (k, child) in &ci.children {
-        children.insert(*k, to_312(child)?);
+        children.insert(*k, to_312_at(child, true)?);
     }
     let stream = match rewrite(ci) {
         Ok(s) => s,
@@ -460,8 +467,6 @@ mod tests {
     fn constructs_without_a_3_12_form_name_themselves() {
         let err = normalise(&code_info("def f(x, w):\n    return f\"{x!r:{w}}\"\n")).unwrap_err();
         assert_eq!(err, "conversion with a computed format spec (CONVERT_VALUE) at line 2");
-        let err = normalise(&code_info("async def f(x):\n    return await x\n")).unwrap_err();
-        assert_eq!(err, "coroutine (async def): compiled on CPython 3.11 only at line 1");
         pyo3::prepare_freethreaded_python();
         Python::with_gil(|py| {
             let ns = PyDict::new_bound(py);
@@ -470,6 +475,35 @@ mod tests {
             let err = normalise(&crate::py311::code_info(&code).unwrap()).unwrap_err();
             assert_eq!(err, "super() attribute (LOAD_SUPER_ATTR) at line 3");
         });
+    }
+
+    #[test]
+    fn await_loops_take_3_11_forms() {
+        // 3.13's loop: YIELD_VALUE 1 (suspended in a yield-from), RESUME with its depth bit, and
+        // a JUMP_BACKWARD_NO_INTERRUPT back from CLEANUP_THROW; 3.11's after both normalisations.
+        let src = "async def f(x, g):\n    y = await g(x)\n    try:\n        y = await x\n    except E:\n        pass\n    return y\n";
+        let seen = dis_names(src);
+        assert!(seen.iter().any(|s| s == "END_SEND") && seen.iter().any(|s| s == "CLEANUP_THROW"), "{seen:?}");
+        let ci = normalise(&code_info(src)).unwrap();
+        well_formed(&ci);
+        let n = names11(&ci);
+        assert!(!n.contains(&"END_SEND") && !n.contains(&"CLEANUP_THROW") && !n.contains(&"<unknown>"), "{n:?}");
+        let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+        let sends: Vec<&Instr> = ins.iter().filter(|i| i.opcode == v11::SEND).collect();
+        assert_eq!(sends.len(), 2);
+        for s in &sends {
+            let k = ins.iter().position(|i| i.offset == s.offset).unwrap();
+            let w = &ins[k..k + 4];
+            assert_eq!(w.iter().map(|x| x.name()).collect::<Vec<_>>(), ["SEND", "YIELD_VALUE", "RESUME", "JUMP_BACKWARD_NO_INTERRUPT"]);
+            assert_eq!((s.jump_target(), w[2].arg, w[3].jump_target()), (Some(ins[k + 4].offset), 3, Some(s.offset)));
+        }
+        // Only the try's handler is left, over the whole second loop.
+        let entries = exception_table::entries(&ci.exceptiontable);
+        assert!(entries.iter().all(|e| ins.iter().find(|i| i.offset == e.target).unwrap().name() == "PUSH_EXC_INFO"
+            || e.start > sends[1].offset), "{entries:?}");
+        assert!(entries.iter().any(|e| e.start <= sends[1].offset && sends[1].offset + 8 <= e.end), "{entries:?}");
+        let err = normalise(&code_info("async def f(xs):\n    return [await x for x in xs]\n")).unwrap_err();
+        assert_eq!(err, "yield or await (SEND) at line 2");
     }
 
     #[test]
