@@ -365,9 +365,12 @@ impl Translator<'_> {
         let (Some(entry), Some(body_end)) = (cfg.node_at(t.body.start), cfg.node_at(t.orelse)) else {
             return bad(try_line);
         };
-        // A try inside a loop inside another try's body is not lowered correctly yet: falls back.
-        if self.try_bodies.iter().any(|&loops| loops < self.ctx.len()) {
-            return Err(reason("nested try (in a loop in a try body)", try_line));
+        // A try inside another try's body is not lowered correctly yet (the lowering panicked:
+        // "a variable of an inner function escaped", after a loop in the outer body or in an
+        // inlined callee; generated programs, seed 9090): falls back. Nested in a handler or an
+        // else clause it compiles.
+        if !self.try_bodies.is_empty() {
+            return Err(reason("nested try (in a try body)", try_line));
         }
         let join = self.try_join(t)?;
         let at_head = self.ctx.last().is_some_and(|c| c.head == entry);

@@ -901,7 +901,7 @@ mod tests_312 {
 
     #[test]
     fn exception_table_moves_with_the_code() {
-        let ci = normalised("def f(x):\n    try:\n        g(x)\n    except E as e:\n        h(e)\n    return 1\n");
+        let ci = normalised("def f(x):\n    try:\n        g(x)\n    finally:\n        h(x)\n    return 1\n");
         well_formed(&ci);
         let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
         let first = exception_table::entries(&ci.exceptiontable)[0];

@@ -456,7 +456,7 @@ mod tests {
 
     #[test]
     fn exception_table_moves_with_the_code() {
-        let ci = normalise(&code_info("def f(x):\n    try:\n        g(x, k=1)\n    except E as e:\n        h(e)\n    return 1\n")).unwrap();
+        let ci = normalise(&code_info("def f(x):\n    try:\n        g(x, k=1)\n    finally:\n        h(x)\n    return 1\n")).unwrap();
         well_formed(&ci);
         let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
         let first = exception_table::entries(&ci.exceptiontable)[0];

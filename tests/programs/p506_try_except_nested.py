@@ -124,7 +124,7 @@ def handled_in_nested(k):
 
 @poppy
 def in_loop_in_body(xs):
-    # (A try in a loop in a try body: falls back for now — lowering it failed.)
+    # (A try in a try body falls back for now — lowering it failed.)
     out = []
     try:
         for x in xs:
