@@ -299,6 +299,59 @@ def test_process_ctrl_c_cancels_remote_calls(tmp_path):
         assert [m for m in got if m[0] == "done"] == [], got
 
 
+def test_process_abort_cancels_queued_calls_before_freeing_a_worker(tmp_path):
+    # The engine itself, one worker, as an aborted run drives it: on the event loop's thread, the
+    # running call is cancelled first and the queued one after, with the GIL let go in between
+    # (what a loaded machine does to the runtime's cancel loop). The worker freed by the first
+    # cancel must not take the queued call: it is cancelled, never started.
+    body = """
+    import asyncio
+    from poppy_jit import _executors
+
+    def slow(i):
+        mark("start", i)
+        time.sleep(3)
+        mark("done", i)
+        return i
+
+    if __name__ == "__main__":
+        eng = _executors.ProcessEngine(workers=1)
+        calls = [_executors._Call(eng, "slow") for _ in range(2)]
+        for i, c in enumerate(calls):
+            eng.submit(slow, _executors._dumps(((i,), {})), c, False)
+        deadline = time.time() + 60
+        while not os.path.exists(MARKS) and time.time() < deadline:
+            time.sleep(0.02)
+
+        async def abort():
+            calls[0].cancel()
+            time.sleep(1.0)  # the GIL is free: the feeder could run now
+            calls[1].cancel()
+            await asyncio.sleep(0.5)
+
+        asyncio.run(abort())
+        for c in calls:
+            try:
+                status = c.future.result(timeout=10)[0]
+            except BaseException as e:
+                status = type(e).__name__
+            print(status)
+        time.sleep(1)
+        eng.shutdown()
+    """
+    path = _write(tmp_path, body)
+    marks = tmp_path / "abort"
+    env = poppy_env(False)
+    env["MARKS"] = str(marks)
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    # The running call was interrupted in its worker (a KeyboardInterrupt reply), the queued one
+    # never ran.
+    assert p.stdout.split() == ["raise", "CancelledError"], p.stdout + p.stderr
+    assert _marks(marks) == [["start", 0]]
+
+
 def test_process_trace_has_queue_and_transfer_times(tmp_path):
     body = """
     from poppy_jit import _trace

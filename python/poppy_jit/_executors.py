@@ -373,6 +373,24 @@ class ProcessEngine:
     def cancel(self, call: _Call) -> None:
         if call.future.cancel():
             return
+        # A running call. An aborted run cancels its calls one after the other on the event
+        # loop's thread; interrupting this one at once would free its worker, whose feeder could
+        # take a call still queued before the abort reaches it (the feeder runs whenever this
+        # thread lets go of the GIL, as a loaded machine makes it do mid-loop). So on a loop, the
+        # signal goes on the loop's next turn: after every cancel of this abort has been made.
+        aio = sys.modules.get("asyncio")
+        loop = None
+        if aio is not None:
+            try:
+                loop = aio.get_running_loop()
+            except RuntimeError:
+                loop = None
+        if loop is not None:
+            loop.call_soon(self._interrupt, call)
+        else:
+            self._interrupt(call)
+
+    def _interrupt(self, call: _Call) -> None:
         # Under the lock: while `call` is in `_running` its feeder has not sent the worker another
         # call, so the signal cannot interrupt a call other than this one (a worker that already
         # finished it ignores SIGINT between calls).
