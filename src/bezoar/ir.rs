@@ -203,6 +203,10 @@ pub struct Function {
     pub body: Block,
     /// Number of registers used (all `Reg`s are `< nregs`).
     pub nregs: u32,
+    /// Locals that a comprehension reads as a free variable where they may be unbound, and
+    /// that nothing else reads there: unbound, their error is CPython's NameError for a free
+    /// variable ("cannot access free variable ... in enclosing scope"), not UnboundLocalError.
+    pub free_unbound: Vec<VarName>,
 }
 
 pub type Block = Vec<Stmt>;

@@ -90,7 +90,16 @@ pub(super) fn internal_error<'py>(h: &mut PyHost<'py>, kind: &str, msg: &str) ->
         .import_bound("builtins")
         .and_then(|b| b.getattr(kind))
         .and_then(|cls| cls.call1((msg,)))
-        .map(PyErr::from_value_bound)
+        .map(|e| {
+            // CPython names the variable of a NameError it raises (`name`, for the traceback's
+            // suggestions): the free variable a comprehension read unbound.
+            if let Some(name) = msg.strip_prefix("cannot access free variable '").and_then(|r| r.split('\'').next()) {
+                if kind == "NameError" {
+                    let _ = e.setattr("name", name);
+                }
+            }
+            PyErr::from_value_bound(e)
+        })
         .unwrap_or_else(|e| e);
     PyErrRef::new(err)
 }

@@ -76,8 +76,10 @@ pub enum Op<P> {
     XCall { seq: Var, func: Var, args: Vec<Var>, kwnames: Vec<String>, catch: bool, handling: Option<Var> },
     /// `x := mem` — the empty memory (mutable variable store).
     MemEmpty,
-    /// `x := load M name` — read a mutable variable (unbound → host error).
-    MemLoad { mem: Var, name: String },
+    /// `x := load M name` — read a mutable variable (unbound → host error: UnboundLocalError, or
+    /// with `free` (`loadfree M name`) NameError for a free variable, as CPython raises when a
+    /// comprehension reads an unbound local of its enclosing function).
+    MemLoad { mem: Var, name: String, free: bool },
     /// `x := store M name v` — the memory M with `name` bound to `v`.
     MemStore { mem: Var, name: String, value: Var },
 }
@@ -137,7 +139,7 @@ impl<P> Op<P> {
                 Op::XCall { seq: f(seq), func: f(func), args: m(args), kwnames, catch, handling: handling.map(f) }
             }
             Op::MemEmpty => Op::MemEmpty,
-            Op::MemLoad { mem, name } => Op::MemLoad { mem: f(mem), name },
+            Op::MemLoad { mem, name, free } => Op::MemLoad { mem: f(mem), name, free },
             Op::MemStore { mem, name, value } => Op::MemStore { mem: f(mem), name, value: f(value) },
         }
     }

@@ -99,7 +99,7 @@ pub fn print_with<P>(p: &Program<P>, fmt: &dyn Fn(&P) -> String) -> String {
                     format!("xcall{} {} {}({}){h}", if *catch { "?" } else { "" }, v(seq), v(func), a)
                 }
                 Op::MemEmpty => "mem".to_string(),
-                Op::MemLoad { mem, name } => format!("load {} {}", v(mem), name),
+                Op::MemLoad { mem, name, free } => format!("load{} {} {}", if *free { "free" } else { "" }, v(mem), name),
                 Op::MemStore { mem, name, value } => format!("store {} {} {}", v(mem), name, v(value)),
             };
             let line = if s.line != 0 { format!("  @{}", s.line) } else { String::new() };
@@ -260,9 +260,11 @@ fn parse_op<P: PrimText>(sc: &FnScope, rhs: &str) -> Result<Op<P>, String> {
         let (i, t) = split_once(r.trim(), " ")?;
         return Ok(Op::Proj { index: i.parse().map_err(|_| "bad projection index")?, tuple: sc.get(t)? });
     }
-    if let Some(r) = rhs.strip_prefix("load ") {
-        let (m, name) = split_once(r.trim(), " ")?;
-        return Ok(Op::MemLoad { mem: sc.get(m)?, name: name.trim().to_string() });
+    for (prefix, free) in [("load ", false), ("loadfree ", true)] {
+        if let Some(r) = rhs.strip_prefix(prefix) {
+            let (m, name) = split_once(r.trim(), " ")?;
+            return Ok(Op::MemLoad { mem: sc.get(m)?, name: name.trim().to_string(), free });
+        }
     }
     if let Some(r) = rhs.strip_prefix("store ") {
         let parts: Vec<&str> = r.split_whitespace().collect();

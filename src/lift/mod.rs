@@ -78,7 +78,7 @@ use inline::{bound_before, captured_by_function, cell_local, free_needs_cell, kn
 use state::{CodeScope, Emitter, Shared, Translator};
 
 use crate::bezoar::ir::*;
-use crate::bezoar::passes::{private_iterables, tidy, unbound_free_read};
+use crate::bezoar::passes::{free_unbound, private_iterables, tidy};
 use crate::py311::decode::{instructions, Instr};
 use crate::py311::opcode::*;
 use crate::py311::{
@@ -225,6 +225,7 @@ fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> 
         let shared = Shared {
             budget: patterns::budget_per_instr(&instrs) * instrs.len() + 64,
             ncomp: 0,
+            comp_free: HashMap::new(),
             stored_globals: instrs
                 .iter()
                 .filter(|i| i.opcode == STORE_GLOBAL)
@@ -257,7 +258,7 @@ fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> 
                 let mut nregs = t.em.nregs;
                 tidy(&mut body, &mut nregs);
                 private_iterables(&mut body);
-                let func = Function {
+                let mut func = Function {
                     name: ci.name.clone(),
                     qualname: ci.qualname.clone(),
                     filename: ci.filename.clone(),
@@ -279,15 +280,21 @@ fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> 
                     consts: t.em.consts,
                     body,
                     nregs,
+                    free_unbound: vec![],
                 };
-                if let Some((name, line)) = unbound_free_read(&func) {
-                    return Err(Fallback::new(
-                        format!(
-                            "a comprehension reads `{name}`, which may be unbound there (CPython raises \
-                             NameError for a free variable, not UnboundLocalError)"
-                        ),
-                        line,
-                    ));
+                let comp_free = &t.shared.comp_free;
+                match free_unbound(&func, &|k| comp_free.get(&k).copied()) {
+                    Ok(vars) => func.free_unbound = vars,
+                    Err((name, line)) => {
+                        return Err(Fallback::new(
+                            format!(
+                                "a comprehension reads `{name}` as a free variable where it may be unbound, \
+                                 and other code reads it as a local there (CPython raises NameError for \
+                                 the one, UnboundLocalError for the other)"
+                            ),
+                            line,
+                        ))
+                    }
                 }
                 return Ok(func);
             }

@@ -267,6 +267,11 @@ pub(super) struct Shared {
     pub(super) budget: usize,
     /// Inlined code objects so far (numbering their renamed locals).
     pub(super) ncomp: u32,
+    /// The comprehensions among them, by number: true where CPython reads an enclosing local
+    /// there as a free variable (NameError when it is unbound), false where as its own frame's
+    /// local (a list, set or dict comprehension from 3.12 on: UnboundLocalError). See
+    /// `passes::free_reads`.
+    pub(super) comp_free: HashMap<u32, bool>,
     /// Locals (Bezoar names) that live in real cells because an inner function or lambda
     /// captures them: their cell object is held in the local `$cell.NAME`.
     pub(super) real_cells: HashSet<VarName>,

@@ -297,8 +297,9 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         self.proj(name, t, 1, line)
     }
 
-    /// A value that raises UnboundLocalError for `name` wherever it is used. (The locals of
-    /// inlined comprehensions and inner functions, `$cK.x`, are named `x` in the message.)
+    /// A value that raises UnboundLocalError for `name` wherever it is used (NameError for a
+    /// free variable when a comprehension reads it so: `Function::free_unbound`). (The locals
+    /// of inlined comprehensions and inner functions, `$cK.x`, are named `x` in the message.)
     fn unbound(&mut self, name: &bz::VarName, line: u32) -> Loc {
         let m = self.emit("M", Op::MemEmpty, line);
         let mem = self.resolve(m);
@@ -307,7 +308,8 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             bz::VarKind::InlinedRet(_) => bz::RETURN_LOCAL,
             _ => name.as_str(),
         };
-        self.emit(name.as_str(), Op::MemLoad { mem, name: shown.to_string() }, line)
+        let free = self.src.free_unbound.contains(name);
+        self.emit(name.as_str(), Op::MemLoad { mem, name: shown.to_string(), free }, line)
     }
 
     fn reg(&self, r: bz::Reg) -> Result<Loc, String> {

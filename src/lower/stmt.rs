@@ -95,7 +95,8 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             }
         } else {
             let mem = self.resolve(st.m.expect("memory threaded"));
-            self.emit(name.as_str(), Op::MemLoad { mem, name: name.as_str().to_string() }, line)
+            let free = self.src.free_unbound.contains(name);
+            self.emit(name.as_str(), Op::MemLoad { mem, name: name.as_str().to_string(), free }, line)
         };
         if st.defined.contains(name) {
             value

@@ -66,6 +66,7 @@ impl B {
             consts: self.consts,
             body,
             nregs: self.nregs,
+            free_unbound: vec![],
         }
     }
 }

@@ -20,6 +20,12 @@ pub const VERSION: (u32, u32) = if cfg!(poppy_py = "3.13") {
 /// `python/poppy_jit/_prologue.py: COMPILED_VERSIONS`).
 pub const COMPILED: &[(u32, u32)] = &[(3, 11), (3, 12), (3, 13)];
 
+/// Whether CPython runs list, set and dict comprehensions in their function's own frame (PEP 709,
+/// 3.12 on): an enclosing local they read is then that frame's local (UnboundLocalError when
+/// unbound), where a comprehension with a code object of its own (every one on 3.11, generator
+/// expressions always) reads it as a free variable (NameError).
+pub const COMPREHENSIONS_INLINED: bool = VERSION.0 == 3 && VERSION.1 >= 12;
+
 /// Ok when @poppy functions can be compiled on this interpreter; otherwise the fallback reason
 /// for `code` (naming its first line, as every fallback reason names a line).
 pub fn compiled_path(code: &pyo3::Bound<'_, pyo3::PyAny>) -> Result<(), String> {

@@ -62,6 +62,7 @@ mod tests {
                 st(StmtKind::Return(3)),
             ],
             nregs: 4,
+            free_unbound: vec![],
         };
         remove_dead_pure_lets(&mut f);
         assert_eq!(f.body.len(), 4);

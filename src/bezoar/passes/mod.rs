@@ -3,8 +3,9 @@
 //! assignment), `fresh` (fresh display operands). Rewrites run by the compile pipeline before
 //! lowering: `dead_lets`, `split_getitem`, `regions` (internal stretches run as one generated Python
 //! function). `normalize`: the lifter's clean-up of what it translated; `private_iterables`: the
-//! lifter marks loops over containers nothing but the function's own reads can reach; `free_reads`: the lifter falls
-//! back on a comprehension reading a possibly unbound local.
+//! lifter marks loops over containers nothing but the function's own reads can reach; `free_reads`: which locals a
+//! comprehension reads as free variables where they may be unbound (NameError, not
+//! UnboundLocalError), or the lifter's fallback when a local is read both ways.
 //!
 //! Depends on `bezoar::ir` only.
 use super::ir::*;
@@ -23,7 +24,7 @@ mod variables;
 pub use dead_lets::remove_dead_pure_lets;
 pub use exits::{always_raises, contains_jump, leaves_loop, loop_left_only_by_failure, may_exit, may_raise, needs_exits};
 pub use defined::DefinedSet;
-pub use free_reads::unbound_free_read;
+pub use free_reads::free_unbound;
 pub use fresh::fresh_operands;
 pub use normalize::{
     always_leaves, drop_tail_continues, has_return, nest_after_exits, returns_in_loops, tail_returns_to,

@@ -21,7 +21,8 @@
 //!   return r7  @8
 //! ```
 //!
-//! - The header line carries the function's metadata in its trailing comment; it is parsed.
+//! - The header line carries the function's metadata in its trailing comment; it is parsed. It
+//!   ends with `free_unbound x, y` when the function has such locals (`Function::free_unbound`).
 //! - The constant pool comes first, one `const K = VALUE` line per entry in index order. Values:
 //!   `None`, `True`, `False`, integers, floats (Rust's shortest round-tripping form, always with a
 //!   `.`/`e`, or `inf`/`NaN`), double-quoted strings (escapes `\\ \" \n \r \t \u{hex}`), tuples
@@ -253,6 +254,7 @@ mod tests {
             ],
             body,
             nregs: 6,
+            free_unbound: vec![],
         }
     }
 

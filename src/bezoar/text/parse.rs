@@ -76,8 +76,17 @@ fn parse_header(line: &Line) -> Result<Function, String> {
     let firstlineno = c.number()?;
     c.keyword("nregs")?;
     let nregs = c.number()?;
+    let mut free_unbound = Vec::new();
+    if c.eat_keyword("free_unbound") {
+        loop {
+            free_unbound.push(c.var()?);
+            if !c.eat(",") {
+                break;
+            }
+        }
+    }
     c.end()?;
-    Ok(Function { name, qualname, filename, firstlineno, params, consts: vec![], body: vec![], nregs })
+    Ok(Function { name, qualname, filename, firstlineno, params, consts: vec![], body: vec![], nregs, free_unbound })
 }
 
 struct Parser<'a> {

@@ -16,6 +16,11 @@ pub fn print(f: &Function) -> String {
         f.nregs
     )
     .unwrap();
+    if !f.free_unbound.is_empty() {
+        out.pop();
+        let names: Vec<&str> = f.free_unbound.iter().map(VarName::as_str).collect();
+        writeln!(out, " free_unbound {}", names.join(", ")).unwrap();
+    }
     for (i, c) in f.consts.iter().enumerate() {
         writeln!(out, "  const {i} = {}", print_const(c)).unwrap();
     }

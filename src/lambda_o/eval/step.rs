@@ -160,12 +160,19 @@ impl<'a, H: Host> Eval<'a, H> {
                 }
             }
             Op::MemEmpty => self.resolve(dst, Value::Mem(Rc::new(BTreeMap::new()))),
-            Op::MemLoad { mem, name } => match need!(*mem) {
+            Op::MemLoad { mem, name, free } => match need!(*mem) {
                 Value::Mem(m) => match m.get(name) {
                     Some(s) => self.follow(*s, dst),
                     None => {
-                        let msg = format!("cannot access local variable '{name}' where it is not associated with a value");
-                        let e = self.error("UnboundLocalError", &msg);
+                        let e = if *free {
+                            let msg = format!(
+                                "cannot access free variable '{name}' where it is not associated with a value in enclosing scope"
+                            );
+                            self.error("NameError", &msg)
+                        } else {
+                            let msg = format!("cannot access local variable '{name}' where it is not associated with a value");
+                            self.error("UnboundLocalError", &msg)
+                        };
                         self.resolve(dst, e);
                     }
                 },

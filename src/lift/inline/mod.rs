@@ -76,6 +76,12 @@ impl Translator<'_> {
         let loops = cfg.find_loops(&instrs)?;
         let k = self.shared.ncomp;
         self.shared.ncomp += 1;
+        if dot0.is_some() {
+            let own_code = child.is_genexpr() || !crate::pyver::COMPREHENSIONS_INLINED;
+            self.shared.comp_free.insert(k, own_code);
+        } else {
+            self.shared.comp_free.remove(&k);
+        }
         let lp = child.localsplus();
         let nfree = child.freevars.len();
         if closure.len() != nfree {
