@@ -662,3 +662,69 @@ def test_a_local_read_unbound_both_in_and_outside_a_comprehension_falls_back():
     """)
     reason = core.explain(f)["fallback"]
     assert reason is not None and "reads `k` as a free variable" in reason, reason
+
+
+# `del x` of a local that a comprehension reads (on 3.11 a cell variable: DELETE_DEREF). It fell
+# back ("closure (del of a captured variable ...)", the second most common fallback of generated
+# programs); a comprehension reads it as an ordinary local, so it is an ordinary `del`: later
+# reads in comprehensions raise NameError (3.11; UnboundLocalError on 3.12+), a second `del`
+# UnboundLocalError, and a store binds it again.
+DEL_OF_A_LOCAL_A_COMPREHENSION_READS = """
+ def show(f, *args):
+     try:
+         report(f(*args))
+     except NameError as e:
+         print(type(e).__name__, e, getattr(e, "name", "-"))
+
+ @poppy
+ def deleted_then_read(ys):
+     k = fetch("d")
+     first = [k + y for y in ys]
+     del k
+     return first, {y: k for y in ys}
+
+ @poppy
+ def deleted_in_a_loop(xs):
+     out = []
+     for x in xs:
+         k = fetch(x)
+         out.append([k + c for c in x])
+         if x == "b":
+             del k
+     out.append(sorted(k + "!" for _ in range(2)))
+     return out
+
+ @poppy
+ def deleted_twice(flag):
+     k = fetch("t")
+     seen = [k for _ in range(1)]
+     del k
+     if flag:
+         del k
+     return seen
+
+ for ys in (["1", "2"], []):
+     show(deleted_then_read, ys)
+ for xs in (["a", "c"], ["a", "b"]):
+     show(deleted_in_a_loop, xs)
+ show(deleted_twice, False)
+ show(deleted_twice, True)
+"""
+
+
+def test_del_of_a_local_a_comprehension_reads_compiles(tmp_path):
+    plain, _, stats = same(DEL_OF_A_LOCAL_A_COMPREHENSION_READS, tmp_path)
+    assert "cannot access" in plain.stdout
+    assert stats["fallbacks"] == []
+    assert stats["functions_compiled"] == 3
+
+
+def test_del_of_a_variable_a_real_closure_captures_falls_back():
+    f = define("""
+    def f(k):
+        g = lambda: k
+        del k
+        return g
+    """)
+    reason = core.explain(f)["fallback"]
+    assert reason is not None and "del of a variable an inner function captures" in reason, reason

@@ -44,6 +44,20 @@ impl Translator<'_> {
             }
             MAKE_CELL | COPY_FREE_VARS => {}
             DELETE_FAST => out.push(stmt(StmtKind::Delete(self.code.local(arg, line)?), line)),
+            DELETE_DEREF => {
+                // `del x` of the function's own cell variable that only inlined comprehensions
+                // read (no real cell): an ordinary `del` (UnboundLocalError when x is unbound,
+                // as CPython's for a cell variable; the comprehensions' later reads raise
+                // NameError, `passes::free_reads`). A real cell, or a free variable, falls back.
+                let name = self.code.local(arg, line)?;
+                if arg as usize >= self.code.first_free || self.shared.real_cells.contains(&name) {
+                    return Err(Fallback::new(
+                        "del of a variable an inner function captures (DELETE_DEREF)",
+                        line,
+                    ));
+                }
+                out.push(stmt(StmtKind::Delete(name), line));
+            }
             LOAD_CONST if ci.children.contains_key(&arg) => stack.push(Val::Code(arg)),
             LOAD_CONST => {
                 let k = self.code.constant(arg, line)?;

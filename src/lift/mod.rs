@@ -404,6 +404,7 @@ fn is_supported(op: u8) -> bool {
             | LOAD_CLOSURE
             | LOAD_DEREF
             | STORE_DEREF
+            | DELETE_DEREF
             | COPY_FREE_VARS
             | RETURN_GENERATOR
             | YIELD_VALUE

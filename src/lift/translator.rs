@@ -39,7 +39,7 @@ impl<'a> Translator<'a> {
             RETURN_GENERATOR | YIELD_VALUE => self.yield_op(ins, stack, out),
             GET_AWAITABLE => self.await_op(ins, stack, out),
             MATCH_SEQUENCE | MATCH_MAPPING | MATCH_KEYS | MATCH_CLASS | GET_LEN => self.pattern_op(ins, stack, out),
-            LOAD_FAST | STORE_FAST | DELETE_FAST | LOAD_DEREF | STORE_DEREF | MAKE_CELL | COPY_FREE_VARS
+            LOAD_FAST | STORE_FAST | DELETE_FAST | LOAD_DEREF | STORE_DEREF | DELETE_DEREF | MAKE_CELL | COPY_FREE_VARS
             | LOAD_CONST | LOAD_GLOBAL | STORE_GLOBAL | LOAD_ATTR | LOAD_METHOD | STORE_ATTR | DELETE_ATTR
             | BINARY_SUBSCR | STORE_SUBSCR | DELETE_SUBSCR | IMPORT_NAME | IMPORT_FROM => self.load_store(ins, stack, out),
             KW_NAMES | CALL | CALL_FUNCTION_EX | DICT_MERGE => self.call(ins, stack, out),

@@ -183,7 +183,8 @@ pub fn is_unconditional_jump(op: u8) -> bool {
 pub fn construct(op: u8) -> Option<&'static str> {
     Some(match op {
         DELETE_GLOBAL => "del of a global",
-        DELETE_DEREF | LOAD_CLASSDEREF => "closure (del of a captured variable, or a class body)",
+        DELETE_DEREF => "del of a variable an inner function captures",
+        LOAD_CLASSDEREF => "closure in a class body",
         LOAD_NAME | STORE_NAME | DELETE_NAME => "module or class body",
         RAISE_VARARGS | RERAISE => "raise statement",
         LOAD_ASSERTION_ERROR => "assert statement",
