@@ -355,9 +355,10 @@ def _consumer_mismatch(f, name):
         "PYTHONPOPPY=1)")
 
 
-def _make_genexpr(code, globals, items):
-    """The generator object CPython would pass (its code runs in CPython when it is consumed)."""
-    return types.FunctionType(code, globals)(iter(items))
+def _make_genexpr(code, globals, items, *cells):
+    """The generator object CPython would pass (its code runs in CPython when it is consumed),
+    its closure the cells of the variables it captures."""
+    return types.FunctionType(code, globals, closure=cells or None)(iter(items))
 
 
 def _make_cell(*v):

@@ -409,7 +409,8 @@ pub enum Intrinsic {
     /// [callee, name].
     ConsumerMismatch,
     /// A real generator from a generator expression's code object, over an iterator of the
-    /// items. Operands: [code, globals, items].
+    /// items, with the cells of the variables it captures as its closure. Operands: [code,
+    /// globals, items, cells...].
     MakeGenexpr,
     /// `types.CellType(v)` / an empty cell: a local captured by an inner function lives in a
     /// real cell (late binding, `nonlocal` writes). Operands: [] or [v].

@@ -186,6 +186,8 @@ fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> 
         .filter(|k| !ci.children[&k.2].freevars.iter().all(|v| bound_before(ci, &instrs, v, k.2)))
         .map(|k| k.2)
         .collect();
+    // Locals a generator expression run by an arbitrary callee captures (real cells).
+    let mut genexpr_cells: HashSet<String> = HashSet::new();
     loop {
         // A function held in a real cell (an escaping function refers to it) escapes too.
         let (plain, real_cells) = loop {
@@ -197,8 +199,10 @@ fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> 
             let real_cells: HashSet<String> = ci
                 .cellvars
                 .iter()
-                .filter(|c| captured_by_function(ci, c, &plain))
-                .chain(ci.freevars.iter().filter(|v| written_free.contains(*v) || free_needs_cell(ci, v, &plain)))
+                .filter(|c| captured_by_function(ci, c, &plain) || genexpr_cells.contains(*c))
+                .chain(ci.freevars.iter().filter(|v| {
+                    written_free.contains(*v) || free_needs_cell(ci, v, &plain) || genexpr_cells.contains(*v)
+                }))
                 .cloned()
                 .collect();
             let held: Vec<u32> =
@@ -226,6 +230,7 @@ fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> 
             budget: patterns::budget_per_instr(&instrs) * instrs.len() + 64,
             ncomp: 0,
             comp_free: HashMap::new(),
+            want_cells: HashSet::new(),
             stored_globals: instrs
                 .iter()
                 .filter(|i| i.opcode == STORE_GLOBAL)
@@ -243,6 +248,13 @@ fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> 
         let mut t = Translator::new(Emitter::new(ci.consts.clone()), code, shared, ci.firstlineno);
         let res = t.region(0, cfg.exit(), Vec::new(), false);
         let escaped: HashSet<u32> = t.em.facts.funcs.values().filter(|(_, p)| *p).map(|(k, _)| k.2).collect();
+        let wanted: Vec<String> = t.shared.want_cells.difference(&genexpr_cells).cloned().collect();
+        if !wanted.is_empty() {
+            // A generator expression passed to an arbitrary callee captures these: again, with
+            // real cells for them (`Translator::consume_genexpr`).
+            genexpr_cells.extend(wanted);
+            continue;
+        }
         match res {
             Err(_) if !plain.is_empty() => {
                 // Not because of the assumption, surely; but make sure.

@@ -272,6 +272,10 @@ pub(super) struct Shared {
     /// local (a list, set or dict comprehension from 3.12 on: UnboundLocalError). See
     /// `passes::free_reads`.
     pub(super) comp_free: HashMap<u32, bool>,
+    /// Locals of the function that a generator expression passed to a callee other than a
+    /// known consumer captures: they must live in real cells (the generator runs in CPython,
+    /// late-binding them), so the lifter translates the function again with real cells for them.
+    pub(super) want_cells: HashSet<String>,
     /// Locals (Bezoar names) that live in real cells because an inner function or lambda
     /// captures them: their cell object is held in the local `$cell.NAME`.
     pub(super) real_cells: HashSet<VarName>,

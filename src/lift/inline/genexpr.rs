@@ -20,8 +20,10 @@ impl Translator<'_> {
     /// loop that materialises its items (`any`/`all`: a loop that breaks), guarded by a run-time
     /// check that the callee is that builtin. Otherwise — or when the check fails — a real
     /// generator is built from the nested code object and passed (it then runs in CPython, inside
-    /// the call), which is exact when the generator captures no local variable (a captured
-    /// variable would be a snapshot; such calls fall back, or raise when the check fails).
+    /// the call or whenever the callee consumes it), its closure the real cells of the variables
+    /// it captures — the lifter translates the function again with real cells for them
+    /// (`Shared::want_cells`), so late binding is CPython's. (When the consumer check fails for a
+    /// generator over local variables inlined as a loop, the run raises instead.)
     pub(in crate::lift) fn consume_genexpr(&mut self, n: usize, stack: &mut Stack, out: &mut Block) -> Result<()> {
         let line = self.line;
         let escapes = || Fallback::new("generator expression used other than as an argument of a call", line);
@@ -64,7 +66,23 @@ impl Translator<'_> {
                 _ => vec![],
             })
             .collect();
-        if !inlinable && !captures.is_empty() {
+        let closures: Vec<VarName> = gpos
+            .iter()
+            .flat_map(|&i| match &vals[i] {
+                Val::Genexpr { closure, .. } => closure.clone(),
+                _ => vec![],
+            })
+            .collect();
+        let in_cells = closures.iter().all(|n| self.shared.real_cells.contains(n));
+        if !inlinable && !captures.is_empty() && !in_cells {
+            // The generator runs in CPython (inside the call, or later if the callee keeps it)
+            // and reads the captured variables when it runs: they must be real cells. Ask the
+            // lifter to translate the function again with cells for them (the function's own
+            // locals; inside inlined code, fall back).
+            let top = self.code.path.is_empty() && self.code.dot0.is_none();
+            if top && closures.iter().all(|n| matches!(n.kind(), VarKind::Local(_))) {
+                self.shared.want_cells.extend(closures.iter().map(|n| n.as_str().to_string()));
+            }
             let why = match name.as_deref() {
                 Some(nm @ ("any" | "all")) if nloops != 1 => {
                     format!("{nm}() over a generator expression with several for clauses")
@@ -81,13 +99,18 @@ impl Translator<'_> {
         // The call with real generator objects in place of the generator expressions.
         let real_call = |this: &mut Self, vals: &mut Vec<Val>, out: &mut Block| -> Result<Reg> {
             for &i in &gpos {
-                let Val::Genexpr { code, iter, .. } = vals[i].clone() else { unreachable!() };
+                let Val::Genexpr { code, iter, closure } = vals[i].clone() else { unreachable!() };
                 let code_reg = match &this.code.const_map {
                     Some(m) => this.em.bind(Expr::Const(m[code as usize]), line, out),
                     None => this.em.bind(Expr::Const(code), line, out),
                 };
                 let globals = this.em.bind_const(Const::Globals, line, out);
-                let gen = this.em.bind(Expr::Op(Intrinsic::MakeGenexpr, vec![code_reg, globals, iter]), line, out);
+                let mut operands = vec![code_reg, globals, iter];
+                // Its closure: the real cells of what it captures (checked above).
+                for n in &closure {
+                    operands.push(this.em.bind(Expr::Load(super::cell_local(n)), line, out));
+                }
+                let gen = this.em.bind(Expr::Op(Intrinsic::MakeGenexpr, operands), line, out);
                 vals[i] = Val::Reg(gen);
             }
             let mut args = vals
