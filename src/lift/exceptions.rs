@@ -41,9 +41,6 @@ use crate::py311::CodeInfo;
 use std::collections::HashSet;
 use std::ops::Range;
 
-/// Handler classes that would catch what the runtime cannot deliver where CPython does.
-const INTERRUPTS: &[&str] = &["BaseException", "KeyboardInterrupt", "SystemExit", "GeneratorExit"];
-
 /// One `try: … except …: … [else: …]` (instruction indices).
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct TryShape {
@@ -57,8 +54,11 @@ pub(super) struct TryShape {
     /// `PUSH_EXC_INFO`.
     pub(super) push: usize,
     pub(super) handlers: Vec<HandlerShape>,
-    /// `RERAISE 0` (no handler matched).
+    /// Where the handler chain's code ends: `RERAISE 0` (no handler matched), or the clean-up
+    /// block after a bare `except:` (which matches everything).
     pub(super) reraise: usize,
+    /// The clean-up block `COPY 3; POP_EXCEPT; RERAISE 1`.
+    pub(super) cleanup: usize,
     /// One past the clean-up block `COPY 3; POP_EXCEPT; RERAISE 1`: where the statement's code ends.
     pub(super) end: usize,
     /// The line of the statement's first handler (for messages).
@@ -67,7 +67,8 @@ pub(super) struct TryShape {
     pub(super) inner: Vec<Range<usize>>,
 }
 
-/// One typed `except E [as name]:` of a `TryShape`.
+/// One `except E [as name]:` of a `TryShape`, or a bare `except:` (an empty `test`, `check` and
+/// `bind` at its `POP_TOP`).
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct HandlerShape {
     /// The straight-line code computing `E` (after `PUSH_EXC_INFO` or the previous handler's
@@ -187,7 +188,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
     for e in entries.iter().filter(|e| e.lasti) {
         let (s, end) = (upto(e.start), upto(e.end));
         let owned = chains.iter().any(|(c, live)| {
-            let cleanup = instrs[c.reraise + 1].offset;
+            let cleanup = instrs[c.cleanup].offset;
             (e.target == cleanup || is_as_cleanup(ci, instrs, c, at(e.target)))
                 && (!live || e.depth as usize == c.depth + 1)
                 && c.push <= s
@@ -282,12 +283,26 @@ fn is_as_cleanup(ci: &CodeInfo, instrs: &[Instr], c: &TryShape, p: Option<usize>
 fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
     let line = instrs.get(push + 1).map_or(instrs[push].line, |i| i.line);
     let at = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();
+    let is_cleanup = |k: usize| {
+        instrs.get(k..k + 3).map(|s| s.iter().map(|i| (i.opcode, i.arg)).collect::<Vec<_>>()).as_deref()
+            == Some(&[(COPY, 3), (POP_EXCEPT, 0), (RERAISE, 1)][..])
+    };
     let mut handlers = Vec::new();
     let mut p = push + 1;
     loop {
         let Some(first) = instrs.get(p) else { return Err(shape(line)) };
         if first.opcode == POP_TOP {
-            return Err(reason("bare except: would catch KeyboardInterrupt", first.line));
+            // A bare `except:` (always the last handler): its body runs to the clean-up block,
+            // the target of the table entry protecting the handler code from `PUSH_EXC_INFO`.
+            handlers.push(HandlerShape { test: p..p, check: p, name: None, bind: p, line: first.line });
+            let push_off = instrs[push].offset;
+            let cleanup = exception_table::entries(&ci.exceptiontable)
+                .into_iter()
+                .find(|e| e.lasti && e.start <= push_off && push_off < e.end)
+                .and_then(|e| at(e.target));
+            let Some(cleanup) = cleanup.filter(|&k| k > p && is_cleanup(k)) else { return Err(shape(first.line)) };
+            let end = cleanup + 3;
+            return Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: cleanup, cleanup, end, line, inner: Vec::new() });
         }
         // The test: straight-line code up to CHECK_EXC_MATCH.
         let mut c = p;
@@ -297,14 +312,6 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
                 || matches!(i.opcode, RETURN_VALUE | RAISE_VARARGS | RERAISE | PUSH_EXC_INFO | POP_EXCEPT | CHECK_EG_MATCH)
             {
                 return Err(shape(first.line));
-            }
-            let named = match i.opcode {
-                LOAD_GLOBAL => ci.names.get((i.arg >> 1) as usize),
-                LOAD_NAME | LOAD_ATTR | LOAD_METHOD => ci.names.get(i.arg as usize),
-                _ => None,
-            };
-            if named.is_some_and(|n| INTERRUPTS.contains(&n.as_str())) {
-                return Err(reason(&format!("except {}: would catch KeyboardInterrupt", named.unwrap()), i.line));
             }
             c += 1;
         }
@@ -327,11 +334,10 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
             break;
         }
     }
-    let cleanup = instrs.get(p + 1..p + 4).map(|s| s.iter().map(|i| (i.opcode, i.arg)).collect::<Vec<_>>());
-    if cleanup.as_deref() != Some(&[(COPY, 3), (POP_EXCEPT, 0), (RERAISE, 1)][..]) {
+    if !is_cleanup(p + 1) {
         return Err(shape(line));
     }
-    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, end: p + 4, line, inner: Vec::new() })
+    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, cleanup: p + 1, end: p + 4, line, inner: Vec::new() })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -413,6 +419,17 @@ impl Translator<'_> {
         };
         let mut handlers = Vec::new();
         for h in &t.handlers {
+            if h.test.is_empty() {
+                // A bare `except:`: the exception's `POP_TOP` is skipped; the body runs with the
+                // saved exception state on the stack.
+                let Some(start) = cfg.node_at(h.bind) else { return Err(shape(h.line)) };
+                let mut hstack = stack.clone();
+                hstack.push(Val::Null);
+                let (body, end) = self.region(start, join, hstack, false)?;
+                reached |= same(&end, h.line)?;
+                handlers.push(Handler { test: None, name: None, body });
+                continue;
+            }
             // The test: `E` computed with the exception state and the exception on the stack
             // (placeholders nothing may use: a `Val::Null` cannot be an operand).
             let mut tstack = stack.clone();
@@ -539,6 +556,26 @@ mod tests {
     }
 
     #[test]
+    fn bare_and_base_exception_handlers() {
+        // A bare `except:` ends the chain (no `RERAISE 0`): its body runs to the clean-up block.
+        let t = recognised("def f(x):\n    try:\n        g(x)\n    except:\n        h(x)\n").unwrap();
+        assert_eq!(t.tries.len(), 1);
+        let s = &t.tries[0];
+        assert_eq!((s.handlers.len(), s.reraise, s.cleanup), (1, s.cleanup, s.end - 3));
+        assert!(s.handlers[0].test.is_empty());
+        // After typed handlers, and handlers naming what is not an Exception.
+        let t = recognised(
+            "def f(xs):\n    for x in xs:\n        try:\n            g(x)\n        except ValueError as e:\n            \
+             h(e)\n        except (KeyboardInterrupt, SystemExit):\n            break\n        except BaseException:\n            \
+             continue\n        except:\n            return x\n",
+        )
+        .unwrap();
+        let s = &t.tries[0];
+        assert_eq!(s.handlers.len(), 4);
+        assert!(s.handlers[3].test.is_empty() && !s.handlers[2].test.is_empty());
+    }
+
+    #[test]
     fn other_statements_fall_back_with_their_reason() {
         let cases = [
             ("def f(x):\n    try:\n        g(x)\n    finally:\n        h(x)\n", "exception handling (try/finally) at line 3"),
@@ -548,18 +585,6 @@ mod tests {
             ),
             ("def f(m):\n    with m as v:\n        v()\n", "exception handling (with) at line 2"),
             ("def f(x):\n    try:\n        g(x)\n    except* E:\n        h(x)\n", "exception handling (except*) at line 3"),
-            (
-                "def f(x):\n    try:\n        g(x)\n    except:\n        h(x)\n",
-                "exception handling (bare except: would catch KeyboardInterrupt) at line 4",
-            ),
-            (
-                "def f(x):\n    try:\n        g(x)\n    except (ValueError, BaseException):\n        h(x)\n",
-                "exception handling (except BaseException: would catch KeyboardInterrupt) at line 4",
-            ),
-            (
-                "def f(x):\n    try:\n        g(x)\n    except KeyboardInterrupt:\n        h(x)\n",
-                "exception handling (except KeyboardInterrupt: would catch KeyboardInterrupt) at line 4",
-            ),
             (
                 "async def f(x):\n    try:\n        await g(x)\n    except E:\n        pass\n",
                 "exception handling (try/except in an async def) at line 3",

@@ -603,11 +603,15 @@ class _Gen(Exprs):
         handlers = r.int(0, 2) if r.chance(80) else 0
         for _ in range(handlers or 1 if not r.chance(20) else 0):
             exc = r.pick(["ValueError", "(KeyError, IndexError)", "RuntimeError", "Exception",
-                          "ZeroDivisionError"])
+                          "ZeroDivisionError", "BaseException"])
             lines += [f"except {exc} as e:",
                       "    print('caught', type(e).__name__, e)"]
             h = sc.child()
             lines += _ind(self.block(h, r.int(0, 1))) if r.chance(40) else []
+        if r.chance(20):
+            # A bare handler (last): it catches everything, whatever the handlers before it.
+            lines += ["except:", "    print('caught bare')"]
+            lines += _ind(self.block(sc.child(), r.int(0, 1))) if r.chance(40) else []
         if r.chance(30):
             lines += ["finally:"] + _ind(self.block(sc.child(), 1))
         if not any(ln.startswith(("except", "finally")) for ln in lines):
