@@ -425,7 +425,10 @@ impl Translator<'_> {
                 let Some(start) = cfg.node_at(h.bind) else { return Err(shape(h.line)) };
                 let mut hstack = stack.clone();
                 hstack.push(Val::Null);
-                let (body, end) = self.region(start, join, hstack, false)?;
+                self.in_handler += 1;
+                let r = self.region(start, join, hstack, false);
+                self.in_handler -= 1;
+                let (body, end) = r?;
                 reached |= same(&end, h.line)?;
                 handlers.push(Handler { test: None, name: None, body });
                 continue;
@@ -448,7 +451,10 @@ impl Translator<'_> {
             let Some(start) = cfg.node_at(h.bind) else { return Err(shape(h.line)) };
             let mut hstack = stack.clone();
             hstack.push(Val::Null);
-            let (body, end) = self.region(start, join, hstack, false)?;
+            self.in_handler += 1;
+            let r = self.region(start, join, hstack, false);
+            self.in_handler -= 1;
+            let (body, end) = r?;
             reached |= same(&end, h.line)?;
             let name = match h.name {
                 Some(n) => Some(self.code.local(n, h.line)?),

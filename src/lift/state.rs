@@ -298,6 +298,9 @@ pub(super) struct Translator<'a> {
     pub(super) line: u32,
     /// The try statements being translated (their `PUSH_EXC_INFO` index), innermost last.
     pub(super) open_tries: Vec<usize>,
+    /// How many `except` handler bodies are being translated around the current instruction (a
+    /// bare `raise` compiles only inside one).
+    pub(super) in_handler: usize,
     /// For each try body being translated, the number of loops around it.
     pub(super) try_bodies: Vec<usize>,
 }

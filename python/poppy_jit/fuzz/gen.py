@@ -608,6 +608,9 @@ class _Gen(Exprs):
                       "    print('caught', type(e).__name__, e)"]
             h = sc.child()
             lines += _ind(self.block(h, r.int(0, 1))) if r.chance(40) else []
+            if r.chance(15):
+                # A bare `raise`: the handled exception again, as it is.
+                lines += _ind([f"if {self.bool_expr(h, 0)}:", "    raise"])
         if r.chance(20):
             # A bare handler (last): it catches everything, whatever the handlers before it.
             lines += ["except:", "    print('caught bare')"]
