@@ -147,6 +147,12 @@ impl Translator<'_> {
             _ => return Err(Fallback { opcode: Some(ins.name().into()), ..Fallback::new("bare raise (re-raise)", line) }),
         };
         let ops = super::state::pop_regs(stack, n, line)?;
+        self.end_with_raise(op, ops, line, out);
+        Ok(())
+    }
+
+    /// `r := op <raise>(ops)` then `raise r` (`return r` inside a `while` loop).
+    pub(super) fn end_with_raise(&mut self, op: Intrinsic, ops: Vec<crate::bezoar::ir::Reg>, line: u32, out: &mut Block) {
         let r = self.em.bind(Expr::Op(op, ops), line, out);
         // Inside a `while` loop the raise leaves like a return (an exit status the next
         // iteration waits for): a loop whose only way out is the raise would otherwise unroll
@@ -156,7 +162,6 @@ impl Translator<'_> {
         let in_while =
             self.ctx.iter().any(|c| !matches!(self.code.cfg.blocks[c.head].term, super::cfg::Term::ForIter { .. }));
         out.push(stmt(if in_while { StmtKind::Return(r) } else { StmtKind::Raise(r) }, line));
-        Ok(())
     }
 }
 

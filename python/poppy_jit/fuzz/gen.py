@@ -76,7 +76,7 @@ class Case:
         return "\n\n".join(p.rstrip() for p in parts).replace("QQ", str(i)) + "\n"
 
 
-HEADER = ("import asyncio\nimport contextlib\nimport itertools\n"
+HEADER = ("import asyncio\nimport contextlib\nimport itertools\nimport sys\n"
           "from poppy_jit.fuzz.prelude import *\n")
 
 
@@ -618,7 +618,9 @@ class _Gen(Exprs):
         if r.chance(30):
             lines += ["finally:"] + _ind(self.block(sc.child(), 1))
         if not any(ln.startswith(("except", "finally")) for ln in lines):
-            lines += ["finally:", "    print('finally')"]
+            # A plain try/finally: its clause sees the pending exception, if any.
+            lines += ["finally:", "    print('finally', type(sys.exc_info()[1]).__name__)"
+                      if r.chance(50) else "    print('finally')"]
         return lines
 
     # ------------------------------------------------------------------ the function
