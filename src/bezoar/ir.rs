@@ -475,6 +475,11 @@ pub enum Intrinsic {
     /// The builtin `AssertionError` (`LOAD_ASSERTION_ERROR`: whatever the globals say).
     /// Operands: none.
     AssertionError,
+    /// A bare `raise` in an `except` handler: re-raises the exception the innermost handler
+    /// around it is handling, as it is (its traceback and `__context__` unchanged: CPython adds
+    /// no traceback entry for it). Never returns; followed by `raise r` like `Raise`. Lowered to
+    /// the `reraise` helper on the handler's caught value. Operands: none.
+    Reraise,
 }
 
 impl Intrinsic {
@@ -572,6 +577,7 @@ impl Intrinsic {
             Intrinsic::MatchClass(_) => "match_class".into(),
             Intrinsic::Raise { from_cause } => if *from_cause { "raise_from" } else { "raise" }.into(),
             Intrinsic::AssertionError => "assertion_error".into(),
+            Intrinsic::Reraise => "reraise_handled".into(),
         }
     }
 

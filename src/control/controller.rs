@@ -374,6 +374,32 @@ fn dispatch<E: Env>(e: &mut E, cid: CtrlId) {
     }
 }
 
+/// A KeyboardInterrupt `err` arrived while the run waited (`Host::is_interrupt`). CPython would
+/// have raised it in whatever it was running; here that is taken to be the running call earliest
+/// in program order. If that call is a catching one (in a try body), the interrupt becomes its
+/// failure — the host stops the call (`cancel`; its later report is ignored) — and the run goes
+/// on, so its handlers see it as CPython's would. Otherwise (returns false) it aborts the run.
+pub fn interrupt<E: Env>(e: &mut E, err: E::Error) -> bool {
+    let mut first: Option<(u64, CtrlId)> = None;
+    for cid in 0..e.ctl().ctrls.len() {
+        if e.ctl()[cid].phase != Phase::Running {
+            continue;
+        }
+        let Some(p) = order::position_of(e, cid) else { return false };
+        if first.is_none_or(|(q, _)| p < q) {
+            first = Some((p, cid));
+        }
+    }
+    let Some((_, cid)) = first else { return false };
+    if !e.ctl()[cid].catch || e.ctl()[cid].cancelled {
+        return false;
+    }
+    e.cancel(cid);
+    e.ctl().in_flight -= 1;
+    complete(e, cid, Err(err));
+    true
+}
+
 /// The host reports that task `cid` finished (ignored unless its controller is running).
 pub fn finished<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
     let ctl = e.ctl();
@@ -407,7 +433,7 @@ fn complete<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
             let w = ctl.work[cid];
             e.wake(w);
         }
-        Err(err) if e.ctl_ref()[cid].catch => caught(e, cid, err),
+        Err(err) if e.ctl_ref()[cid].catch && !e.ctl_ref()[cid].cancelled && e.catchable(&err) => caught(e, cid, err),
         Err(err) => fail(e, cid, err),
     }
 }
@@ -450,6 +476,7 @@ fn cancel_after<E: Env>(e: &mut E, p: u64) {
     for cid in 0..e.ctl().ctrls.len() {
         if e.ctl()[cid].phase == Phase::Running && order::position_of(e, cid).is_some_and(|q| q > p) {
             e.count(Count::Cancelled);
+            e.ctl()[cid].cancelled = true;
             e.cancel(cid);
         }
     }

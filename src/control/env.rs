@@ -139,6 +139,10 @@ pub trait Env {
     /// A catching call failed with `e`: bind its result to the host's value for a caught
     /// failure (`Host::caught`, with the call's line).
     fn bind_caught(&mut self, cid: CtrlId, e: Self::Error);
+    /// Whether a catching call's failure is the user's to handle (`Host::catchable`).
+    fn catchable(&mut self, _e: &Self::Error) -> bool {
+        true
+    }
 
     // The host (see `lambda_o::Host` for each).
 

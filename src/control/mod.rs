@@ -65,7 +65,7 @@ mod wait;
 #[cfg(test)]
 mod tests;
 
-pub use controller::{advance, fail, finished, raised};
+pub use controller::{advance, fail, finished, interrupt, raised};
 pub use env::{Callee, Count, Env, IteSource, Partial, Peek, Read, Scope};
 pub use futures::{FutId, Futures, Token};
 pub use state::{Controllers, Ctrl, CtrlId, ObjInfo, Phase, SlotId, WorkId};

@@ -71,6 +71,9 @@ pub struct Ctrl<P> {
     /// A catching call (`xcall?`): its own failure, or an error argument, becomes its value
     /// (`Env::bind_caught`) and the order passes on as after a success; never inlined.
     pub catch: bool,
+    /// The runtime cancelled this running call (it became speculative): its failure (a
+    /// CancelledError, a KeyboardInterrupt put into its thread) is never caught by a handler.
+    pub cancelled: bool,
     /// A call made while an `except` handler runs: the caught value (`Host::caught`) whose
     /// exception is the thread's handled exception while it runs (`Host::dispatch_handling`).
     pub handling: Option<P>,
@@ -128,6 +131,7 @@ impl<P> Ctrl<P> {
             dispatched: false,
             done: false,
             catch: false,
+            cancelled: false,
             handling: None,
             obj: None,
             early_local: None,

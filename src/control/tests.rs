@@ -572,6 +572,55 @@ fn a_failed_catching_call_passes_the_order_on_like_a_success() {
 }
 
 #[test]
+fn a_cancelled_catching_call_is_not_caught() {
+    // The runtime cancels a catching call that became speculative (an earlier call failed): its
+    // CancelledError (or the KeyboardInterrupt put into its thread) is no exception of the
+    // user's — a bare `except:` must not see it.
+    let mut m = Mock::new(&CLASSES);
+    let (s, _) = m.call(S, Some(0));
+    let (u, _) = m.call(U, Some(0));
+    m.ctl[u].catch = true;
+    m.run();
+    assert_eq!(m.dispatched, vec![S, U]);
+    finished(&mut m, s, Err("boom".into()));
+    assert_eq!(m.cancelled, vec![u]);
+    finished(&mut m, u, Err("cancelled".into()));
+    assert!(
+        !matches!(m.vars[m.ctl[u].result], Some(V::Prim(-1))),
+        "not caught"
+    );
+    assert_eq!(m.ctl.failures.len(), 2);
+}
+
+#[test]
+fn an_interrupt_while_waiting_is_the_failure_of_the_earliest_call_in_flight() {
+    // Two catching calls in flight: a KeyboardInterrupt arriving while the run waits becomes
+    // the first one's (caught) failure, once; the other runs on. When the earliest call in
+    // flight is not a catching one, the interrupt aborts the run (false).
+    let mut m = Mock::new(&CLASSES);
+    let (u1, _) = m.call(U, Some(0));
+    let (u2, _) = m.call(U, Some(0));
+    m.ctl[u1].catch = true;
+    m.ctl[u2].catch = true;
+    m.run();
+    assert_eq!(m.ctl.in_flight, 2);
+    assert!(interrupt(&mut m, "KeyboardInterrupt".into()));
+    assert!(matches!(m.vars[m.ctl[u1].result], Some(V::Prim(-1))));
+    assert_eq!((m.ctl.in_flight, m.cancelled.clone()), (1, vec![u1]));
+    assert!(m.ctl.failures.is_empty());
+    finished(&mut m, u1, Ok(5)); // the stopped call's late report is ignored
+    assert!(matches!(m.vars[m.ctl[u1].result], Some(V::Prim(-1))));
+    let mut m = Mock::new(&CLASSES);
+    let (u1, _) = m.call(U, Some(0));
+    let (u2, _) = m.call(U, Some(0));
+    m.ctl[u2].catch = true;
+    m.run();
+    assert!(!interrupt(&mut m, "KeyboardInterrupt".into()));
+    assert_eq!(m.ctl.in_flight, 2);
+    let _ = u1;
+}
+
+#[test]
 fn a_read_passes_a_pending_store_it_cannot_observe_in_a_dict_the_run_does_not_own() {
     // `d[1] = llm(..)` into a dict the run did not make (sequential: it waits for its value),
     // then `d.get(2)` and `d.get(1)`: the read of key 2 runs before the store (it cannot see

@@ -334,4 +334,26 @@ impl<'py> Host for PyHost<'py> {
     fn caught(&mut self, e: PyErrRef, line: u32) -> Obj {
         failure::caught(self, e, line)
     }
+
+    fn catchable(&mut self, e: &PyErrRef) -> bool {
+        let py = self.py;
+        let Some(a) = &self.abort else { return true };
+        // The run is being aborted: by this very error when a synchronous call raised a
+        // KeyboardInterrupt or SystemExit (`dispatch`), which the handler may catch as CPython's
+        // would (the run then goes on); by a guard's error or an earlier interrupt otherwise,
+        // which no handler of the user's may see.
+        let same = a.0.value_bound(py).is(e.0.value_bound(py));
+        let v = e.0.value_bound(py);
+        let interrupt = v.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>()
+            || v.is_instance_of::<pyo3::exceptions::PySystemExit>();
+        if same && interrupt {
+            self.abort = None;
+            return true;
+        }
+        false
+    }
+
+    fn is_interrupt(&mut self, e: &PyErrRef) -> bool {
+        self.abort.is_none() && e.0.value_bound(self.py).is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>()
+    }
 }

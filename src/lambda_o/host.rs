@@ -235,6 +235,20 @@ pub trait Host {
     /// handler matches.
     fn caught(&mut self, e: Self::Error, line: u32) -> Self::Prim;
 
+    /// Whether a catching call's failure `e` is the user's to handle: not an error of the runtime
+    /// itself (a guard that aborts the run); a KeyboardInterrupt or SystemExit raised by the
+    /// call is (a bare `except:` sees it where CPython's does), and no longer aborts the run.
+    fn catchable(&mut self, _e: &Self::Error) -> bool {
+        true
+    }
+
+    /// Whether `e`, out of `wait`, is a KeyboardInterrupt that arrived while waiting: it is
+    /// delivered as the failure of the earliest call in flight (`control::interrupt`) instead of
+    /// aborting the run, when that call is a catching one.
+    fn is_interrupt(&mut self, _e: &Self::Error) -> bool {
+        false
+    }
+
     /// The run raises `e`, the failure of the external call at source line `line`. `later` are
     /// the ordered externals after it in program order that had already run (possible only when
     /// it is an unordered call, which passes the order on before it finishes; CPython would not

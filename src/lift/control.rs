@@ -137,13 +137,23 @@ impl Translator<'_> {
     /// the exception being handled, possibly the caller's) is not compiled.
     pub(super) fn raise_varargs(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
         let line = ins.line;
-        let (from_cause, n) = match ins.arg {
-            1 => (false, 1),
-            2 => (true, 2),
+        let (op, n) = match ins.arg {
+            1 => (Intrinsic::Raise { from_cause: false }, 1),
+            2 => (Intrinsic::Raise { from_cause: true }, 2),
+            // A bare `raise` in a handler re-raises what the handler is handling; elsewhere it
+            // re-raises whatever the caller is handling (or is CPython's RuntimeError): not
+            // compiled.
+            0 if self.in_handler > 0 => (Intrinsic::Reraise, 0),
             _ => return Err(Fallback { opcode: Some(ins.name().into()), ..Fallback::new("bare raise (re-raise)", line) }),
         };
         let ops = super::state::pop_regs(stack, n, line)?;
-        let r = self.em.bind(Expr::Op(Intrinsic::Raise { from_cause }, ops), line, out);
+        self.end_with_raise(op, ops, line, out);
+        Ok(())
+    }
+
+    /// `r := op <raise>(ops)` then `raise r` (`return r` inside a `while` loop).
+    pub(super) fn end_with_raise(&mut self, op: Intrinsic, ops: Vec<crate::bezoar::ir::Reg>, line: u32, out: &mut Block) {
+        let r = self.em.bind(Expr::Op(op, ops), line, out);
         // Inside a `while` loop the raise leaves like a return (an exit status the next
         // iteration waits for): a loop whose only way out is the raise would otherwise unroll
         // without bound while the raise waits for the calls before it. A `for` loop has its
@@ -152,7 +162,6 @@ impl Translator<'_> {
         let in_while =
             self.ctx.iter().any(|c| !matches!(self.code.cfg.blocks[c.head].term, super::cfg::Term::ForIter { .. }));
         out.push(stmt(if in_while { StmtKind::Return(r) } else { StmtKind::Raise(r) }, line));
-        Ok(())
     }
 }
 

@@ -41,9 +41,6 @@ use crate::py311::CodeInfo;
 use std::collections::HashSet;
 use std::ops::Range;
 
-/// Handler classes that would catch what the runtime cannot deliver where CPython does.
-const INTERRUPTS: &[&str] = &["BaseException", "KeyboardInterrupt", "SystemExit", "GeneratorExit"];
-
 /// One `try: … except …: … [else: …]` (instruction indices).
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct TryShape {
@@ -57,17 +54,25 @@ pub(super) struct TryShape {
     /// `PUSH_EXC_INFO`.
     pub(super) push: usize,
     pub(super) handlers: Vec<HandlerShape>,
-    /// `RERAISE 0` (no handler matched).
+    /// Where the handler chain's code ends: `RERAISE 0` (no handler matched), or the clean-up
+    /// block after a bare `except:` (which matches everything).
     pub(super) reraise: usize,
+    /// The clean-up block `COPY 3; POP_EXCEPT; RERAISE 1`.
+    pub(super) cleanup: usize,
     /// One past the clean-up block `COPY 3; POP_EXCEPT; RERAISE 1`: where the statement's code ends.
     pub(super) end: usize,
     /// The line of the statement's first handler (for messages).
     pub(super) line: u32,
     /// The code of the statements nested in this one (in its body, else or a handler).
     pub(super) inner: Vec<Range<usize>>,
+    /// A `try: B finally: F` (`finally_shape`): lifted as `try: B except: F; raise else: F`,
+    /// which is what 3.11's code for it is — the exceptional copy of F is a bare handler ending in
+    /// `RERAISE 0`, the normal copy follows the body. Its one handler's body starts at `F`.
+    pub(super) finally: bool,
 }
 
-/// One typed `except E [as name]:` of a `TryShape`.
+/// One `except E [as name]:` of a `TryShape`, or a bare `except:` (an empty `test`, `check` and
+/// `bind` at its `POP_TOP`).
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct HandlerShape {
     /// The straight-line code computing `E` (after `PUSH_EXC_INFO` or the previous handler's
@@ -117,6 +122,9 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         let kind = exception_table::handler_kind(instrs, e.target).or_else(|| exception_table::handler_kind(instrs, e.start));
         match kind {
             Some(HandlerKind::Except) | None => {}
+            // (3.12 and 3.13 normalise their try/finally into 3.11's layout, but that layout is
+            // not checked there yet: they keep falling back for it.)
+            Some(HandlerKind::Finally) if crate::pyver::VERSION == (3, 11) => {}
             Some(k) => return Err(reason(k.name(), ci.line_at(e.start))),
         }
     }
@@ -154,6 +162,10 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
             continue;
         }
         es.sort_by_key(|e| e.start);
+        if c.finally {
+            finally_shape(instrs, c, &es, &upto, &at, ci.line_at(es[0].start))?;
+            continue;
+        }
         let (first, last) = (es[0], es[es.len() - 1]);
         // Between the protected parts: only what ends a statement of the body without raising
         // (a `return`, `break` or `continue` leaves the statement's block first), and the code of
@@ -187,7 +199,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
     for e in entries.iter().filter(|e| e.lasti) {
         let (s, end) = (upto(e.start), upto(e.end));
         let owned = chains.iter().any(|(c, live)| {
-            let cleanup = instrs[c.reraise + 1].offset;
+            let cleanup = instrs[c.cleanup].offset;
             (e.target == cleanup || is_as_cleanup(ci, instrs, c, at(e.target)))
                 && (!live || e.depth as usize == c.depth + 1)
                 && c.push <= s
@@ -231,6 +243,9 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
             return Err(shape(t.line));
         }
         for (k, h) in t.handlers.iter().enumerate() {
+            if t.finally {
+                continue;
+            }
             out.skip.insert(h.bind);
             // The handler's code runs to the next handler's test (or `RERAISE 0`).
             let stop = t.handlers.get(k + 1).map_or(t.reraise, |n| n.test.start);
@@ -255,6 +270,50 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
 /// An instruction that unwinds the stack or leaves, and cannot raise.
 fn unwinding(op: u8) -> bool {
     matches!(op, NOP | POP_TOP | SWAP | RETURN_VALUE) || is_unconditional_jump(op)
+}
+
+/// The body of the finally statement `c` (its table entries `es`): one protected range, followed
+/// (after the `NOP` of its last line, if any) by the normal copy of F, instruction for instruction
+/// the handler's; no jump out of the body other than to that copy (a return, break or continue
+/// in the body places a copy of F before leaving: not lifted yet), nothing with handlers inside.
+fn finally_shape(
+    instrs: &[Instr],
+    c: &mut TryShape,
+    es: &[Entry],
+    upto: &dyn Fn(u32) -> usize,
+    at: &dyn Fn(u32) -> Option<usize>,
+    line: u32,
+) -> Result<()> {
+    let fb = || reason("try/finally: a return, break, continue or try in its body", line);
+    let [e] = es else { return Err(fb()) };
+    let (start, orelse) = (upto(e.start), upto(e.end));
+    let fexc = &instrs[c.push + 1..c.reraise];
+    let mut k = orelse;
+    if instrs.get(k).is_some_and(|i| i.opcode == NOP) && fexc.first().is_none_or(|i| i.opcode != NOP) {
+        k += 1;
+    }
+    let same = instrs
+        .get(k..k + fexc.len())
+        .is_some_and(|n| n.iter().zip(fexc).all(|(a, b)| (a.opcode, a.arg) == (b.opcode, b.arg)));
+    if start >= orelse || !same || k + fexc.len() > c.push {
+        return Err(fb());
+    }
+    for i in start..orelse {
+        let ins = &instrs[i];
+        if matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH | RETURN_VALUE) {
+            return Err(fb());
+        }
+        if let Some(t) = ins.jump_target() {
+            match at(t) {
+                Some(t) if (start..orelse).contains(&t) || t == orelse || t == k => {}
+                _ => return Err(fb()),
+            }
+        }
+    }
+    c.depth = e.depth as usize;
+    c.body = start..orelse;
+    c.orelse = orelse;
+    Ok(())
 }
 
 /// `LOAD_CONST None; STORE_FAST name; DELETE_FAST name` at `p`.
@@ -282,12 +341,64 @@ fn is_as_cleanup(ci: &CodeInfo, instrs: &[Instr], c: &TryShape, p: Option<usize>
 fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
     let line = instrs.get(push + 1).map_or(instrs[push].line, |i| i.line);
     let at = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();
+    let is_cleanup = |k: usize| {
+        instrs.get(k..k + 3).map(|s| s.iter().map(|i| (i.opcode, i.arg)).collect::<Vec<_>>()).as_deref()
+            == Some(&[(COPY, 3), (POP_EXCEPT, 0), (RERAISE, 1)][..])
+    };
     let mut handlers = Vec::new();
     let mut p = push + 1;
+    if exception_table::handler_kind(instrs, instrs[push].offset) == Some(HandlerKind::Finally) {
+        // `PUSH_EXC_INFO; … F …; RERAISE 0` then the clean-up: F straight-line or with jumps
+        // inside itself only, leaving by the re-raise (or a raise) alone — no return, break or
+        // continue (a `POP_EXCEPT`), no statement with handlers inside it.
+        let fin = |l: u32| reason("try/finally: a branch ending its finally clause, or a return, break, continue or try in it", l);
+        let mut r = p;
+        while instrs.get(r).is_some_and(|i| i.opcode != RERAISE) {
+            let i = &instrs[r];
+            if matches!(
+                i.opcode,
+                PUSH_EXC_INFO | POP_EXCEPT | RETURN_VALUE | CHECK_EXC_MATCH | CHECK_EG_MATCH | WITH_EXCEPT_START | BEFORE_WITH
+                    | YIELD_VALUE | SEND
+            ) {
+                return Err(fin(i.line));
+            }
+            r += 1;
+        }
+        if instrs.get(r).map(|i| (i.opcode, i.arg)) != Some((RERAISE, 0)) || !is_cleanup(r + 1) {
+            return Err(fin(line));
+        }
+        if (p..r).any(|k| instrs[k].jump_target().is_some_and(|t| !at(t).is_some_and(|t| p <= t && t <= r))) {
+            return Err(fin(instrs[p].line));
+        }
+        handlers.push(HandlerShape { test: p..p, check: p, name: None, bind: p, line: instrs[p].line });
+        return Ok(TryShape {
+            body: 0..0,
+            orelse: 0,
+            depth: 0,
+            push,
+            handlers,
+            reraise: r,
+            cleanup: r + 1,
+            end: r + 4,
+            line,
+            inner: Vec::new(),
+            finally: true,
+        });
+    }
     loop {
         let Some(first) = instrs.get(p) else { return Err(shape(line)) };
         if first.opcode == POP_TOP {
-            return Err(reason("bare except: would catch KeyboardInterrupt", first.line));
+            // A bare `except:` (always the last handler): its body runs to the clean-up block,
+            // the target of the table entry protecting the handler code from `PUSH_EXC_INFO`.
+            handlers.push(HandlerShape { test: p..p, check: p, name: None, bind: p, line: first.line });
+            let push_off = instrs[push].offset;
+            let cleanup = exception_table::entries(&ci.exceptiontable)
+                .into_iter()
+                .find(|e| e.lasti && e.start <= push_off && push_off < e.end)
+                .and_then(|e| at(e.target));
+            let Some(cleanup) = cleanup.filter(|&k| k > p && is_cleanup(k)) else { return Err(shape(first.line)) };
+            let end = cleanup + 3;
+            return Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: cleanup, cleanup, end, line, inner: Vec::new(), finally: false });
         }
         // The test: straight-line code up to CHECK_EXC_MATCH.
         let mut c = p;
@@ -297,14 +408,6 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
                 || matches!(i.opcode, RETURN_VALUE | RAISE_VARARGS | RERAISE | PUSH_EXC_INFO | POP_EXCEPT | CHECK_EG_MATCH)
             {
                 return Err(shape(first.line));
-            }
-            let named = match i.opcode {
-                LOAD_GLOBAL => ci.names.get((i.arg >> 1) as usize),
-                LOAD_NAME | LOAD_ATTR | LOAD_METHOD => ci.names.get(i.arg as usize),
-                _ => None,
-            };
-            if named.is_some_and(|n| INTERRUPTS.contains(&n.as_str())) {
-                return Err(reason(&format!("except {}: would catch KeyboardInterrupt", named.unwrap()), i.line));
             }
             c += 1;
         }
@@ -327,11 +430,10 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
             break;
         }
     }
-    let cleanup = instrs.get(p + 1..p + 4).map(|s| s.iter().map(|i| (i.opcode, i.arg)).collect::<Vec<_>>());
-    if cleanup.as_deref() != Some(&[(COPY, 3), (POP_EXCEPT, 0), (RERAISE, 1)][..]) {
+    if !is_cleanup(p + 1) {
         return Err(shape(line));
     }
-    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, end: p + 4, line, inner: Vec::new() })
+    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, cleanup: p + 1, end: p + 4, line, inner: Vec::new(), finally: false })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -413,6 +515,29 @@ impl Translator<'_> {
         };
         let mut handlers = Vec::new();
         for h in &t.handlers {
+            if h.test.is_empty() {
+                // A bare `except:`: the exception's `POP_TOP` is skipped; the body runs with the
+                // saved exception state on the stack.
+                let Some(start) = cfg.node_at(h.bind) else { return Err(shape(h.line)) };
+                let mut hstack = stack.clone();
+                hstack.push(Val::Null);
+                if t.finally {
+                    // The exceptional copy of a finally clause runs with the exception still on
+                    // the stack, and ends with `RERAISE 0` (a bare raise: `structure`).
+                    hstack.push(Val::Null);
+                    self.in_finally += 1;
+                }
+                self.in_handler += 1;
+                let r = self.region(start, join, hstack, false);
+                self.in_handler -= 1;
+                if t.finally {
+                    self.in_finally -= 1;
+                }
+                let (body, end) = r?;
+                reached |= same(&end, h.line)?;
+                handlers.push(Handler { test: None, name: None, body });
+                continue;
+            }
             // The test: `E` computed with the exception state and the exception on the stack
             // (placeholders nothing may use: a `Val::Null` cannot be an operand).
             let mut tstack = stack.clone();
@@ -431,7 +556,10 @@ impl Translator<'_> {
             let Some(start) = cfg.node_at(h.bind) else { return Err(shape(h.line)) };
             let mut hstack = stack.clone();
             hstack.push(Val::Null);
-            let (body, end) = self.region(start, join, hstack, false)?;
+            self.in_handler += 1;
+            let r = self.region(start, join, hstack, false);
+            self.in_handler -= 1;
+            let (body, end) = r?;
             reached |= same(&end, h.line)?;
             let name = match h.name {
                 Some(n) => Some(self.code.local(n, h.line)?),
@@ -539,27 +667,42 @@ mod tests {
     }
 
     #[test]
+    fn bare_and_base_exception_handlers() {
+        // A bare `except:` ends the chain (no `RERAISE 0`): its body runs to the clean-up block.
+        let t = recognised("def f(x):\n    try:\n        g(x)\n    except:\n        h(x)\n").unwrap();
+        assert_eq!(t.tries.len(), 1);
+        let s = &t.tries[0];
+        assert_eq!((s.handlers.len(), s.reraise, s.cleanup), (1, s.cleanup, s.end - 3));
+        assert!(s.handlers[0].test.is_empty());
+        // After typed handlers, and handlers naming what is not an Exception.
+        let t = recognised(
+            "def f(xs):\n    for x in xs:\n        try:\n            g(x)\n        except ValueError as e:\n            \
+             h(e)\n        except (KeyboardInterrupt, SystemExit):\n            break\n        except BaseException:\n            \
+             continue\n        except:\n            return x\n",
+        )
+        .unwrap();
+        let s = &t.tries[0];
+        assert_eq!(s.handlers.len(), 4);
+        assert!(s.handlers[3].test.is_empty() && !s.handlers[2].test.is_empty());
+    }
+
+    #[test]
     fn other_statements_fall_back_with_their_reason() {
         let cases = [
-            ("def f(x):\n    try:\n        g(x)\n    finally:\n        h(x)\n", "exception handling (try/finally) at line 3"),
             (
                 "def f(x):\n    try:\n        g(x)\n    except E:\n        h(x)\n    finally:\n        h(x)\n",
-                "exception handling (try/finally) at line 3",
+                "exception handling (try/finally: a return, break, continue or try in its body) at line 3",
+            ),
+            (
+                "def f(xs):\n    for x in xs:\n        try:\n            if g(x):\n                break\n        finally:\n            h(x)\n",
+                "exception handling (try/finally: a return, break, continue or try in its body) at line 4",
+            ),
+            (
+                "def f(xs):\n    for x in xs:\n        try:\n            g(x)\n        finally:\n            if h(x):\n                continue\n",
+                "exception handling (try/finally: a branch ending its finally clause, or a return, break, continue or try in it) at line 7",
             ),
             ("def f(m):\n    with m as v:\n        v()\n", "exception handling (with) at line 2"),
             ("def f(x):\n    try:\n        g(x)\n    except* E:\n        h(x)\n", "exception handling (except*) at line 3"),
-            (
-                "def f(x):\n    try:\n        g(x)\n    except:\n        h(x)\n",
-                "exception handling (bare except: would catch KeyboardInterrupt) at line 4",
-            ),
-            (
-                "def f(x):\n    try:\n        g(x)\n    except (ValueError, BaseException):\n        h(x)\n",
-                "exception handling (except BaseException: would catch KeyboardInterrupt) at line 4",
-            ),
-            (
-                "def f(x):\n    try:\n        g(x)\n    except KeyboardInterrupt:\n        h(x)\n",
-                "exception handling (except KeyboardInterrupt: would catch KeyboardInterrupt) at line 4",
-            ),
             (
                 "async def f(x):\n    try:\n        await g(x)\n    except E:\n        pass\n",
                 "exception handling (try/except in an async def) at line 3",

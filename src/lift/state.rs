@@ -307,6 +307,12 @@ pub(super) struct Translator<'a> {
     pub(super) line: u32,
     /// The try statements being translated (their `PUSH_EXC_INFO` index), innermost last.
     pub(super) open_tries: Vec<usize>,
+    /// How many `except` handler bodies are being translated around the current instruction (a
+    /// bare `raise` compiles only inside one).
+    pub(super) in_handler: usize,
+    /// How many exceptional copies of finally clauses are being translated (their `RERAISE 0`
+    /// is a bare raise).
+    pub(super) in_finally: usize,
     /// For each try body being translated, the number of loops around it.
     pub(super) try_bodies: Vec<usize>,
 }

@@ -173,6 +173,11 @@ impl Translator<'_> {
                     self.return_value(ins, &mut stack, &mut out)?;
                     return Ok((out, None));
                 }
+                (Term::Raise, Some(ins)) if (ins.opcode, ins.arg) == (RERAISE, 0) && self.in_finally > 0 => {
+                    // The end of a finally clause's exceptional copy: the exception again.
+                    self.end_with_raise(Intrinsic::Reraise, Vec::new(), ins.line, &mut out);
+                    return Ok((out, None));
+                }
                 (Term::Raise, Some(ins)) if ins.opcode == RERAISE => {
                     // Only a handler's own clean-up re-raises; no region reaches one.
                     return Err(Fallback::shape("RERAISE", ins.line));

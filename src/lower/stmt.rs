@@ -268,6 +268,18 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 let args = args.iter().map(|a| self.reg(*a)).collect::<Result<Vec<_>, _>>()?;
                 self.op_xcall(st, f, &args, kwnames, name, line)
             }
+            Expr::Op(Intrinsic::Reraise, _) => {
+                // A bare `raise`: the `reraise` helper on the caught value of the innermost
+                // handler (a sequential call that fails with that exception as it is).
+                let Some(exc) = st.handling else {
+                    return Err(format!("a bare raise outside an except handler at line {line}"));
+                };
+                if st.catching {
+                    return Err(format!("a bare raise inside a try body in a handler at line {line}"));
+                }
+                let f = self.helper("reraise", line);
+                self.xcall(st, f, &[exc], &[], name, line)
+            }
             Expr::Op(op, args) => {
                 let mut argl = args.iter().map(|a| self.reg(*a)).collect::<Result<Vec<_>, _>>()?;
                 for c in op.static_operands() {

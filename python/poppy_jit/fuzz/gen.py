@@ -76,7 +76,7 @@ class Case:
         return "\n\n".join(p.rstrip() for p in parts).replace("QQ", str(i)) + "\n"
 
 
-HEADER = ("import asyncio\nimport contextlib\nimport itertools\n"
+HEADER = ("import asyncio\nimport contextlib\nimport itertools\nimport sys\n"
           "from poppy_jit.fuzz.prelude import *\n")
 
 
@@ -603,15 +603,24 @@ class _Gen(Exprs):
         handlers = r.int(0, 2) if r.chance(80) else 0
         for _ in range(handlers or 1 if not r.chance(20) else 0):
             exc = r.pick(["ValueError", "(KeyError, IndexError)", "RuntimeError", "Exception",
-                          "ZeroDivisionError"])
+                          "ZeroDivisionError", "BaseException"])
             lines += [f"except {exc} as e:",
                       "    print('caught', type(e).__name__, e)"]
             h = sc.child()
             lines += _ind(self.block(h, r.int(0, 1))) if r.chance(40) else []
+            if r.chance(15):
+                # A bare `raise`: the handled exception again, as it is.
+                lines += _ind([f"if {self.bool_expr(h, 0)}:", "    raise"])
+        if r.chance(20):
+            # A bare handler (last): it catches everything, whatever the handlers before it.
+            lines += ["except:", "    print('caught bare')"]
+            lines += _ind(self.block(sc.child(), r.int(0, 1))) if r.chance(40) else []
         if r.chance(30):
             lines += ["finally:"] + _ind(self.block(sc.child(), 1))
         if not any(ln.startswith(("except", "finally")) for ln in lines):
-            lines += ["finally:", "    print('finally')"]
+            # A plain try/finally: its clause sees the pending exception, if any.
+            lines += ["finally:", "    print('finally', type(sys.exc_info()[1]).__name__)"
+                      if r.chance(50) else "    print('finally')"]
         return lines
 
     # ------------------------------------------------------------------ the function

@@ -336,6 +336,7 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "raise" => Intrinsic::Raise { from_cause: false },
             "raise_from" => Intrinsic::Raise { from_cause: true },
             "assertion_error" => Intrinsic::AssertionError,
+            "reraise_handled" => Intrinsic::Reraise,
             _ => return None,
         },
         _ => return None,

@@ -262,6 +262,10 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         self.resolve(result, Value::Prim(v));
     }
 
+    fn catchable(&mut self, e: &H::Error) -> bool {
+        self.host.catchable(e)
+    }
+
     #[inline]
     fn classify_callee(&mut self, f: &H::Prim) -> Option<Class> {
         self.host.classify_callee(f)

@@ -15,7 +15,12 @@ impl<'a, H: Host> Eval<'a, H> {
             if self.ctl.in_flight == 0 {
                 return Ok(());
             }
-            for (task, result) in self.host.wait()? {
+            let done = match self.host.wait() {
+                Ok(done) => done,
+                Err(err) if self.host.is_interrupt(&err) && control::interrupt(self, err.clone()) => continue,
+                Err(err) => return Err(err),
+            };
+            for (task, result) in done {
                 control::finished(self, task as usize, result);
             }
         }

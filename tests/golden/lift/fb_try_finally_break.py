@@ -1,0 +1,8 @@
+def f(xs):
+    for x in xs:
+        try:
+            if g(x):
+                break
+        finally:
+            log(x)
+    return xs

@@ -1,0 +1,5 @@
+def f(x):
+    try:
+        return g(x)
+    finally:
+        log(x)

@@ -1,0 +1,7 @@
+def f(sentence):
+    for part in sentence.split(" ")[::-1]:
+        try:
+            answer = float(part)
+            return answer
+        except:
+            continue

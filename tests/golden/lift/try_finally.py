@@ -1,0 +1,11 @@
+def f(items):
+    out = []
+    for it in items:
+        try:
+            out.append(g(it))
+            if it:
+                h(it)
+        finally:
+            log(it)
+        k(it)
+    return out
