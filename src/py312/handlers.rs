@@ -122,8 +122,11 @@ pub(super) fn place(
             *b = (*b).max(e.end);
         }
     }
+    // Innermost first (a chain nested in a handler comes after the outer chain's start): an
+    // inner handler's copy of the outer handler's continuation moves out of the inner chain
+    // before the outer chain is placed.
     let chains: Vec<Chain> =
-        bodies.iter().filter_map(|(t, &body_end)| chain(raw, at, consts, at[t], body_end)).collect();
+        bodies.iter().rev().filter_map(|(t, &body_end)| chain(raw, at, consts, at[t], body_end)).collect();
     let mut placed = Placed { stream, cover_as: BTreeMap::new() };
     if chains.is_empty() {
         return placed;
@@ -145,24 +148,27 @@ pub(super) fn place(
                 }
                 continue;
             }
-            // A copied exit block: straight-line code from x to a return or raise, none of it a
-            // jump target.
+            // A copied block: straight-line code from x to a return, raise or jump, none of it
+            // a jump target (an exit block of the function; or, in a handler nested in another
+            // one, the outer handler's continuation up to its own exit: 3.11 jumps to both).
             let mut y = x;
             let ok = loop {
                 let Some(i) = raw.get(y) else { break false };
-                if y > x && targets.contains(&i.offset) || i.opcode == v12::PUSH_EXC_INFO || i.opcode == v12::POP_EXCEPT {
+                if y > x && targets.contains(&i.offset) || i.opcode == v12::PUSH_EXC_INFO {
                     break false;
+                }
+                if v12::is_unconditional_jump(i.opcode)
+                    || matches!(i.opcode, v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS | v12::RERAISE)
+                {
+                    break true;
                 }
                 if v12::is_jump(i.opcode) {
                     break false;
                 }
-                if matches!(i.opcode, v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS | v12::RERAISE) {
-                    break true;
-                }
                 y += 1;
             };
             if !ok || y == x {
-                // A lone return or raise: what 3.11 has there too.
+                // A lone return, raise or jump: what 3.11 has there too.
                 continue;
             }
             let keys: Vec<u32> = raw[x..=y].iter().map(|i| i.offset).collect();
@@ -176,7 +182,7 @@ pub(super) fn place(
                 st[p0..p0 + keys.len()].iter().flat_map(|(_, o)| o.iter().map(|o| (o.op, o.arg, o.jump, o.line))).collect();
             let covers: Vec<_> = keys.iter().map(|&k| cover(k)).collect();
             let line = st[p0].1.first().map_or(first.line, |o| o.line);
-            let target = match shared.iter().find(|(s, c, _)| *s == sig && *c == covers) {
+            let target = match shared.iter().find(|(s, c, _)| *s == sig && *c == covers && !targets.contains(&keys[0])) {
                 Some(&(_, _, t)) => {
                     st.drain(p0..p0 + keys.len());
                     t

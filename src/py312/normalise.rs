@@ -812,7 +812,15 @@ fn resolve(o: &Out, forward: bool) -> u8 {
                 v11::JUMP_BACKWARD
             }
         }
-        Some((Jump::NoInterrupt, _)) => v11::JUMP_BACKWARD_NO_INTERRUPT,
+        // (3.13 jumps back to the code after a try statement from its handlers with it; once
+        // the handlers are laid out before that code, `handlers`, the jump is forward.)
+        Some((Jump::NoInterrupt, _)) => {
+            if forward {
+                v11::JUMP_FORWARD
+            } else {
+                v11::JUMP_BACKWARD_NO_INTERRUPT
+            }
+        }
         Some((Jump::Forward(op), _)) => op,
         Some((Jump::Pop(none, when), _)) => match (none, when, forward) {
             (false, true, true) => v11::POP_JUMP_FORWARD_IF_TRUE,
