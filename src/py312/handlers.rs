@@ -115,18 +115,30 @@ pub(super) fn place(
     stream: Vec<(u32, Vec<Out>)>,
     code_len: u32,
 ) -> Placed {
-    let mut bodies: BTreeMap<u32, u32> = BTreeMap::new();
-    for e in entries.iter().filter(|e| !e.lasti) {
-        if at.get(&e.target).is_some_and(|&t| raw[t].opcode == v12::PUSH_EXC_INFO) {
-            let b = bodies.entry(e.target).or_insert(e.end);
-            *b = (*b).max(e.end);
-        }
-    }
+    let mut heads: Vec<u32> = entries
+        .iter()
+        .filter(|e| !e.lasti && at.get(&e.target).is_some_and(|&t| raw[t].opcode == v12::PUSH_EXC_INFO))
+        .map(|e| e.target)
+        .collect();
+    heads.sort_unstable();
+    heads.dedup();
     // Innermost first (a chain nested in a handler comes after the outer chain's start): an
     // inner handler's copy of the outer handler's continuation moves out of the inner chain
     // before the outer chain is placed.
-    let chains: Vec<Chain> =
-        bodies.iter().rev().filter_map(|(t, &body_end)| chain(raw, at, consts, at[t], body_end)).collect();
+    let mut chains: Vec<Chain> = heads.iter().rev().filter_map(|t| chain(raw, at, consts, at[t], 0)).collect();
+    // Where each body ends: after its last protected instruction outside the handler chains (a
+    // statement nested in the body has its chain elsewhere, which the body's entries cover too).
+    let spans: Vec<(u32, u32)> = chains.iter().map(|c| (raw[c.push].offset, raw[c.end - 1].offset)).collect();
+    for c in chains.iter_mut() {
+        let push_off = raw[c.push].offset;
+        c.body_end = raw
+            .iter()
+            .filter(|i| !spans.iter().any(|&(s, e)| s <= i.offset && i.offset <= e))
+            .filter(|i| entries.iter().any(|e| !e.lasti && e.target == push_off && e.start <= i.offset && i.offset < e.end))
+            .map(|i| i.offset + 2)
+            .max()
+            .unwrap_or(0);
+    }
     let mut placed = Placed { stream, cover_as: BTreeMap::new() };
     if chains.is_empty() {
         return placed;

@@ -164,8 +164,22 @@ fn translate(ci: &CodeInfo, path: &[u32]) -> Result<CodeInfo, String> {
     let stream = cx.stream(0, cx.raw.len(), None)?;
     let code_len = ci.code.len() as u32;
     // The exception table in 3.12 offsets, each entry as it covers the normalised code.
-    let table12: Vec<Entry> =
-        table.iter().filter_map(|e| awaits.retarget(e)).filter(|e| !dropped_handlers.contains(&e.target)).collect();
+    // The code a dropped handler protected is protected as the handler itself was (an inlined
+    // comprehension's restoring handler inside a try body is covered by the try's entry, and so
+    // is the call of the comprehension made in its place), or not at all.
+    let kept: Vec<Entry> = table.iter().filter_map(|e| awaits.retarget(e)).collect();
+    let table12: Vec<Entry> = kept
+        .iter()
+        .filter_map(|e| {
+            if !dropped_handlers.contains(&e.target) {
+                return Some(*e);
+            }
+            let c = kept.iter().find(|c| c.start <= e.target && e.target < c.end && !dropped_handlers.contains(&c.target))?;
+            Some(Entry { start: e.start, end: e.end, ..*c })
+        })
+        // (Entries that cover only dropped code — the dropped handlers — cover nothing.)
+        .filter(|e| cx.raw.iter().any(|r| e.start <= r.offset && r.offset < e.end && !cx.skip.contains(&r.offset)))
+        .collect();
     // try/except handler code in 3.11's layout (`handlers`).
     let placed = super::handlers::place(&cx.raw, &cx.at, &ci.consts, &table12, &cx.targets, stream, code_len);
     let (code, offsets, lines) = encode(&placed.stream, code_len)?;
@@ -616,9 +630,25 @@ impl Ctx<'_> {
             return Err(shape("stack"));
         }
         let mut t = end + 1;
+        // Inside a handler (cold code), 3.12 lays the restoring handler out here, jumped over:
+        // `END_FOR; JUMP_FORWARD T; <restoring handler, dropped>; T: <restoring tail>`.
+        let mut over = None;
+        if let Ok(j) = get(t) {
+            let target = v12::jump_target(j.op_offset, j.opcode, j.arg);
+            if let Some(&tt) = target.filter(|_| j.opcode == v12::JUMP_FORWARD).and_then(|o| self.at.get(&o)) {
+                let only_jump = self.raw.iter().filter(|x| v12::jump_target(x.op_offset, x.opcode, x.arg) == target).count() == 1;
+                if tt > t + 1 && tt < hi && only_jump && self.raw[t + 1..tt].iter().all(|x| self.skip.contains(&x.offset)) {
+                    for x in &self.raw[t..tt] {
+                        stream.push((x.offset, Vec::new()));
+                    }
+                    over = Some(self.raw[tt].offset);
+                    t = tt;
+                }
+            }
+        }
         while st.iter().any(|x| matches!(x, Item::Saved(_))) {
             let x = get(t)?;
-            if self.targets.contains(&x.offset) {
+            if self.targets.contains(&x.offset) && Some(x.offset) != over {
                 return Err(shape("a jump into the restoring tail"));
             }
             let mut outs = Vec::new();
