@@ -183,6 +183,38 @@ pub(super) fn place(
                 // A lone return, raise or jump: what 3.11 has there too.
                 continue;
             }
+            // A `break` out of a loop from a handler: the iterators' pops, then a copy of the
+            // code after the loop. 3.11 pops and jumps to that code: its original, the same
+            // instructions (same outputs, lines and protection) elsewhere, outside the handler
+            // chains, replaces the longest such suffix of the copy. (Other copies move below.)
+            let sig_of = |st: &Vec<(u32, Vec<Out>)>, r: &[RawInstr]| -> Option<Vec<(Vec<(u8, u32, Option<(Jump, u32)>, u32)>, Option<Entry>)>> {
+                r.iter()
+                    .map(|i| {
+                        let p = pos(st, i.offset)?;
+                        Some((st[p].1.iter().map(|o| (o.op, o.arg, o.jump, o.line)).collect(), cover(i.offset)))
+                    })
+                    .collect()
+            };
+            let outside = |q: usize| !spans.iter().any(|&(s, e)| s <= raw[q].offset && raw[q].offset <= e);
+            let original = (x + 1..=y).take_while(|&s0| raw[s0 - 1].opcode == v12::POP_TOP).find_map(|s0| {
+                let want = sig_of(st, &raw[s0..=y])?;
+                let len = y + 1 - s0;
+                (0..raw.len().saturating_sub(len - 1))
+                    .filter(|&q| (q..q + len).all(outside) && (q + len <= x || q > y))
+                    .find(|&q| sig_of(st, &raw[q..q + len]).is_some_and(|g| g == want) && !want.iter().all(|(o, _)| o.is_empty()))
+                    .map(|q| (s0, q))
+            });
+            if let Some((s0, q)) = original {
+                let Some(p) = pos(st, raw[s0].offset) else { continue };
+                let line = st[p].1.first().map_or(raw[s0].line, |o| o.line);
+                st[p].1 = vec![Out { op: 0, arg: 0, line, jump: Some((Jump::Always, raw[q].offset)) }];
+                for i in &raw[s0 + 1..=y] {
+                    if let Some(p) = pos(st, i.offset) {
+                        st[p].1.clear();
+                    }
+                }
+                continue;
+            }
             let keys: Vec<u32> = raw[x..=y].iter().map(|i| i.offset).collect();
             let Some(p0) = pos(st, keys[0]) else { continue };
             if st.get(p0..p0 + keys.len()).map_or(true, |s| s.iter().map(|(k, _)| *k).ne(keys.iter().copied())) {
@@ -226,8 +258,11 @@ pub(super) fn place(
             raw.iter()
                 .filter(|i| i.offset >= c.body_end && i.offset < push_off)
                 .find(|i| {
+                    // (No handler continues after the statement — each breaks, returns or
+                    // raises —: the statement ends a loop's body, which jumps back.)
                     v12::is_unconditional_jump(i.opcode)
-                        && v12::jump_target(i.op_offset, i.opcode, i.arg).is_some_and(|t| joins.contains(&t))
+                        && v12::jump_target(i.op_offset, i.opcode, i.arg)
+                            .is_some_and(|t| joins.contains(&t) || (joins.is_empty() && t < c.body_end))
                 })
                 .map(|i| i.offset)
         };
@@ -250,6 +285,13 @@ pub(super) fn place(
         let mut insert = Vec::new();
         let j = match join {
             Some(join) => {
+                // Before the instructions that emit nothing just before the join (a dropped
+                // `END_FOR` a loop's `FOR_ITER` targets): a key that emits nothing stands for the
+                // next output, which must stay the join's.
+                let mut j = j;
+                while j > 0 && st[j - 1].1.is_empty() {
+                    j -= 1;
+                }
                 let before = st[..j].iter().rev().find_map(|(k, o)| o.last().map(|o| (*k, *o)));
                 if let Some((_, o)) = before.filter(|(_, o)| !ends_block(o)) {
                     let key = next_key;
