@@ -179,8 +179,9 @@ pub(super) fn place(
                 }
                 y += 1;
             };
-            if !ok || y == x {
-                // A lone return, raise or jump: what 3.11 has there too.
+            if !ok || raw[x..y].iter().all(|i| matches!(i.opcode, v12::NOP | v12::POP_TOP | v12::SWAP)) {
+                // A return, raise or jump, after the pops of a `return` out of a loop: what
+                // 3.11 has there too.
                 continue;
             }
             // A `break` out of a loop from a handler: the iterators' pops, then a copy of the
