@@ -266,6 +266,17 @@ pub(super) fn place(
                             .is_some_and(|t| joins.contains(&t) || (joins.is_empty() && t < c.body_end))
                 })
                 .map(|i| i.offset)
+                .or_else(|| {
+                    // (A body that always leaves — `try: return …`, `break` —, no else clause:
+                    // after its return or jump and the pops before it.)
+                    let k = raw.iter().position(|i| i.offset >= c.body_end)?;
+                    let r = raw[k..c.push].iter().position(|i| !matches!(i.opcode, v12::NOP | v12::POP_TOP | v12::SWAP))? + k;
+                    let i = raw[r];
+                    let leaves = matches!(i.opcode, v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS)
+                        || v12::is_unconditional_jump(i.opcode);
+                    (leaves && r + 1 < c.push)
+                        .then_some(i.offset)
+                })
         };
         if join.is_none() && after_jump.is_none() {
             continue;

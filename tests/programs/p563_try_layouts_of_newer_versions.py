@@ -6,7 +6,8 @@
 # exception it raises has no context), a handler's continuation copied into a handler nested in
 # it (3.13), a comprehension in a try body and in a handler (its restoring handler inside the
 # try), `continue` at the end of an `if` in a loop in a try body (3.13 leaves its jump outside
-# the body's protection), and a statement in a loop whose handlers continue or break.
+# the body's protection), a statement in a loop whose handlers continue or break, and one whose
+# body always leaves the loop (return, break).
 from poppy_jit import poppy
 from _ext import llm, log, lookup, set_latency_scale
 
@@ -118,6 +119,24 @@ def handlers_continue_and_break(items):
     return out
 
 
+@poppy
+def body_always_leaves(xs, k):
+    got = []
+    for x in xs:
+        got.append(llm(f"try {x}"))
+        try:
+            return got, {"a": 1}[k]
+        except KeyError as e:
+            got.append(f"no {e}")
+    for x in xs:
+        try:
+            n = int(x)
+            break
+        except ValueError as e:
+            got.append(f"bad {x}")
+    return got
+
+
 def show(fn, *args):
     try:
         print(fn.__name__, "->", fn(*args))
@@ -143,3 +162,5 @@ show(truth_test_raises, [0, Truthless(), 0])
 show(handlers_continue_and_break, ["a", "b", "nope", "c", "a"])
 show(handlers_continue_and_break, ["a", "nope", "b"])
 show(handlers_continue_and_break, ["a", "stop", "b"])
+show(body_always_leaves, ["1", "2"], "a")
+show(body_always_leaves, ["x", "2", "3"], "b")
