@@ -207,7 +207,8 @@ pub(super) fn place(
             });
             if let Some((s0, q)) = original {
                 let Some(p) = pos(st, raw[s0].offset) else { continue };
-                let line = st[p].1.first().map_or(raw[s0].line, |o| o.line);
+                // (The jump is the `break`'s: its line is the pops'.)
+                let line = raw[s0 - 1].line;
                 st[p].1 = vec![Out { op: 0, arg: 0, line, jump: Some((Jump::Always, raw[q].offset)) }];
                 for i in &raw[s0 + 1..=y] {
                     if let Some(p) = pos(st, i.offset) {
