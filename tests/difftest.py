@@ -66,17 +66,13 @@ COMPILED_PATH = _compiled_path()
 # `# difftest: coroutine=1`: the overlap needs a compiled `async def` (compiled wherever the
 # compiled path is, since CPython 3.12's and 3.13's await loops are normalised too).
 COMPILED_COROUTINES = COMPILED_PATH
-# try/except compiles on 3.11 only (3.12 and 3.13 fall back for it: py312::normalise).
-COMPILED_TRY = COMPILED_PATH and sys.version_info[:2] == (3, 11)
 
 
 def directives(path: Path) -> dict:
     """`# difftest: key=value` lines of a program, values as ints. Where the compiled path is not
     supported yet, the runs must still be identical, but neither the overlap a program requires
     (`min_in_flight`) nor a known bug of the compiled path (`xfail`) can show: both are dropped.
-    `coroutine=1` says the overlap needs a compiled `async def`: dropped where those fall back.
-    `needs_try=1`: the program passes only where try/except compiles (3.11); elsewhere it is a
-    known failure (xfail)."""
+    `coroutine=1` says the overlap needs a compiled `async def`: dropped where those fall back."""
     out = {}
     for line in path.read_text().splitlines():
         m = _DIRECTIVE.match(line)
@@ -87,9 +83,6 @@ def directives(path: Path) -> dict:
         out.pop("xfail", None)
     if out.pop("coroutine", 0) and not COMPILED_COROUTINES:
         out.pop("min_in_flight", None)
-    if out.pop("needs_try", 0) and not COMPILED_TRY:
-        # Passes only where its try/except compiles: elsewhere the known failure it pins shows.
-        out["xfail"] = 1
     return out
 
 

@@ -39,7 +39,7 @@ const INTRINSIC_PREPARE_RERAISE_STAR: u32 = 1;
 /// A jump in the normalised stream whose direction (and so its 3.11 opcode) is known only once
 /// the target's new offset is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Jump {
+pub(super) enum Jump {
     /// `JUMP_FORWARD` / `JUMP_BACKWARD`.
     Always,
     /// `JUMP_BACKWARD_NO_INTERRUPT` (always backward).
@@ -52,13 +52,13 @@ enum Jump {
 
 /// One instruction of the normalised stream.
 #[derive(Clone, Copy, Debug)]
-struct Out {
+pub(super) struct Out {
     /// The 3.11 opcode (for a jump, fixed at encoding from `jump`).
-    op: u8,
-    arg: u32,
-    line: u32,
+    pub(super) op: u8,
+    pub(super) arg: u32,
+    pub(super) line: u32,
     /// The jump and its target as a 3.12 byte offset.
-    jump: Option<(Jump, u32)>,
+    pub(super) jump: Option<(Jump, u32)>,
 }
 
 impl Out {
@@ -75,18 +75,7 @@ pub fn normalise(ci: &CodeInfo) -> Result<CodeInfo, String> {
         // `await_loops`), never only scanned, whose NOPs would be lifted as its body.
         return translate(ci, &[]);
     }
-    let out = normalise_at(ci, &[])?;
-    // try/except is lifted from 3.11's handler shapes (`lift::exceptions`); 3.12's are not
-    // normalised into them yet. (Other statements with handlers get the lifter's reason.)
-    let instrs: Vec<_> = py311::decode::instructions(&out.code, &out.lines).collect();
-    if let Some(&(_, at)) =
-        exception_table::constructs(&out.exceptiontable, &instrs).iter().find(|(k, _)| *k == exception_table::HandlerKind::Except)
-    {
-        // (A handler's first instructions have no line: the first one at or after it that has.)
-        let line = instrs.iter().filter(|i| i.offset >= at && i.line > 0).map(|i| i.line).next().unwrap_or(0);
-        return Err(format!("exception handling (try/except: compiled on CPython 3.11 only) at line {line}"));
-    }
-    Ok(out)
+    normalise_at(ci, &[])
 }
 
 /// `normalise` of the code object at `path` (`co_consts` indices from the function compiled:
@@ -174,16 +163,27 @@ fn translate(ci: &CodeInfo, path: &[u32]) -> Result<CodeInfo, String> {
         Ctx { ci, path, raw, at, targets, skip, localsplus: ci.localsplus(), children, comps: Vec::new(), send_exits };
     let stream = cx.stream(0, cx.raw.len(), None)?;
     let code_len = ci.code.len() as u32;
-    let (code, offsets, lines) = encode(&stream, code_len)?;
-    let new_off = |o: u32| -> u32 { *offsets.range(o..).next().map(|(_, v)| v).unwrap_or(&(code.len() as u32)) };
-    let entries: Vec<Entry> = table
+    // The exception table in 3.12 offsets, each entry as it covers the normalised code.
+    // The code a dropped handler protected is protected as the handler itself was (an inlined
+    // comprehension's restoring handler inside a try body is covered by the try's entry, and so
+    // is the call of the comprehension made in its place), or not at all.
+    let kept: Vec<Entry> = table.iter().filter_map(|e| awaits.retarget(e)).collect();
+    let table12: Vec<Entry> = kept
         .iter()
-        .filter_map(|e| awaits.retarget(e))
-        .filter(|e| !dropped_handlers.contains(&e.target))
-        .map(|e| Entry { start: new_off(e.start), end: new_off(e.end), target: new_off(e.target), ..e })
-        .filter(|e| e.start < e.end)
+        .filter_map(|e| {
+            if !dropped_handlers.contains(&e.target) {
+                return Some(*e);
+            }
+            let c = kept.iter().find(|c| c.start <= e.target && e.target < c.end && !dropped_handlers.contains(&c.target))?;
+            Some(Entry { start: e.start, end: e.end, ..*c })
+        })
+        // (Entries that cover only dropped code — the dropped handlers — cover nothing.)
+        .filter(|e| cx.raw.iter().any(|r| e.start <= r.offset && r.offset < e.end && !cx.skip.contains(&r.offset)))
         .collect();
-    let entries = merge_adjacent(entries);
+    // try/except handler code in 3.11's layout (`handlers`).
+    let placed = super::handlers::place(&cx.raw, &cx.at, &ci.consts, &table12, &cx.targets, stream, code_len);
+    let (code, offsets, lines) = encode(&placed.stream, code_len)?;
+    let entries = super::handlers::table(&placed, &table12, &offsets, code.len() as u32);
     let mut children = cx.children;
     let mut consts = ci.consts.clone();
     for (k, comp) in cx.comps {
@@ -630,9 +630,25 @@ impl Ctx<'_> {
             return Err(shape("stack"));
         }
         let mut t = end + 1;
+        // Inside a handler (cold code), 3.12 lays the restoring handler out here, jumped over:
+        // `END_FOR; JUMP_FORWARD T; <restoring handler, dropped>; T: <restoring tail>`.
+        let mut over = None;
+        if let Ok(j) = get(t) {
+            let target = v12::jump_target(j.op_offset, j.opcode, j.arg);
+            if let Some(&tt) = target.filter(|_| j.opcode == v12::JUMP_FORWARD).and_then(|o| self.at.get(&o)) {
+                let only_jump = self.raw.iter().filter(|x| v12::jump_target(x.op_offset, x.opcode, x.arg) == target).count() == 1;
+                if tt > t + 1 && tt < hi && only_jump && self.raw[t + 1..tt].iter().all(|x| self.skip.contains(&x.offset)) {
+                    for x in &self.raw[t..tt] {
+                        stream.push((x.offset, Vec::new()));
+                    }
+                    over = Some(self.raw[tt].offset);
+                    t = tt;
+                }
+            }
+        }
         while st.iter().any(|x| matches!(x, Item::Saved(_))) {
             let x = get(t)?;
-            if self.targets.contains(&x.offset) {
+            if self.targets.contains(&x.offset) && Some(x.offset) != over {
                 return Err(shape("a jump into the restoring tail"));
             }
             let mut outs = Vec::new();
@@ -826,7 +842,15 @@ fn resolve(o: &Out, forward: bool) -> u8 {
                 v11::JUMP_BACKWARD
             }
         }
-        Some((Jump::NoInterrupt, _)) => v11::JUMP_BACKWARD_NO_INTERRUPT,
+        // (3.13 jumps back to the code after a try statement from its handlers with it; once
+        // the handlers are laid out before that code, `handlers`, the jump is forward.)
+        Some((Jump::NoInterrupt, _)) => {
+            if forward {
+                v11::JUMP_FORWARD
+            } else {
+                v11::JUMP_BACKWARD_NO_INTERRUPT
+            }
+        }
         Some((Jump::Forward(op), _)) => op,
         Some((Jump::Pop(none, when), _)) => match (none, when, forward) {
             (false, true, true) => v11::POP_JUMP_FORWARD_IF_TRUE,

@@ -70,7 +70,7 @@ fn to_312_at(ci: &CodeInfo, nested: bool) -> Result<CodeInfo, String> {
         Err(_) if scanned_only => scan_form(ci),
         Err(e) => return Err(e),
     };
-    let table = exception_table::entries(&ci.exceptiontable);
+    let table = truth_tests_protected(ci, exception_table::entries(&ci.exceptiontable))?;
     let (code, offsets, lines) = layout::encode(&stream, ci.code.len() as u32, &V12)?;
     let end = code.len() as u32;
     let new_off = |o: u32| -> u32 { *offsets.range(o..).next().map(|(_, v)| v).unwrap_or(&end) };
@@ -127,6 +127,32 @@ fn same_name(op13: u8) -> Option<u8> {
 
 fn plain(op12: u8, arg: u32, line: u32) -> Out {
     Out::new(op12, if op12 >= v12::HAVE_ARGUMENT { arg } else { 0 }, line)
+}
+
+/// `table` with each conditional jump whose `TO_BOOL` is dropped (`rewrite`) protected as that
+/// `TO_BOOL` was: the jump then tests truth itself (which may raise, in `__bool__`), where 3.13's
+/// jump on an exact bool cannot, and 3.13 leaves some of them outside the try body's entry (a
+/// `continue` at the end of an `if` in a loop in a try body). A jump protected otherwise than
+/// its `TO_BOOL` falls back.
+fn truth_tests_protected(ci: &CodeInfo, mut table: Vec<Entry>) -> Result<Vec<Entry>, String> {
+    let raw = super::decode::instructions(&ci.code, &ci.lines);
+    let cover = |t: &[Entry], o: u32| t.iter().position(|e| e.start <= o && o < e.end);
+    for w in raw.windows(3) {
+        let (b, j, next) = (w[0], w[1], w[2]);
+        if b.opcode != v13::TO_BOOL || !tested(Some(j.opcode)) {
+            continue;
+        }
+        match (cover(&table, b.offset), cover(&table, j.offset)) {
+            (Some(a), None) => {
+                let e = table[a];
+                table.push(Entry { start: j.offset, end: next.offset, ..e });
+            }
+            (a, c) if a.map(|a| (table[a].target, table[a].depth, table[a].lasti)) == c.map(|c| (table[c].target, table[c].depth, table[c].lasti)) => {}
+            _ => return Err(format!("unexpected bytecode shape (a truth test protected apart from its jump) at line {}", j.line)),
+        }
+    }
+    table.sort_by_key(|e| e.start);
+    Ok(table)
 }
 
 /// Whether the instruction `op` tests the truth of the value on top (what `TO_BOOL` gives it).

@@ -3,9 +3,8 @@
 # with the failing one before it fails, a run that succeeds would make LLM requests CPython never
 # makes (extra unordered calls in the trace). The caller compiles (try/except): the call in its
 # try body is a catching call, never inlined, so the callee runs as plain CPython and makes
-# exactly CPython's calls (docs/design-exceptions.md, I6). On 3.12 and 3.13, where try/except
-# falls back, the caller runs plainly and the callee's run still makes the extra requests.
-# difftest: needs_try=1
+# exactly CPython's calls (docs/design-exceptions.md, I6). (Where the caller falls back, it runs
+# plainly and the callee's compiled run makes the extra requests: it must compile on every version.)
 from poppy_jit import poppy
 from _ext import llm, set_latency_scale
 

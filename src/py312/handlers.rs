@@ -1,0 +1,350 @@
+//! 3.12's layout of `try`/`except` handler code → 3.11's, on the normalised stream.
+//!
+//! 3.12 emits the same handler chains as 3.11 (`PUSH_EXC_INFO`, the typed tests with
+//! `CHECK_EXC_MATCH`, the `as` clean-ups, `RERAISE 0`, `COPY 3; POP_EXCEPT; RERAISE 1`), but
+//! lays them out differently, and the lifter (`lift::exceptions`) recognises 3.11's layout:
+//!
+//! * cold blocks go last: the handler chain follows the whole function, the body falls through
+//!   into the code after the statement, and the handlers jump *back* to it. 3.11 puts the chain
+//!   right after the body and else clause, which end with `JUMP_FORWARD join`, the handlers
+//!   jumping forward to the same join;
+//! * small exit blocks (a `return …` of at most a few instructions, or a `raise`) after the
+//!   statement are copied into each path that reaches them: into a handler after its
+//!   `POP_EXCEPT` (and `as` clean-up). 3.11 jumps to the one copy after the statement: code
+//!   after a handler's `POP_EXCEPT` is not handler code (the exception is no longer being
+//!   handled, the `as` name is unbound), and the lifter takes everything up to the join as the
+//!   handler's body.
+//!
+//! `place` moves blocks of the normalised stream (each 3.12 instruction keeps its key, its
+//! outputs and its exception-table entry, `cover`): a handler's copy of an exit block goes after
+//! the chain's clean-up block, replaced by a jump to it (identical copies share one), and the
+//! chain goes before the join its handlers jump back to, after a `JUMP_FORWARD join` where the
+//! code before the join falls through. Only whole blocks move and every fall-through is kept (by
+//! a jump where it is no longer the next instruction), so the code means what it meant; whether
+//! the result is a shape the lifter translates is the lifter's to say (it falls back with 3.11's
+//! reasons otherwise). Depends on this version's `opcode` and the stream types of `normalise`.
+use super::decode::RawInstr;
+use super::normalise::{Jump, Out};
+use super::opcode as v12;
+use crate::bezoar::ir::Const;
+use crate::py311::exception_table::Entry;
+use crate::py311::opcode as v11;
+use std::collections::{BTreeMap, HashSet};
+
+/// One handler chain, as raw instruction indices.
+struct Chain {
+    /// `PUSH_EXC_INFO`.
+    push: usize,
+    /// One past the clean-up block `COPY 3; POP_EXCEPT; RERAISE 1`.
+    end: usize,
+    /// Where each handler path continues after its `POP_EXCEPT` (and `as` clean-up).
+    exits: Vec<usize>,
+    /// The end of the protected body (a 3.12 offset).
+    body_end: u32,
+}
+
+/// The chain starting at the `PUSH_EXC_INFO` `raw[push]`, if it has 3.11's shape.
+fn chain(raw: &[RawInstr], at: &BTreeMap<u32, usize>, consts: &[Const], push: usize, body_end: u32) -> Option<Chain> {
+    let mut p = push + 1;
+    loop {
+        let mut c = p;
+        while raw.get(c)?.opcode != v12::CHECK_EXC_MATCH {
+            let i = raw[c];
+            if v12::jump_target(i.op_offset, i.opcode, i.arg).is_some()
+                || matches!(
+                    i.opcode,
+                    v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS | v12::RERAISE | v12::PUSH_EXC_INFO | v12::POP_EXCEPT
+                )
+            {
+                return None;
+            }
+            c += 1;
+        }
+        let j = raw.get(c + 1)?;
+        if j.opcode != v12::POP_JUMP_IF_FALSE {
+            return None;
+        }
+        let next = *at.get(&v12::jump_target(j.op_offset, j.opcode, j.arg)?)?;
+        if next <= c + 1 {
+            return None;
+        }
+        p = next;
+        if (raw[p].opcode, raw[p].arg) == (v12::RERAISE, 0) {
+            break;
+        }
+    }
+    let cleanup: Vec<(u8, u32)> = raw.get(p + 1..p + 4)?.iter().map(|i| (i.opcode, i.arg)).collect();
+    if cleanup != [(v12::COPY, 3), (v12::POP_EXCEPT, 0), (v12::RERAISE, 1)] {
+        return None;
+    }
+    let unbind = |k: usize| {
+        matches!(raw.get(k..k + 3), Some([a, b, c]) if a.opcode == v12::LOAD_CONST
+            && matches!(consts.get(a.arg as usize), Some(Const::None))
+            && b.opcode == v12::STORE_FAST
+            && (c.opcode, c.arg) == (v12::DELETE_FAST, b.arg))
+    };
+    let exits = (push + 1..p)
+        .filter(|&k| raw[k].opcode == v12::POP_EXCEPT)
+        .map(|k| if unbind(k + 1) { k + 4 } else { k + 1 })
+        .filter(|&x| x < raw.len())
+        .collect();
+    Some(Chain { push, end: p + 4, exits, body_end })
+}
+
+/// Whether `o` ends a block (nothing falls through it).
+fn ends_block(o: &Out) -> bool {
+    matches!(o.jump, Some((Jump::Always | Jump::NoInterrupt, _)))
+        || (o.jump.is_none() && matches!(o.op, v11::RETURN_VALUE | v11::RAISE_VARARGS | v11::RERAISE))
+}
+
+/// The normalised stream in 3.11's layout of its try/except statements, and the exception-table
+/// entry that covers each key (moved instructions keep theirs; a jump added takes that of the
+/// instruction it stands for).
+pub(super) struct Placed {
+    pub stream: Vec<(u32, Vec<Out>)>,
+    /// Added keys (after `code_len`) → the 3.12 offset whose entry covers them.
+    pub cover_as: BTreeMap<u32, u32>,
+}
+
+pub(super) fn place(
+    raw: &[RawInstr],
+    at: &BTreeMap<u32, usize>,
+    consts: &[Const],
+    entries: &[Entry],
+    targets: &HashSet<u32>,
+    stream: Vec<(u32, Vec<Out>)>,
+    code_len: u32,
+) -> Placed {
+    let mut heads: Vec<u32> = entries
+        .iter()
+        .filter(|e| !e.lasti && at.get(&e.target).is_some_and(|&t| raw[t].opcode == v12::PUSH_EXC_INFO))
+        .map(|e| e.target)
+        .collect();
+    heads.sort_unstable();
+    heads.dedup();
+    // Innermost first (a chain nested in a handler comes after the outer chain's start): an
+    // inner handler's copy of the outer handler's continuation moves out of the inner chain
+    // before the outer chain is placed.
+    let mut chains: Vec<Chain> = heads.iter().rev().filter_map(|t| chain(raw, at, consts, at[t], 0)).collect();
+    // Where each body ends: after its last protected instruction outside the handler chains (a
+    // statement nested in the body has its chain elsewhere, which the body's entries cover too).
+    let spans: Vec<(u32, u32)> = chains.iter().map(|c| (raw[c.push].offset, raw[c.end - 1].offset)).collect();
+    for c in chains.iter_mut() {
+        let push_off = raw[c.push].offset;
+        c.body_end = raw
+            .iter()
+            .filter(|i| !spans.iter().any(|&(s, e)| s <= i.offset && i.offset <= e))
+            .filter(|i| entries.iter().any(|e| !e.lasti && e.target == push_off && e.start <= i.offset && i.offset < e.end))
+            .map(|i| i.offset + 2)
+            .max()
+            .unwrap_or(0);
+    }
+    let mut placed = Placed { stream, cover_as: BTreeMap::new() };
+    if chains.is_empty() {
+        return placed;
+    }
+    let cover = |o: u32| entries.iter().find(|e| e.start <= o && o < e.end).copied();
+    let mut next_key = code_len + 2;
+    for c in &chains {
+        let st = &mut placed.stream;
+        let pos = |st: &Vec<(u32, Vec<Out>)>, key: u32| st.iter().position(|(k, _)| *k == key);
+        // The keys placed after the clean-up block (moved exit blocks), in order.
+        let mut after: Vec<u32> = Vec::new();
+        let mut shared: Vec<(Vec<(u8, u32, Option<(Jump, u32)>, u32)>, Vec<Option<Entry>>, u32)> = Vec::new();
+        let mut joins: Vec<u32> = Vec::new();
+        for &x in &c.exits {
+            let first = raw[x];
+            if let Some(t) = v12::jump_target(first.op_offset, first.opcode, first.arg) {
+                if v12::is_unconditional_jump(first.opcode) {
+                    joins.push(t);
+                }
+                continue;
+            }
+            // A copied block: straight-line code from x to a return, raise or jump, none of it
+            // a jump target (an exit block of the function; or, in a handler nested in another
+            // one, the outer handler's continuation up to its own exit: 3.11 jumps to both).
+            let mut y = x;
+            let ok = loop {
+                let Some(i) = raw.get(y) else { break false };
+                if y > x && targets.contains(&i.offset) || i.opcode == v12::PUSH_EXC_INFO {
+                    break false;
+                }
+                if v12::is_unconditional_jump(i.opcode)
+                    || matches!(i.opcode, v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS | v12::RERAISE)
+                {
+                    break true;
+                }
+                if v12::is_jump(i.opcode) {
+                    break false;
+                }
+                y += 1;
+            };
+            if !ok || raw[x..y].iter().all(|i| matches!(i.opcode, v12::NOP | v12::POP_TOP | v12::SWAP)) {
+                // A return, raise or jump, after the pops of a `return` out of a loop: what
+                // 3.11 has there too.
+                continue;
+            }
+            // A `break` out of a loop from a handler: the iterators' pops, then a copy of the
+            // code after the loop. 3.11 pops and jumps to that code: its original, the same
+            // instructions (same outputs, lines and protection) elsewhere, outside the handler
+            // chains, replaces the longest such suffix of the copy. (Other copies move below.)
+            let sig_of = |st: &Vec<(u32, Vec<Out>)>, r: &[RawInstr]| -> Option<Vec<(Vec<(u8, u32, Option<(Jump, u32)>, u32)>, Option<Entry>)>> {
+                r.iter()
+                    .map(|i| {
+                        let p = pos(st, i.offset)?;
+                        Some((st[p].1.iter().map(|o| (o.op, o.arg, o.jump, o.line)).collect(), cover(i.offset)))
+                    })
+                    .collect()
+            };
+            let outside = |q: usize| !spans.iter().any(|&(s, e)| s <= raw[q].offset && raw[q].offset <= e);
+            let original = (x + 1..=y).take_while(|&s0| raw[s0 - 1].opcode == v12::POP_TOP).find_map(|s0| {
+                let want = sig_of(st, &raw[s0..=y])?;
+                let len = y + 1 - s0;
+                (0..raw.len().saturating_sub(len - 1))
+                    .filter(|&q| (q..q + len).all(outside) && (q + len <= x || q > y))
+                    .find(|&q| sig_of(st, &raw[q..q + len]).is_some_and(|g| g == want) && !want.iter().all(|(o, _)| o.is_empty()))
+                    .map(|q| (s0, q))
+            });
+            if let Some((s0, q)) = original {
+                let Some(p) = pos(st, raw[s0].offset) else { continue };
+                // (The jump is the `break`'s: its line is the pops'.)
+                let line = raw[s0 - 1].line;
+                st[p].1 = vec![Out { op: 0, arg: 0, line, jump: Some((Jump::Always, raw[q].offset)) }];
+                for i in &raw[s0 + 1..=y] {
+                    if let Some(p) = pos(st, i.offset) {
+                        st[p].1.clear();
+                    }
+                }
+                continue;
+            }
+            let keys: Vec<u32> = raw[x..=y].iter().map(|i| i.offset).collect();
+            let Some(p0) = pos(st, keys[0]) else { continue };
+            if st.get(p0..p0 + keys.len()).map_or(true, |s| s.iter().map(|(k, _)| *k).ne(keys.iter().copied())) {
+                continue;
+            }
+            let anchor = after.last().copied().unwrap_or(raw[c.end - 1].offset);
+            let Some(a) = pos(st, anchor).filter(|&a| a >= p0 + keys.len()) else { continue };
+            let sig: Vec<_> =
+                st[p0..p0 + keys.len()].iter().flat_map(|(_, o)| o.iter().map(|o| (o.op, o.arg, o.jump, o.line))).collect();
+            let covers: Vec<_> = keys.iter().map(|&k| cover(k)).collect();
+            let line = st[p0].1.first().map_or(first.line, |o| o.line);
+            let target = match shared.iter().find(|(s, c, _)| *s == sig && *c == covers && !targets.contains(&keys[0])) {
+                Some(&(_, _, t)) => {
+                    st.drain(p0..p0 + keys.len());
+                    t
+                }
+                None => {
+                    let block: Vec<_> = st.drain(p0..p0 + keys.len()).collect();
+                    let a = a - keys.len();
+                    st.splice(a + 1..a + 1, block);
+                    after.extend(keys.iter().copied());
+                    shared.push((sig, covers, keys[0]));
+                    keys[0]
+                }
+            };
+            let key = next_key;
+            next_key += 2;
+            placed.cover_as.insert(key, keys[0]);
+            let p0 = p0.min(st.len());
+            st.insert(p0, (key, vec![Out { op: 0, arg: 0, line, jump: Some((Jump::Always, target)) }]));
+            joins.push(target);
+        }
+        // Where 3.11 puts the chain: before the join the handlers jump back to (the body and
+        // else clause fall through into it), or after the else clause's jump to where the
+        // handlers jump too (the bottom of an enclosing loop: `continue`).
+        let push_off = raw[c.push].offset;
+        let join = joins.iter().copied().filter(|&j| j >= c.body_end && j < push_off).min();
+        let after_jump = if join.is_some() {
+            None
+        } else {
+            raw.iter()
+                .filter(|i| i.offset >= c.body_end && i.offset < push_off)
+                .find(|i| {
+                    // (No handler continues after the statement — each breaks, returns or
+                    // raises —: the statement ends a loop's body, which jumps back.)
+                    v12::is_unconditional_jump(i.opcode)
+                        && v12::jump_target(i.op_offset, i.opcode, i.arg)
+                            .is_some_and(|t| joins.contains(&t) || (joins.is_empty() && t < c.body_end))
+                })
+                .map(|i| i.offset)
+                .or_else(|| {
+                    // (A body that always leaves — `try: return …`, `break` —, no else clause:
+                    // after its return or jump and the pops before it.)
+                    let k = raw.iter().position(|i| i.offset >= c.body_end)?;
+                    let r = raw[k..c.push].iter().position(|i| !matches!(i.opcode, v12::NOP | v12::POP_TOP | v12::SWAP))? + k;
+                    let i = raw[r];
+                    let leaves = matches!(i.opcode, v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS)
+                        || v12::is_unconditional_jump(i.opcode);
+                    (leaves && r + 1 < c.push)
+                        .then_some(i.offset)
+                })
+        };
+        if join.is_none() && after_jump.is_none() {
+            continue;
+        }
+        let (Some(s), Some(e)) = (pos(st, push_off), pos(st, after.last().copied().unwrap_or(raw[c.end - 1].offset))) else {
+            continue;
+        };
+        let own: HashSet<u32> = raw[c.push..c.end].iter().map(|i| i.offset).chain(after.iter().copied()).collect();
+        if s > e || !st[s..=e].iter().all(|(k, _)| own.contains(k) || *k > code_len) {
+            continue;
+        }
+        let block: Vec<_> = st.drain(s..=e).collect();
+        let Some(j) = pos(st, join.or(after_jump).unwrap()) else {
+            // (Not expected: put it back.)
+            st.splice(s..s, block);
+            continue;
+        };
+        let mut insert = Vec::new();
+        let j = match join {
+            Some(join) => {
+                // Before the instructions that emit nothing just before the join (a dropped
+                // `END_FOR` a loop's `FOR_ITER` targets): a key that emits nothing stands for the
+                // next output, which must stay the join's.
+                let mut j = j;
+                while j > 0 && st[j - 1].1.is_empty() {
+                    j -= 1;
+                }
+                let before = st[..j].iter().rev().find_map(|(k, o)| o.last().map(|o| (*k, *o)));
+                if let Some((_, o)) = before.filter(|(_, o)| !ends_block(o)) {
+                    let key = next_key;
+                    next_key += 2;
+                    // Protected as the statement is (by an enclosing try), as its clean-up block.
+                    placed.cover_as.insert(key, raw[c.end - 1].offset);
+                    insert.push((key, vec![Out { op: 0, arg: 0, line: o.line, jump: Some((Jump::Always, join)) }]));
+                }
+                j
+            }
+            None => j + 1,
+        };
+        insert.extend(block);
+        st.splice(j..j, insert);
+    }
+    placed
+}
+
+/// The exception table of the laid-out stream: each key's entry (`cover_as` for added keys),
+/// at its new offsets, adjacent ranges to the same handler joined. `offsets` are the new
+/// offsets of the keys (`layout::encode`), `code_end` the length of the new code.
+pub(super) fn table(
+    placed: &Placed,
+    entries: &[Entry],
+    offsets: &BTreeMap<u32, u32>,
+    code_end: u32,
+) -> Vec<Entry> {
+    let cover = |o: u32| entries.iter().find(|e| e.start <= o && o < e.end).copied();
+    let new_off = |o: u32| -> u32 { *offsets.range(o..).next().map(|(_, v)| v).unwrap_or(&code_end) };
+    let keys: Vec<u32> = placed.stream.iter().filter(|(_, o)| !o.is_empty()).map(|(k, _)| *k).collect();
+    let mut out: Vec<Entry> = Vec::new();
+    for (n, &k) in keys.iter().enumerate() {
+        let Some(e) = cover(placed.cover_as.get(&k).copied().unwrap_or(k)) else { continue };
+        let start = offsets[&k];
+        let end = keys.get(n + 1).map_or(code_end, |k2| offsets[k2]);
+        let e = Entry { start, end, target: new_off(e.target), ..e };
+        match out.last_mut() {
+            Some(p) if p.end == e.start && (p.target, p.depth, p.lasti) == (e.target, e.depth, e.lasti) => p.end = e.end,
+            _ => out.push(e),
+        }
+    }
+    out
+}
