@@ -13,19 +13,30 @@ use super::wait::{producer_along, resolve_fut, wait_fut};
 use super::{Class, Policy, Token};
 use std::time::Instant;
 
-/// The stand-in for a pending slot's value: its producing call's result hint.
-fn hint_of<E: Env>(e: &E, s: SlotId) -> Option<E::Prim> {
-    producer_along(e, s, false).and_then(|c| e.ctl_ref()[c].hint.clone())
+/// The stand-in for a pending slot's value: its producing call's result hint. If that call may
+/// still get one (its callee or arguments are not known yet), `w` is woken when it does.
+fn hint_of<E: Env>(e: &mut E, s: SlotId, w: WorkId) -> Option<E::Prim> {
+    let c = producer_along(e, s, false)?;
+    let p = &e.ctl_ref()[c];
+    if p.hint.is_some() {
+        return p.hint.clone();
+    }
+    if matches!(p.phase, Phase::WaitCallee | Phase::WaitArgs) && !p.hint_waiters.contains(&w) {
+        e.ctl()[c].hint_waiters.push(w);
+    }
+    None
 }
 
 /// Classify a call from known arguments and hints for pending ones (see Host::classify_hinted);
 /// also compute its own result hint for the calls that consume it.
-fn try_hint<E: Env>(e: &mut E, cid: CtrlId) {
+fn try_hint<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
     let c = &e.ctl_ref()[cid];
-    if c.func.is_none() || (c.early.is_some() && c.hint.is_some()) {
+    if (c.func.is_none() && c.func_hint.is_none()) || (c.early.is_some() && c.hint.is_some()) {
         return;
     }
-    let check_owned = c.early.is_none() && !e.ctl_ref().owned.is_empty();
+    // (A callee still pending has a stand-in of a declared type: not a method of an owned
+    // container, which is known.)
+    let check_owned = c.func.is_some() && c.early.is_none() && !e.ctl_ref().owned.is_empty();
     if check_owned {
         // A method of an owned container (`out.append`): per-object ordering decides it, not
         // hints — and classifying it would walk the whole container (quadratic in a loop).
@@ -34,18 +45,23 @@ fn try_hint<E: Env>(e: &mut E, cid: CtrlId) {
             return;
         }
     }
-    let c = &e.ctl_ref()[cid];
-    let args: Vec<Option<E::Prim>> = c
-        .args
-        .iter()
-        .map(|&a| match e.peek(a) {
+    let slots = e.ctl_ref()[cid].args.clone();
+    let mut args: Vec<Option<E::Prim>> = Vec::with_capacity(slots.len());
+    for a in slots {
+        args.push(match e.peek(a) {
             Peek::Prim(p) => Some(p),
             Peek::Other => None,
-            Peek::Pending => hint_of(e, a),
-        })
-        .collect();
+            Peek::Pending => hint_of(e, a, w),
+        });
+    }
     if e.ctl()[cid].hint.is_none() {
-        e.ctl()[cid].hint = e.result_hint(cid, &args);
+        let h = e.result_hint(cid, &args);
+        if h.is_some() {
+            e.ctl()[cid].hint = h;
+            for x in std::mem::take(&mut e.ctl()[cid].hint_waiters) {
+                e.wake(x);
+            }
+        }
     }
     if e.ctl()[cid].early.is_none() && args.iter().all(|a| a.is_some()) {
         if let Some(class) = e.classify_hinted(cid, &args) {
@@ -170,27 +186,64 @@ fn release_after<E: Env>(e: &mut E, cid: CtrlId, tok: Token, w: WorkId) {
 /// wakes `w` again.
 pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
     if e.ctl()[cid].phase == Phase::WaitArgs {
-        try_hint(e, cid);
+        try_hint(e, cid, w);
     }
     forward(e, cid, w);
     forward_r_early(e, cid, w);
     loop {
         match e.ctl()[cid].phase {
             Phase::WaitCallee => match e.callee(cid, w) {
-                Callee::Pending => return,
+                Callee::Pending => {
+                    // A pending callee with a stand-in (a method of a value of declared type):
+                    // the call may be classified, and pass the order on, before it is known.
+                    if e.ctl_ref()[cid].func_hint.is_none() {
+                        let callee = e.ctl_ref()[cid].callee;
+                        if let Some(h) = hint_of(e, callee, w) {
+                            e.ctl()[cid].func_hint = Some(h);
+                        }
+                    }
+                    if e.ctl_ref()[cid].func_hint.is_some() {
+                        try_hint(e, cid, w);
+                        forward(e, cid, w);
+                    }
+                    return;
+                }
                 Callee::External(p) => {
                     let early = e.classify_callee(&p);
                     let c = &mut e.ctl()[cid];
                     c.func = Some(p);
-                    c.early = early;
+                    if c.hinted {
+                        // Classified on the callee's stand-in; the real class is checked with
+                        // the arguments (WaitArgs), like every hinted class.
+                        if early.is_some_and(|k| k.stricter_than(c.early.expect("hinted class"))) {
+                            let err = e.internal_error(
+                                "TypeError",
+                                "poppy_jit: a callee does not have the type its declared stand-in gave it, \
+                                 and the program order was already passed on because of it",
+                            );
+                            return fail(e, cid, err);
+                        }
+                    } else {
+                        c.early = early;
+                    }
                     c.phase = Phase::WaitArgs;
-                    try_hint(e, cid);
+                    try_hint(e, cid, w);
                     forward(e, cid, w);
                 }
                 Callee::Inlined(ret) => {
                     let c = &mut e.ctl()[cid];
                     c.held.push(ret);
                     c.phase = Phase::Inlined { ret };
+                    if c.hinted {
+                        // A stand-in said a builtin method; an inlined function makes calls of
+                        // its own in program order: never continue silently.
+                        let err = e.internal_error(
+                            "TypeError",
+                            "poppy_jit: a callee classified from its declared stand-in turned out \
+                             to be compiled code",
+                        );
+                        return fail(e, cid, err);
+                    }
                 }
                 Callee::Failed(err) => return fail(e, cid, err),
             },
@@ -383,7 +436,14 @@ pub fn finished<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
     }
 }
 
-fn complete<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
+fn complete<E: Env>(e: &mut E, cid: CtrlId, mut r: Result<E::Prim, E::Error>) {
+    if let Ok(v) = &r {
+        // A declared result type is checked at arrival: later operations may already have
+        // been classified on its stand-in.
+        if let Err(err) = e.check_result(cid, v) {
+            r = Err(err);
+        }
+    }
     e.ctl()[cid].done = true;
     objects::wake_done(e, cid);
     if let Ok(v) = &r {

@@ -47,6 +47,9 @@ pub struct Ctrl<P> {
     /// Source line of the call (0 when unknown).
     pub line: u32,
     pub func: Option<P>,
+    /// While the callee is pending: a stand-in for it (its producer's result hint, e.g. the
+    /// bound `split` of a declared str), so the call can be classified before it is known.
+    pub func_hint: Option<P>,
     pub args: Vec<SlotId>,
     pub kwnames: Vec<String>,
     pub result: SlotId,
@@ -60,6 +63,8 @@ pub struct Ctrl<P> {
     pub hinted: bool,
     /// A stand-in for this call's result, for hinting calls that consume it.
     pub hint: Option<P>,
+    /// Work items of consumers that asked for `hint` before it was known: woken when it is.
+    pub hint_waiters: Vec<WorkId>,
     pub argv: Vec<P>,
     /// The input order, once read (kept for program-order positions after `seq` is released).
     pub in_tok: Option<Token>,
@@ -113,6 +118,7 @@ impl<P> Ctrl<P> {
             callee,
             line,
             func,
+            func_hint: None,
             args,
             kwnames,
             result,
@@ -122,6 +128,7 @@ impl<P> Ctrl<P> {
             early,
             hinted: false,
             hint: None,
+            hint_waiters: Vec::new(),
             argv: Vec::new(),
             in_tok: None,
             held,

@@ -275,6 +275,14 @@ impl<'py> Host for PyHost<'py> {
         callee::classify_hinted(self, f, args, kwnames)
     }
 
+    fn is_atom(&mut self, p: &Obj) -> bool {
+        crate::pyobj::contract::is_atom(p.bind(self.py))
+    }
+
+    fn check_result(&mut self, f: &Obj, v: &Obj) -> Result<(), PyErrRef> {
+        callee::check_result(self, f, v).map_err(PyErrRef::new)
+    }
+
     fn result_hint(&mut self, f: &Obj, args: &[Option<Obj>], kw: &[String]) -> Option<Obj> {
         callee::result_hint(self, f, args, kw)
     }

@@ -143,6 +143,19 @@ pub trait Host {
         None
     }
 
+    /// Whether `p` is an immutable atom (None, bool, int, float, str, bytes): no container, and
+    /// it holds none.
+    fn is_atom(&mut self, _p: &Self::Prim) -> bool {
+        false
+    }
+
+    /// A finished external call's value `v` against what the callee declared it returns (its
+    /// declared result type, on whose strength later operations may have been classified
+    /// before it arrived): an error fails the call instead of binding `v`.
+    fn check_result(&mut self, _f: &Self::Prim, _v: &Self::Prim) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
     /// Whether calling `f` is cheap, synchronous, unordered and never observable (a global
     /// name look-up): such a call is made as soon as its arguments are known, by the statement
     /// itself, with no controller; the order passes through it unchanged.
