@@ -16,12 +16,13 @@ use std::time::Instant;
 /// The stand-in for a pending slot's value: its producing call's result hint. If that call may
 /// still get one (its callee or arguments are not known yet), `w` is woken when it does.
 fn hint_of<E: Env>(e: &mut E, s: SlotId, w: WorkId) -> Option<E::Prim> {
-    let c = producer_along(e, s, false)?;
+    // Through an inlined call to its body's result (the same value): its producer's hint.
+    let c = producer_along(e, s, true)?;
     let p = &e.ctl_ref()[c];
     if p.hint.is_some() {
         return p.hint.clone();
     }
-    if matches!(p.phase, Phase::WaitCallee | Phase::WaitArgs) && !p.hint_waiters.contains(&w) {
+    if matches!(p.phase, Phase::WaitCallee | Phase::WaitArgs | Phase::Inlined { .. }) && !p.hint_waiters.contains(&w) {
         e.ctl()[c].hint_waiters.push(w);
     }
     None
@@ -227,6 +228,9 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                         c.early = early;
                     }
                     c.phase = Phase::WaitArgs;
+                    for x in std::mem::take(&mut c.hint_waiters) {
+                        e.wake(x);
+                    }
                     try_hint(e, cid, w);
                     forward(e, cid, w);
                 }
@@ -234,6 +238,10 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                     let c = &mut e.ctl()[cid];
                     c.held.push(ret);
                     c.phase = Phase::Inlined { ret };
+                    for x in std::mem::take(&mut c.hint_waiters) {
+                        e.wake(x);
+                    }
+                    let c = &mut e.ctl()[cid];
                     if c.hinted {
                         // A stand-in said a builtin method; an inlined function makes calls of
                         // its own in program order: never continue silently.
@@ -253,6 +261,11 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                     let c = &mut e.ctl()[cid];
                     c.held.push(seq);
                     c.phase = Phase::InlinedOrder { seq };
+                    // The call's result now follows the body's: consumers waiting for a stand-in
+                    // may find its producer's.
+                    for x in std::mem::take(&mut c.hint_waiters) {
+                        e.wake(x);
+                    }
                 }
                 Read::Not => return finish(e, cid),
             },

@@ -533,7 +533,14 @@ fn receiver_escaped_before<E: Env>(e: &mut E, cid: CtrlId, k: u64, unbound: &mut
         let phase = e.ctl_ref()[c].phase;
         match phase {
             Phase::WaitCallee if !callee_may_involve(e, c, &[k], &mut Look::new()) => {}
-            Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => return None,
+            Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => {
+                // Asked again once that call's callee is known or its body linked in.
+                let w = e.ctl_ref().work[cid];
+                if !e.ctl_ref()[c].hint_waiters.contains(&w) {
+                    e.ctl()[c].hint_waiters.push(w);
+                }
+                return None;
+            }
             Phase::WaitArgs => {
                 if e.ctl_ref()[c].early_local == Some(k) {
                     return Some(false); // it decided the same for everything before it

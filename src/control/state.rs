@@ -63,7 +63,9 @@ pub struct Ctrl<P> {
     pub hinted: bool,
     /// A stand-in for this call's result, for hinting calls that consume it.
     pub hint: Option<P>,
-    /// Work items of consumers that asked for `hint` before it was known: woken when it is.
+    /// Work items of consumers that asked for `hint` before it was known, and of per-object
+    /// walks that stopped at this call while its callee was pending or its body not linked in
+    /// (`objects::early_local`): woken when that changes.
     pub hint_waiters: Vec<WorkId>,
     pub argv: Vec<P>,
     /// The input order, once read (kept for program-order positions after `seq` is released).
