@@ -167,3 +167,130 @@ def test_a_blocking_external_configured_with_returns(tmp_path):
     # subscript and the split of each pending reply, so the next attribute read need not wait.
     assert "max in flight 1" in plain.stderr
     assert int(launched.stderr.split("max in flight ")[-1].split()[0]) >= 2, launched.stderr
+
+
+LOOSE = """
+    import asyncio
+    from poppy_jit import poppy, sequential, unordered
+
+    @unordered{options}
+    async def ask(prompt) -> str:
+        await asyncio.sleep(0.05 if prompt == "b" else 0.01)
+        return None if prompt != "a" else prompt.upper()  # None "on error": not a str
+
+    @sequential
+    def log(*xs):
+        print("log", *xs, flush=True)
+
+    @poppy
+    def main():
+        a = ask("a")
+        b = ask("b")
+        c = ask("c")
+        log("asked")
+        return a, b, c
+
+    print(main())
+    print(main())
+"""
+
+
+def test_a_loose_return_annotation_nothing_relied_on_is_used_as_cpython_would(tmp_path):
+    # `-> str` on a function that returns None: nothing was ordered on the strength of the
+    # annotation before the values arrived, so the run is CPython's, with one warning.
+    src = LOOSE.format(options="")
+    plain = _run(tmp_path, src, poppy=False)
+    popped = _run(tmp_path, src)
+    assert plain.returncode == 0, plain.stderr
+    assert popped.returncode == 0, popped.stderr
+    assert popped.stdout == plain.stdout == "log asked\n('A', None, None)\nlog asked\n('A', None, None)\n"
+    warning = ("PoppyWarning: poppy_jit: ask is annotated -> str but returned a value of type "
+               "NoneType")
+    assert popped.stderr.count(warning) == 1, popped.stderr
+    assert "Warning" not in plain.stderr
+
+
+def test_an_explicit_returns_mismatch_is_an_error_even_when_nothing_relied_on_it(tmp_path):
+    src = LOOSE.format(options="(returns=str)")
+    popped = _run(tmp_path, src)
+    assert popped.returncode == 1, popped.stdout + popped.stderr
+    last = popped.stderr.strip().splitlines()[-1]
+    assert last.startswith("TypeError: poppy_jit: the result of __main__:ask does not have its "
+                           "declared return type str (got a value of type NoneType)"), popped.stderr
+    assert "PoppyWarning" not in popped.stderr
+
+
+def test_a_loose_annotation_something_relied_on_names_what(tmp_path):
+    # The same annotation, but the order passed a comparison of the pending result before it
+    # arrived: continuing with None would not be CPython's order, so the run stops, naming the
+    # external, the declaration and what relied on it.
+    src = """
+        import asyncio
+        from poppy_jit import poppy, sequential, unordered
+
+        @unordered
+        async def ask(prompt) -> str:
+            await asyncio.sleep(0.05)
+            return None
+
+        @sequential
+        def log(*xs):
+            print("log", *xs, flush=True)
+
+        @poppy
+        def main():
+            answer = ask("x")
+            if answer == "yes":
+                log("yes")
+            log("done")
+
+        main()
+    """
+    plain = _run(tmp_path, src, poppy=False)
+    assert plain.returncode == 0 and plain.stdout == "log done\n", plain.stderr
+    popped = _run(tmp_path, src)
+    assert popped.returncode == 1, popped.stdout + popped.stderr
+    last = popped.stderr.strip().splitlines()[-1]
+    assert last.startswith("TypeError: poppy_jit: the result of __main__:ask does not have its "
+                           "declared return type str (got a value of type NoneType); the call at "
+                           "line 17, classified on its stand-in, relied on the declaration"), popped.stderr
+    assert popped.stdout == ""
+
+
+def test_a_large_declared_result_keeps_the_class_its_sample_gave(tmp_path):
+    # 20,000 strs: the annotation library gives up walking a list that long (the strictest
+    # class), but the value passed the deep check at arrival, so the class `in` got from the
+    # declaration's sample holds for it — no "program order was already passed on" error.
+    src = """
+        import asyncio
+        from poppy_jit import poppy, sequential, unordered
+
+        @unordered
+        async def ask(n) -> list[str]:
+            await asyncio.sleep(0.05)
+            return [str(i) for i in range(n)]
+
+        @unordered
+        async def total(xs):
+            await asyncio.sleep(0.01)
+            return sum(len(x) for x in xs)
+
+        @sequential
+        def log(*xs):
+            print("log", *xs, flush=True)
+
+        @poppy
+        def main():
+            r = ask(20000)
+            found = "5" in r
+            t = total(r)
+            log("after")
+            return found, t, len(r), r[-1]
+
+        print(main())
+    """
+    plain = _run(tmp_path, src, poppy=False)
+    popped = _run(tmp_path, src)
+    assert plain.returncode == 0, plain.stderr
+    assert popped.returncode == 0, popped.stderr
+    assert popped.stdout == plain.stdout == "log after\n(True, 88890, 20000, '19999')\n"

@@ -16,8 +16,12 @@ While the call is pending, the runtime knows that operations on its result (subs
 `in`, iteration, str methods, formatting) run no user code and touch nothing but the value: they
 are reads of it, classified from a stand-in (`hint`) before it arrives, so they pass the program
 order on at once. When the result arrives it is checked against the declaration (`check`, deep,
-cost proportional to its size); a value that does not match fails the call with a TypeError
-naming the external and its declaration — never a silently different result.
+cost proportional to its size). A value that does not match fails the call with a TypeError
+naming the external and its declaration when the declaration is explicit (`returns=`, config),
+or when something was already ordered on the strength of it — never a silently different
+result. A declaration that comes only from a return annotation (often loose in real code: a
+`-> str` that returns None on error) and that nothing relied on yet is not enforced: the actual
+value is used, as in CPython, with a PoppyWarning naming the annotation (once per external).
 
 Normal forms (hashable): a builtin type (`str`, ..., `type(None)`), `("list", T)`,
 `("tuple", (T1, ...))`, `("tuple...", T)`, `("dict", T)` (str keys), `("json",)`,
@@ -235,14 +239,21 @@ def check(nf, v) -> bool:
     return True
 
 
-def arrival_error(nf, v, fn) -> TypeError:
+def arrival_error(nf, v, fn, relied: str | None = None) -> TypeError:
+    """The error of a result `v` of `fn` that does not have its declared type `nf`; `relied`
+    says what was ordered on the strength of the declaration, when something was."""
+    why = (f"{relied} relied on the declaration before the value arrived" if relied else
+           "later operations may be ordered on the strength of the declaration")
+    return TypeError(
+        f"poppy_jit: the result of {_where(fn)} does not have its declared return type "
+        f"{render(nf)} (got {_describe(v)}); {why}, so the run stops here: correct the "
+        f"declaration (or remove it)")
+
+
+def _where(fn) -> str:
     name = getattr(fn, "__qualname__", None) or repr(fn)
     mod = getattr(fn, "__module__", None)
-    where = f"{mod}:{name}" if mod else name
-    return TypeError(
-        f"poppy_jit: the result of {where} does not have its declared return type "
-        f"{render(nf)} (got {_describe(v)}); later operations were ordered on the strength of the "
-        f"declaration, so the run stops here: correct the declaration (or remove it)")
+    return f"{mod}:{name}" if mod else name
 
 
 def _describe(v) -> str:

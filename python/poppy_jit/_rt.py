@@ -129,13 +129,15 @@ class _StandIn:
 
 
 def declared_return(spec):
-    """(stand-in, declaration) for an external's declared result type (`poppy_jit._declared`):
-    its `returns=` declaration, else its return annotation when that is plain data; None when it
-    declares none. The stand-in is wrapped (`_StandIn`: None is a valid stand-in); `_declared.NO`
-    inside it means no stand-in is sound (the declaration is still checked at arrival)."""
+    """(stand-in, declaration, explicit) for an external's declared result type
+    (`poppy_jit._declared`): its `returns=` declaration (explicit), else its return annotation
+    when that is plain data; None when it declares none. The stand-in is wrapped (`_StandIn`:
+    None is a valid stand-in); `_declared.NO` inside it means no stand-in is sound (the
+    declaration is still checked at arrival)."""
     import typing
 
     nf = getattr(spec, "returns", None)
+    explicit = nf is not None
     if nf is None:
         try:
             ret = typing.get_type_hints(spec.fn).get("return", NotImplemented)
@@ -146,13 +148,22 @@ def declared_return(spec):
         nf = _declared.normalise(ret)
         if nf is None:
             return None
-    return _StandIn(_declared.stand_in(nf)), nf
+    return _StandIn(_declared.stand_in(nf)), nf, explicit
 
 
-def check_declared(nf, value, fn):
-    """At arrival: the result `value` of external `fn` must have its declared type `nf`."""
-    if not _declared.check(nf, value):
-        raise _declared.arrival_error(nf, value, fn)
+def check_declared(nf, value, fn, explicit, relied):
+    """At arrival: whether the result `value` of external `fn` has its declared type `nf`. A
+    mismatch raises a TypeError when the declaration is explicit or when something was ordered
+    on the strength of it (`relied`: what, else None); otherwise (a loose return annotation
+    nothing relied on) it warns once and returns False: the value is used as it is."""
+    if _declared.check(nf, value):
+        return True
+    if explicit or relied is not None:
+        raise _declared.arrival_error(nf, value, fn, relied)
+    from . import _warnings
+
+    _warnings.wrong_annotation(fn, _declared.render(nf), _declared._describe(value))
+    return False
 
 
 _ATOM_TYPES = frozenset({str, int, float, bool, bytes, type(None)})

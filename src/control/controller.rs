@@ -13,13 +13,23 @@ use super::wait::{producer_along, resolve_fut, wait_fut};
 use super::{Class, Policy, Token};
 use std::time::Instant;
 
-/// The stand-in for a pending slot's value: its producing call's result hint. If that call may
-/// still get one (its callee or arguments are not known yet), `w` is woken when it does.
-fn hint_of<E: Env>(e: &mut E, s: SlotId, w: WorkId) -> Option<E::Prim> {
+/// The stand-in for a pending slot's value: its producing call's result hint; the calls with a
+/// declared result type it was derived from are added to `roots`. None when one of those
+/// arrived without its declared type (the stand-in was wrong). If that call may still get one
+/// (its callee or arguments are not known yet), `w` is woken when it does.
+fn hint_of<E: Env>(e: &mut E, s: SlotId, w: WorkId, roots: &mut Vec<CtrlId>) -> Option<E::Prim> {
     // Through an inlined call to its body's result (the same value): its producer's hint.
     let c = producer_along(e, s, true)?;
     let p = &e.ctl_ref()[c];
     if p.hint.is_some() {
+        if p.hint_roots.iter().any(|&r| e.ctl_ref()[r].declared_ok == Some(false)) {
+            return None;
+        }
+        for &r in &p.hint_roots {
+            if !roots.contains(&r) {
+                roots.push(r);
+            }
+        }
         return p.hint.clone();
     }
     if matches!(p.phase, Phase::WaitCallee | Phase::WaitArgs | Phase::Inlined { .. }) && !p.hint_waiters.contains(&w) {
@@ -46,19 +56,33 @@ fn try_hint<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
             return;
         }
     }
+    let mut roots = Vec::new();
+    if e.ctl_ref()[cid].func.is_none() {
+        // Classified on the callee's stand-in: its roots count (and a wrong one is not used).
+        let callee = e.ctl_ref()[cid].callee;
+        if hint_of(e, callee, w, &mut roots).is_none() {
+            return;
+        }
+    }
     let slots = e.ctl_ref()[cid].args.clone();
     let mut args: Vec<Option<E::Prim>> = Vec::with_capacity(slots.len());
+    let mut stand_ins: Vec<Option<E::Prim>> = Vec::with_capacity(slots.len());
     for a in slots {
-        args.push(match e.peek(a) {
-            Peek::Prim(p) => Some(p),
-            Peek::Other => None,
-            Peek::Pending => hint_of(e, a, w),
-        });
+        let (v, hinted) = match e.peek(a) {
+            Peek::Prim(p) => (Some(p), false),
+            Peek::Other => (None, false),
+            Peek::Pending => (hint_of(e, a, w, &mut roots), true),
+        };
+        stand_ins.push(if hinted { v.clone() } else { None });
+        args.push(v);
     }
     if e.ctl()[cid].hint.is_none() {
         let h = e.result_hint(cid, &args);
         if h.is_some() {
-            e.ctl()[cid].hint = h;
+            let own = e.declares_result(cid);
+            let c = &mut e.ctl()[cid];
+            c.hint = h;
+            c.hint_roots = if own { vec![cid] } else { roots.clone() };
             for x in std::mem::take(&mut e.ctl()[cid].hint_waiters) {
                 e.wake(x);
             }
@@ -66,10 +90,42 @@ fn try_hint<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
     }
     if e.ctl()[cid].early.is_none() && args.iter().all(|a| a.is_some()) {
         if let Some(class) = e.classify_hinted(cid, &args) {
-            e.ctl()[cid].early = Some(class);
-            e.ctl()[cid].hinted = true;
+            let line = e.ctl_ref()[cid].line;
+            if class != Class::Sequential {
+                // The order may pass on on the strength of these stand-ins: a mismatch of their
+                // declarations at arrival is an error from now on.
+                for &r in &roots {
+                    e.ctl()[r].relied_by.get_or_insert((line, false));
+                }
+            }
+            let c = &mut e.ctl()[cid];
+            c.early = Some(class);
+            c.hinted = true;
+            c.early_roots = roots;
+            c.early_args = stand_ins;
         }
     }
+}
+
+/// A call classified on stand-ins (`try_hint`) whose real arguments get a stricter class: when
+/// every declared result its stand-ins came from has arrived and matched its declaration, the
+/// class on the stand-ins still holds for them (a declared type's sample gets the strictest
+/// class any value of the type can have; the annotation library may judge a large real value
+/// more strictly only because it gives up on its size). Classified again on those stand-ins and
+/// the other arguments' current values: that class, if it is not stricter than the hinted one.
+fn hinted_class_holds<E: Env>(e: &mut E, cid: CtrlId, argv: &[E::Prim]) -> Option<Class> {
+    let c = &e.ctl_ref()[cid];
+    let early = c.early?;
+    if c.early_roots.is_empty() || c.early_args.len() != argv.len() || c.func.is_none() {
+        return None;
+    }
+    if !c.early_roots.iter().all(|&r| e.ctl_ref()[r].declared_ok == Some(true)) {
+        return None;
+    }
+    let args: Vec<Option<E::Prim>> =
+        c.early_args.iter().zip(argv).map(|(s, v)| Some(s.clone().unwrap_or_else(|| v.clone()))).collect();
+    let class = e.classify_hinted(cid, &args)?;
+    (!class.stricter_than(early)).then_some(early)
 }
 
 /// The controller's input token, or None after registering to wait for it. A poisoned S
@@ -199,7 +255,7 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                     // the call may be classified, and pass the order on, before it is known.
                     if e.ctl_ref()[cid].func_hint.is_none() {
                         let callee = e.ctl_ref()[cid].callee;
-                        if let Some(h) = hint_of(e, callee, w) {
+                        if let Some(h) = hint_of(e, callee, w, &mut Vec::new()) {
                             e.ctl()[cid].func_hint = Some(h);
                         }
                     }
@@ -314,6 +370,11 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                 let c = &e.ctl()[cid];
                 let defer = c.early.is_none() && obj.as_ref().is_some_and(|o| o.touch.is_some());
                 let class = if defer { Class::Sequential } else { e.classify(cid, &argv) };
+                let mut class = class;
+                let c = &e.ctl()[cid];
+                if c.hinted && class.stricter_than(c.early.expect("hinted class")) {
+                    class = hinted_class_holds(e, cid, &argv).unwrap_or(class);
+                }
                 let c = &e.ctl()[cid];
                 if c.hinted && class.stricter_than(c.early.expect("hinted class")) {
                     // Order was passed on on the strength of a declared return type that the
@@ -452,9 +513,22 @@ pub fn finished<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
 fn complete<E: Env>(e: &mut E, cid: CtrlId, mut r: Result<E::Prim, E::Error>) {
     if let Ok(v) = &r {
         // A declared result type is checked at arrival: later operations may already have
-        // been classified on its stand-in.
-        if let Err(err) = e.check_result(cid, v) {
-            r = Err(err);
+        // been classified on its stand-in (`relied_by`). A return annotation nothing relied on
+        // is not enforced: the value is used as it is, and its stand-in no longer (`hint_of`).
+        let relied = e.ctl_ref()[cid].relied_by.map(|(line, per_object)| {
+            if per_object {
+                format!("per-object ordering (which took the pending result, line {line}, for a value holding no object)")
+            } else {
+                format!("the call at line {line}, classified on its stand-in,")
+            }
+        });
+        match e.check_result(cid, v, relied.as_deref()) {
+            Ok(ok) => {
+                if e.declares_result(cid) {
+                    e.ctl()[cid].declared_ok = Some(ok);
+                }
+            }
+            Err(err) => r = Err(err),
         }
     }
     e.ctl()[cid].done = true;

@@ -152,9 +152,15 @@ pub trait Env {
     fn classify_hinted(&mut self, cid: CtrlId, args: &[Option<Self::Prim>]) -> Option<Class>;
     fn result_hint(&mut self, cid: CtrlId, args: &[Option<Self::Prim>]) -> Option<Self::Prim>;
     /// A finished call's value against its callee's declared result type
-    /// (`Host::check_result`); an error fails the call.
-    fn check_result(&mut self, _cid: CtrlId, _v: &Self::Prim) -> Result<(), Self::Error> {
-        Ok(())
+    /// (`Host::check_result`; `relied`: what was ordered on the strength of it); an error
+    /// fails the call, Ok(false) is a mismatch of a declaration nothing relied on (not enforced).
+    fn check_result(&mut self, _cid: CtrlId, _v: &Self::Prim, _relied: Option<&str>) -> Result<bool, Self::Error> {
+        Ok(true)
+    }
+    /// Whether the call's result stand-in (`Ctrl::hint`) comes from its callee's declared result
+    /// type (`Host::declares_result`).
+    fn declares_result(&mut self, _cid: CtrlId) -> bool {
+        false
     }
     /// Whether `p` (a stand-in, `Ctrl::hint`) is an immutable atom: a value it stands for is
     /// no container and holds none.

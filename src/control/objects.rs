@@ -159,7 +159,14 @@ fn pending_may_involve<E: Env>(e: &mut E, p: SlotId, keys: &[u64], look: &mut Lo
         // A value whose stand-in says it will be an atom (a declared type, checked at arrival,
         // or a read of one) is no container and holds none.
         if let Some(h) = e.ctl_ref()[pc].hint.clone() {
-            if e.is_atom(&h) {
+            let roots = e.ctl_ref()[pc].hint_roots.clone();
+            let wrong = roots.iter().any(|&r| e.ctl_ref()[r].declared_ok == Some(false));
+            if !wrong && e.is_atom(&h) {
+                // Relied on: a mismatch of those declarations at arrival is an error now.
+                let line = e.ctl_ref()[pc].line;
+                for r in roots {
+                    e.ctl()[r].relied_by.get_or_insert((line, true));
+                }
                 return false;
             }
         }

@@ -25,7 +25,9 @@ pub(super) enum Callee {
     Eager,
     /// Declared with @unordered/@readonly/@sequential; `returns` is a stand-in for its result
     /// while it is pending when it declares a plain data type (`poppy_jit._declared`: an atom's
-    /// stand-in value, or a `Typed`), `declared` that declaration (checked at arrival).
+    /// stand-in value, or a `Typed`), `declared` that declaration (checked at arrival),
+    /// `explicit` whether it was given as `returns=` (else a return annotation, not enforced
+    /// when nothing relied on it: `_rt.check_declared`).
     /// `bound`: for a wrapper of the external (see the module doc), the decorated function and
     /// the arguments the wrapper binds (they are judged with the call's own).
     External {
@@ -35,6 +37,7 @@ pub(super) enum Callee {
         blocking: bool,
         returns: Option<Obj>,
         declared: Option<Obj>,
+        explicit: bool,
         bound: Option<(Obj, Vec<Obj>)>,
     },
     /// Builds a new tuple or list of its arguments without reading them (`_build_tuple`,
@@ -104,8 +107,9 @@ fn external<'py>(py: Python<'py>, spec: &Bound<'py, PyAny>, inner: Bound<'py, Py
     let class = contract::class_of_name(&spec.getattr("kind")?.extract::<String>()?).unwrap_or(Class::Sequential);
     let rt = rt_module(py)?;
     let decl = rt.call_method1("declared_return", (spec,))?;
-    let (mut returns, mut declared) = (None, None);
+    let (mut returns, mut declared, mut explicit) = (None, None, false);
     if !decl.is_none() {
+        explicit = decl.get_item(2)?.is_truthy()?;
         let stand_in = decl.get_item(0)?.getattr("value")?;
         if !stand_in.is(&rt.getattr("_declared")?.getattr("NO")?) {
             returns = Some(stand_in.unbind());
@@ -118,6 +122,7 @@ fn external<'py>(py: Python<'py>, spec: &Bound<'py, PyAny>, inner: Bound<'py, Py
         blocking: spec.getattr("blocking")?.is_truthy()?,
         returns,
         declared,
+        explicit,
         inner: inner.unbind(),
         bound,
     })
@@ -245,19 +250,27 @@ fn is_typed(py: Python<'_>, x: &Obj) -> bool {
 }
 
 /// At arrival: an external's result must have its declared type (`_rt.check_declared`); the
-/// error names the external and the declaration.
-pub(super) fn check_result<'py>(h: &mut PyHost<'py>, f: &Obj, v: &Obj) -> Result<(), PyErr> {
+/// error names the external and the declaration (and `relied`, what was ordered on the strength
+/// of it). Ok(false): a return annotation the value does not have, which nothing relied on (the
+/// value is used as it is, with a warning).
+pub(super) fn check_result<'py>(h: &mut PyHost<'py>, f: &Obj, v: &Obj, relied: Option<&str>) -> Result<bool, PyErr> {
     let py = h.py;
     let callee = h.callee(f);
-    let Callee::External { declared: Some(d), inner, .. } = &*callee else { return Ok(()) };
+    let Callee::External { declared: Some(d), inner, explicit, .. } = &*callee else { return Ok(true) };
     let b = v.bind(py);
     // The common declarations of atoms, without calling Python.
     if let Ok(t) = d.bind(py).downcast::<PyType>() {
         if b.get_type().is(t) {
-            return Ok(());
+            return Ok(true);
         }
     }
-    h.rt.call_method1("check_declared", (d.bind(py), b, inner.bind(py))).map(|_| ())
+    h.rt.call_method1("check_declared", (d.bind(py), b, inner.bind(py), *explicit, relied))?.is_truthy()
+}
+
+/// Whether `f` is an external that declares its result type (its calls' stand-ins come from
+/// the declaration).
+pub(super) fn declares_result<'py>(h: &mut PyHost<'py>, f: &Obj) -> bool {
+    matches!(&*h.callee(f), Callee::External { declared: Some(_), .. })
 }
 
 pub(super) fn result_hint<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Option<Obj>], _kw: &[String]) -> Option<Obj> {

@@ -279,8 +279,12 @@ impl<'py> Host for PyHost<'py> {
         crate::pyobj::contract::is_atom(p.bind(self.py))
     }
 
-    fn check_result(&mut self, f: &Obj, v: &Obj) -> Result<(), PyErrRef> {
-        callee::check_result(self, f, v).map_err(PyErrRef::new)
+    fn check_result(&mut self, f: &Obj, v: &Obj, relied: Option<&str>) -> Result<bool, PyErrRef> {
+        callee::check_result(self, f, v, relied).map_err(PyErrRef::new)
+    }
+
+    fn declares_result(&mut self, f: &Obj) -> bool {
+        callee::declares_result(self, f)
     }
 
     fn result_hint(&mut self, f: &Obj, args: &[Option<Obj>], kw: &[String]) -> Option<Obj> {

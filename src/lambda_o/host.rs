@@ -151,9 +151,17 @@ pub trait Host {
 
     /// A finished external call's value `v` against what the callee declared it returns (its
     /// declared result type, on whose strength later operations may have been classified
-    /// before it arrived): an error fails the call instead of binding `v`.
-    fn check_result(&mut self, _f: &Self::Prim, _v: &Self::Prim) -> Result<(), Self::Error> {
-        Ok(())
+    /// before it arrived): an error fails the call instead of binding `v`. `relied` describes
+    /// what was ordered on the strength of the declaration, if anything was. Ok(false): the
+    /// value does not match a declaration that is not enforced (a return annotation nothing
+    /// relied on): it is used as it is, and the declaration's stand-in must not be used again.
+    fn check_result(&mut self, _f: &Self::Prim, _v: &Self::Prim, _relied: Option<&str>) -> Result<bool, Self::Error> {
+        Ok(true)
+    }
+
+    /// Whether calls of `f` get their result stand-in from a declared result type.
+    fn declares_result(&mut self, _f: &Self::Prim) -> bool {
+        false
     }
 
     /// Whether calling `f` is cheap, synchronous, unordered and never observable (a global

@@ -296,10 +296,17 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         self.host.is_atom(p)
     }
 
-    fn check_result(&mut self, cid: CtrlId, v: &H::Prim) -> Result<(), H::Error> {
+    fn check_result(&mut self, cid: CtrlId, v: &H::Prim, relied: Option<&str>) -> Result<bool, H::Error> {
         match self.ctl[cid].func.as_ref() {
-            Some(f) => self.host.check_result(f, v),
-            None => Ok(()),
+            Some(f) => self.host.check_result(f, v, relied),
+            None => Ok(true),
+        }
+    }
+
+    fn declares_result(&mut self, cid: CtrlId) -> bool {
+        match self.ctl[cid].func.as_ref() {
+            Some(f) => self.host.declares_result(f),
+            None => false,
         }
     }
 
