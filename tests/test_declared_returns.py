@@ -1,7 +1,9 @@
 """Declared result types of externals (docs/semantics.md, "Declared result types"): the
 declaration forms (return annotations, `returns=`, a config's `returns = "..."`), their checks,
 and a result that contradicts its declaration — a visible error naming the external and the
-declaration, after which nothing later and ordered runs. Overlap itself is checked by the
+declaration, after which nothing later and ordered runs (an explicit returns=, or an annotation
+something relied on), or, for a return annotation nothing relied on, CPython's run with a
+PoppyWarning. A large checked result keeps the class its declaration's sample gave. Overlap itself is checked by the
 differential programs p494 and p590–p595."""
 import subprocess
 import sys
