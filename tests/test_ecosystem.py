@@ -197,7 +197,7 @@ def test_config_errors_name_the_mistake(tmp_path, text, message):
 
 def test_config_table_is_one_line_per_key():
     assert set(_config.SECTIONS) == {"poppy", "externals"}
-    assert set(_config.EXTERNAL_KEYS) == {"kind", "blocking", "executor", "idempotent"}
+    assert set(_config.EXTERNAL_KEYS) == {"kind", "blocking", "executor", "idempotent", "returns"}
 
 
 def test_config_missing_targets(tmp_path):

@@ -8,6 +8,7 @@ externals with their classes, so code is parallelised without editing it.
     "myapp.clients:ask_llm" = "unordered"
     "myapp.clients:lookup" = { kind = "readonly", blocking = true }
     "myapp.rank:rerank" = { kind = "unordered", executor = "process" }
+    "myapp.clients:ask_many" = { kind = "unordered", blocking = true, returns = "list[str]" }
 
 A name is `module:qualname`. Modules already imported are annotated when poppy_jit is imported;
 the others when they are imported (an import hook wraps their loader). An external is replaced,
@@ -68,7 +69,28 @@ def _executor(value: object) -> str | None:
     return f"must be one of {list(ENGINES)} (got {value!r}){_suggest(value, ENGINES)}"
 
 
-EXTERNAL_KEYS: dict = {"kind": _kind, "blocking": _bool, "executor": _executor, "idempotent": _bool}
+def _returns(value: object) -> str | None:
+    """A declared result type, as text (`poppy_jit._declared.parse`)."""
+    from ._declared import FORMS, DeclarationError, parse
+
+    if not isinstance(value, str):
+        return f'must be a string naming a plain data type, e.g. "list[str]" (got {value!r})'
+    try:
+        parse(value)
+    except DeclarationError as e:
+        detail = "a dict's keys must be str" if "keys must be str" in str(e) else \
+            f"use one of: {FORMS}"
+        return (f"{value!r} is not a plain data type{_suggest(value, _RETURNS_EXAMPLES)}; "
+                f"{detail}")
+    return None
+
+
+_RETURNS_EXAMPLES = ("str", "int", "float", "bool", "bytes", "None", "json", "list[str]",
+                     "list[int]", "dict[str, str]", "dict[str, int]", "tuple[str, ...]")
+
+
+EXTERNAL_KEYS: dict = {"kind": _kind, "blocking": _bool, "executor": _executor, "idempotent": _bool,
+                       "returns": _returns}
 
 
 def _check_keys(where: str, table: dict, allowed: dict) -> None:
@@ -124,10 +146,15 @@ def load(path: str) -> dict[str, list[tuple[str, str, bool]]]:
 def _executor_options(spec: dict):
     """An entry's `blocking`, or with `executor` / `idempotent` (_executors) a dict of options
     for `_make_external` in the plan's `blocking` slot."""
-    if "executor" not in spec and "idempotent" not in spec:
+    if "executor" not in spec and "idempotent" not in spec and "returns" not in spec:
         return spec.get("blocking", False)
-    return {"blocking": spec.get("blocking", False), "executor": spec.get("executor"),
-            "idempotent": spec.get("idempotent", False)}
+    out = {"blocking": spec.get("blocking", False), "executor": spec.get("executor"),
+           "idempotent": spec.get("idempotent", False)}
+    if "returns" in spec:
+        from ._declared import parse
+
+        out["returns"] = parse(spec["returns"])
+    return out
 
 
 def _missing_module(name: str) -> bool:

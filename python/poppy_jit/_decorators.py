@@ -15,7 +15,7 @@ import sys
 import types
 from typing import Any, Callable, ParamSpec, Protocol, TypeVar, overload
 
-from . import _corelink
+from . import _corelink, _declared
 from ._contract import CLASS_NAMES as KINDS
 
 # The off switch stays cheap: the event loops (`_loop`: asyncio), the interception prologue
@@ -38,7 +38,7 @@ def _code_flags(fn: Any) -> int:
         else:
             break
     return fn.__code__.co_flags if isinstance(fn, types.FunctionType) else 0
-_OPTIONS = ("blocking", "executor", "idempotent")
+_OPTIONS = ("blocking", "executor", "idempotent", "returns")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -68,27 +68,33 @@ class ExternalSpec:
     executor:  None, or "process" / "ray": the call runs in another process (`_executors`); `fn`
                is then the proxy that hands it over (async for the runtime), and
                `fn.__poppy_original__` the user's function
+    returns:   None, or the declared result type given explicitly (`returns=list[str]`), in
+               `_declared`'s normal form; otherwise the function's return annotation declares it
+               when that is plain data (`_rt.declared_return`)
     """
 
-    __slots__ = ("kind", "fn", "is_async", "blocking", "executor")
+    __slots__ = ("kind", "fn", "is_async", "blocking", "executor", "returns")
 
     def __init__(self, kind: str, fn: Callable, is_async: bool, blocking: bool,
-                 executor: str | None = None) -> None:
+                 executor: str | None = None, returns: Any = None) -> None:
         self.kind = kind
         self.fn = fn
         self.is_async = is_async
         self.blocking = blocking
         self.executor = executor
+        self.returns = returns
 
     def __repr__(self) -> str:
         name = getattr(self.fn, "__qualname__", repr(self.fn))
         return (f"ExternalSpec(kind={self.kind!r}, fn={name}, is_async={self.is_async}, "
                 f"blocking={self.blocking}"
-                + (f", executor={self.executor!r})" if self.executor else ")"))
+                + (f", executor={self.executor!r}" if self.executor else "")
+                + (f", returns={_declared.render(self.returns)}" if self.returns is not None else "")
+                + ")")
 
 
 def _make_external(kind: str, fn: Callable, blocking: bool, executor: str | None = None,
-                   idempotent: bool = False) -> Callable:
+                   idempotent: bool = False, returns: Any = None) -> Callable:
     if not callable(fn):
         raise TypeError(f"@{kind} must decorate a function, got {type(fn).__name__}")
     # Re-annotating an external replaces its class; wrap the original function, not the wrapper.
@@ -96,7 +102,9 @@ def _make_external(kind: str, fn: Callable, blocking: bool, executor: str | None
     if isinstance(inner, ExternalSpec):
         fn = getattr(inner.fn, "__poppy_original__", inner.fn)  # an executor= proxy's function
     if executor is not None:
-        return _make_remote(kind, fn, blocking, executor, idempotent)
+        ext = _make_remote(kind, fn, blocking, executor, idempotent)
+        ext.__poppy_external__.returns = returns
+        return ext
     flags = _code_flags(fn)
     if flags & _CO_ASYNC_GENERATOR:
         raise TypeError(f"@{kind} cannot decorate an async generator ({fn.__qualname__}); "
@@ -105,7 +113,7 @@ def _make_external(kind: str, fn: Callable, blocking: bool, executor: str | None
     if is_async and blocking:
         raise TypeError(f"@{kind}(blocking=True) is for synchronous functions; "
                         f"{fn.__qualname__} is an async def and never blocks the interpreter")
-    spec = ExternalSpec(kind, fn, is_async, blocking)
+    spec = ExternalSpec(kind, fn, is_async, blocking, returns=returns)
 
     if is_async:
         @functools.wraps(fn)
@@ -174,14 +182,20 @@ def _external_decorator(kind: str) -> ExternalDecorator:
         idempotent = options.get("idempotent", False)
         if not isinstance(idempotent, bool):
             raise TypeError(f"@{kind}(idempotent=...) must be True or False, got {idempotent!r}")
+        returns = options.get("returns")
+        if "returns" in options:
+            # Checked now, so a declaration outside the plain data types fails where it is
+            # written (in plain mode too).
+            returns = _declared.normalise(returns, strict=True)
         if fn is None:  # used with options: @unordered(blocking=True)
-            return lambda f: _make_external(kind, f, blocking, executor, idempotent)
-        return _make_external(kind, fn, blocking, executor, idempotent)
+            return lambda f: _make_external(kind, f, blocking, executor, idempotent, returns)
+        return _make_external(kind, fn, blocking, executor, idempotent, returns)
 
     decorator.__name__ = decorator.__qualname__ = kind
     decorator.__doc__ = _KIND_DOCS[kind] + (
         f"\n\nUse bare (@{kind}) or with options (@{kind}(blocking=True) for a synchronous "
-        "function that blocks: it runs on a worker thread). The function keeps its signature; "
+        "function that blocks: it runs on a worker thread; returns=list[str] to declare the type "
+        "of its result, checked when it arrives, see docs/semantics.md). The function keeps its signature; "
         "called from ordinary code it simply runs (an async def one to completion, or, called "
         "from a coroutine, returns the awaitable as it would undecorated).")
     return decorator  # type: ignore[return-value]

@@ -11,6 +11,7 @@ import types
 from ._annotations import classify  # noqa: F401 (used by the Rust host)
 from ._intrinsics import INTRINSICS, bound_check, intrinsic, intrinsic_fresh  # noqa: F401 (used by the Rust host)
 from ._decorators import ExternalSpec, unordered
+from . import _declared
 from ._loop import take_cancel  # noqa: F401 (used by the Rust host)
 
 # Reads in program order of a global that code can rebind (`load_global`) and of a cell
@@ -115,7 +116,6 @@ def cancel_all(loop, pending):
 # ---------------------------------------------------------------------------------------------
 # Type hints for results that have not arrived (classification of calls waiting for them).
 
-_STAND_INS = {str: "", int: 0, float: 0.0, bool: False, bytes: b"", type(None): None, None: None}
 _INTRINSIC_IDS = {id(f) for f in INTRINSICS.values()}
 
 
@@ -128,45 +128,101 @@ class _StandIn:
         self.value = value
 
 
-def _immutable_type(t) -> bool:
-    """An immutable atom type, or tuple[...] / a union of such types."""
+def declared_return(spec):
+    """(stand-in, declaration, explicit) for an external's declared result type
+    (`poppy_jit._declared`): its `returns=` declaration (explicit), else its return annotation
+    when that is plain data; None when it declares none. The stand-in is wrapped (`_StandIn`:
+    None is a valid stand-in); `_declared.NO` inside it means no stand-in is sound (the
+    declaration is still checked at arrival)."""
     import typing
 
-    if t in _STAND_INS:
+    nf = getattr(spec, "returns", None)
+    explicit = nf is not None
+    if nf is None:
+        try:
+            ret = typing.get_type_hints(spec.fn).get("return", NotImplemented)
+        except Exception:
+            return None
+        if ret is NotImplemented:
+            return None
+        nf = _declared.normalise(ret)
+        if nf is None:
+            return None
+    return _StandIn(_declared.stand_in(nf)), nf, explicit
+
+
+def check_declared(nf, value, fn, explicit, relied):
+    """At arrival: whether the result `value` of external `fn` has its declared type `nf`. A
+    mismatch raises a TypeError when the declaration is explicit or when something was ordered
+    on the strength of it (`relied`: what, else None); otherwise (a loose return annotation
+    nothing relied on) it warns once and returns False: the value is used as it is."""
+    if _declared.check(nf, value):
         return True
-    origin = typing.get_origin(t)
-    if origin is tuple or origin is typing.Union or origin is types.UnionType:
-        return all(a is Ellipsis or _immutable_type(a) for a in typing.get_args(t))
+    if explicit or relied is not None:
+        raise _declared.arrival_error(nf, value, fn, relied)
+    from . import _warnings
+
+    _warnings.wrong_annotation(fn, _declared.render(nf), _declared._describe(value))
     return False
 
 
-def return_stand_in(fn):
-    """A stand-in for `fn`'s result when its declared return type is immutable: an atom, a tuple
-    of such, or a union of them (the annotation library classifies every deeply immutable value
-    alike, so any member stands for all). None otherwise."""
-    import typing
+_ATOM_TYPES = frozenset({str, int, float, bool, bytes, type(None)})
+_BUILTIN_METHOD = type("".split)
+_GETITEM = INTRINSICS["getitem"]
+_GETATTR = INTRINSICS["getattr"]
+_SHALLOW_READS = frozenset({id(INTRINSICS[k]) for k in ("truth", "not", "iter", "iter_private", "get_len")}
+                           | {id(len), id(bool)})
 
-    try:
-        ret = typing.get_type_hints(fn).get("return", NotImplemented)
-    except Exception:
-        return None
-    if ret is NotImplemented or not _immutable_type(ret):
-        return None
-    if ret in _STAND_INS:
-        return _StandIn(_STAND_INS[ret])
-    atoms = [a for a in typing.get_args(ret) if a in _STAND_INS]
-    return _StandIn(_STAND_INS[atoms[0]]) if atoms else _StandIn(())
+
+_TO_STR = frozenset({id(INTRINSICS[k]) for k in ("format_none", "format_str", "format_repr", "format_ascii",
+                                                  "build_string")} | {id(str), id(repr), id(format)})
+
+
+def classify_hinted(f, args, kwnames):
+    """`classify` of a call some of whose arguments (or whose callee) are stand-ins of declared
+    types (`_declared.Typed`, `_declared.Method`): classified on samples of those types, whose
+    class is the strictest any value of the type gets."""
+    if type(f) is _declared.Method:
+        recv = _declared.sample(f.t)
+        f = getattr(recv, f.name, None)
+        if f is None:
+            return 2
+    a = _declared.samples(args)
+    if a is None:
+        return 2
+    return classify(f, a, kwnames)
 
 
 def hint_apply(f, args):
-    """The result of an intrinsic on stand-ins, when that is pure and an immutable atom."""
-    if id(f) not in _INTRINSIC_IDS or classify(f, args, ()) != 0:
+    """The stand-in of the result of `f` on (stand-in) arguments, when it is sure whatever values
+    of their types the real arguments are: an operation of the runtime on stand-ins of atoms
+    whose result is an atom (atoms are classified alike) or a bound method of one, a str method's
+    result (`split` → list[str]), an operation on a declared container. None otherwise."""
+    tf = type(f)
+    if tf is _declared.Method:
+        r = _declared.method_apply(f, args)
+        return None if r is None or r[1] is _declared.NO else _StandIn(r[1])
+    if any(type(a) is _declared.Typed for a in args):
+        r = _declared.typed_apply(f, args, _GETITEM, _GETATTR, INTRINSICS["in"], INTRINSICS["not_in"],
+                                  _SHALLOW_READS, _TO_STR)
+        return None if r is None or r is _declared.NO else _StandIn(r)
+    method = tf is _BUILTIN_METHOD and type(getattr(f, "__self__", None)) in _ATOM_TYPES
+    if (id(f) not in _INTRINSIC_IDS and not method) or classify(f, args, ()) != 0:
         return None
     try:
         r = f(*args)
     except Exception:
         return None
-    return _StandIn(r) if type(r) in _STAND_INS else None
+    if type(r) in _ATOM_TYPES:
+        return _StandIn(r)
+    if method:
+        s = _declared.str_method_result(f, r)
+        return None if s is _declared.NO else _StandIn(s)
+    if f is _GETATTR and type(r) is _BUILTIN_METHOD and type(getattr(r, "__self__", None)) in _ATOM_TYPES:
+        # `x.split` on a stand-in atom: the bound method of the stand-in (the real one is a
+        # builtin method of the real atom: its calls are classified alike).
+        return _StandIn(r)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -100,6 +100,20 @@ def fallback(fn, reason: str) -> None:
                  f"time: {reason} ({hint})", PoppyFallbackWarning)
 
 
+def wrong_annotation(fn, declared: str, got: str) -> None:
+    """An external's return annotation names a plain data type its result does not have, and
+    nothing was ordered on the strength of it: the actual value is used, as in CPython (once per
+    external)."""
+    if not _first((getattr(fn, "__code__", fn), "annotation")):
+        return
+    log.info("wrong return annotation: %s -> %s returned %s", _name(fn), declared, got)
+    _warn_at(fn, f"poppy_jit: {_name(fn)} is annotated -> {declared} but returned {got}; the "
+                 f"value is used as it is (nothing was ordered on the strength of the annotation "
+                 f"yet), but while the annotation is wrong later operations on its results may "
+                 f"not overlap, and one that relied on it would stop the run: correct the "
+                 f"annotation", PoppyWarning)
+
+
 def declined_in_running_loop(fn) -> None:
     """`fn` was called synchronously inside a running event loop: it runs as plain CPython."""
     if not _first((getattr(fn, "__code__", fn), "loop")):

@@ -13,19 +13,41 @@ use super::wait::{producer_along, resolve_fut, wait_fut};
 use super::{Class, Policy, Token};
 use std::time::Instant;
 
-/// The stand-in for a pending slot's value: its producing call's result hint.
-fn hint_of<E: Env>(e: &E, s: SlotId) -> Option<E::Prim> {
-    producer_along(e, s, false).and_then(|c| e.ctl_ref()[c].hint.clone())
+/// The stand-in for a pending slot's value: its producing call's result hint; the calls with a
+/// declared result type it was derived from are added to `roots`. None when one of those
+/// arrived without its declared type (the stand-in was wrong). If that call may still get one
+/// (its callee or arguments are not known yet), `w` is woken when it does.
+fn hint_of<E: Env>(e: &mut E, s: SlotId, w: WorkId, roots: &mut Vec<CtrlId>) -> Option<E::Prim> {
+    // Through an inlined call to its body's result (the same value): its producer's hint.
+    let c = producer_along(e, s, true)?;
+    let p = &e.ctl_ref()[c];
+    if p.hint.is_some() {
+        if p.hint_roots.iter().any(|&r| e.ctl_ref()[r].declared_ok == Some(false)) {
+            return None;
+        }
+        for &r in &p.hint_roots {
+            if !roots.contains(&r) {
+                roots.push(r);
+            }
+        }
+        return p.hint.clone();
+    }
+    if matches!(p.phase, Phase::WaitCallee | Phase::WaitArgs | Phase::Inlined { .. }) && !p.hint_waiters.contains(&w) {
+        e.ctl()[c].hint_waiters.push(w);
+    }
+    None
 }
 
 /// Classify a call from known arguments and hints for pending ones (see Host::classify_hinted);
 /// also compute its own result hint for the calls that consume it.
-fn try_hint<E: Env>(e: &mut E, cid: CtrlId) {
+fn try_hint<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
     let c = &e.ctl_ref()[cid];
-    if c.func.is_none() || (c.early.is_some() && c.hint.is_some()) {
+    if (c.func.is_none() && c.func_hint.is_none()) || (c.early.is_some() && c.hint.is_some()) {
         return;
     }
-    let check_owned = c.early.is_none() && !e.ctl_ref().owned.is_empty();
+    // (A callee still pending has a stand-in of a declared type: not a method of an owned
+    // container, which is known.)
+    let check_owned = c.func.is_some() && c.early.is_none() && !e.ctl_ref().owned.is_empty();
     if check_owned {
         // A method of an owned container (`out.append`): per-object ordering decides it, not
         // hints — and classifying it would walk the whole container (quadratic in a loop).
@@ -34,25 +56,76 @@ fn try_hint<E: Env>(e: &mut E, cid: CtrlId) {
             return;
         }
     }
-    let c = &e.ctl_ref()[cid];
-    let args: Vec<Option<E::Prim>> = c
-        .args
-        .iter()
-        .map(|&a| match e.peek(a) {
-            Peek::Prim(p) => Some(p),
-            Peek::Other => None,
-            Peek::Pending => hint_of(e, a),
-        })
-        .collect();
+    let mut roots = Vec::new();
+    if e.ctl_ref()[cid].func.is_none() {
+        // Classified on the callee's stand-in: its roots count (and a wrong one is not used).
+        let callee = e.ctl_ref()[cid].callee;
+        if hint_of(e, callee, w, &mut roots).is_none() {
+            return;
+        }
+    }
+    let slots = e.ctl_ref()[cid].args.clone();
+    let mut args: Vec<Option<E::Prim>> = Vec::with_capacity(slots.len());
+    let mut stand_ins: Vec<Option<E::Prim>> = Vec::with_capacity(slots.len());
+    for a in slots {
+        let (v, hinted) = match e.peek(a) {
+            Peek::Prim(p) => (Some(p), false),
+            Peek::Other => (None, false),
+            Peek::Pending => (hint_of(e, a, w, &mut roots), true),
+        };
+        stand_ins.push(if hinted { v.clone() } else { None });
+        args.push(v);
+    }
     if e.ctl()[cid].hint.is_none() {
-        e.ctl()[cid].hint = e.result_hint(cid, &args);
+        let h = e.result_hint(cid, &args);
+        if h.is_some() {
+            let own = e.declares_result(cid);
+            let c = &mut e.ctl()[cid];
+            c.hint = h;
+            c.hint_roots = if own { vec![cid] } else { roots.clone() };
+            for x in std::mem::take(&mut e.ctl()[cid].hint_waiters) {
+                e.wake(x);
+            }
+        }
     }
     if e.ctl()[cid].early.is_none() && args.iter().all(|a| a.is_some()) {
         if let Some(class) = e.classify_hinted(cid, &args) {
-            e.ctl()[cid].early = Some(class);
-            e.ctl()[cid].hinted = true;
+            let line = e.ctl_ref()[cid].line;
+            if class != Class::Sequential {
+                // The order may pass on on the strength of these stand-ins: a mismatch of their
+                // declarations at arrival is an error from now on.
+                for &r in &roots {
+                    e.ctl()[r].relied_by.get_or_insert((line, false));
+                }
+            }
+            let c = &mut e.ctl()[cid];
+            c.early = Some(class);
+            c.hinted = true;
+            c.early_roots = roots;
+            c.early_args = stand_ins;
         }
     }
+}
+
+/// A call classified on stand-ins (`try_hint`) whose real arguments get a stricter class: when
+/// every declared result its stand-ins came from has arrived and matched its declaration, the
+/// class on the stand-ins still holds for them (a declared type's sample gets the strictest
+/// class any value of the type can have; the annotation library may judge a large real value
+/// more strictly only because it gives up on its size). Classified again on those stand-ins and
+/// the other arguments' current values: that class, if it is not stricter than the hinted one.
+fn hinted_class_holds<E: Env>(e: &mut E, cid: CtrlId, argv: &[E::Prim]) -> Option<Class> {
+    let c = &e.ctl_ref()[cid];
+    let early = c.early?;
+    if c.early_roots.is_empty() || c.early_args.len() != argv.len() || c.func.is_none() {
+        return None;
+    }
+    if !c.early_roots.iter().all(|&r| e.ctl_ref()[r].declared_ok == Some(true)) {
+        return None;
+    }
+    let args: Vec<Option<E::Prim>> =
+        c.early_args.iter().zip(argv).map(|(s, v)| Some(s.clone().unwrap_or_else(|| v.clone()))).collect();
+    let class = e.classify_hinted(cid, &args)?;
+    (!class.stricter_than(early)).then_some(early)
 }
 
 /// The controller's input token, or None after registering to wait for it. A poisoned S
@@ -170,27 +243,71 @@ fn release_after<E: Env>(e: &mut E, cid: CtrlId, tok: Token, w: WorkId) {
 /// wakes `w` again.
 pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
     if e.ctl()[cid].phase == Phase::WaitArgs {
-        try_hint(e, cid);
+        try_hint(e, cid, w);
     }
     forward(e, cid, w);
     forward_r_early(e, cid, w);
     loop {
         match e.ctl()[cid].phase {
             Phase::WaitCallee => match e.callee(cid, w) {
-                Callee::Pending => return,
+                Callee::Pending => {
+                    // A pending callee with a stand-in (a method of a value of declared type):
+                    // the call may be classified, and pass the order on, before it is known.
+                    if e.ctl_ref()[cid].func_hint.is_none() {
+                        let callee = e.ctl_ref()[cid].callee;
+                        if let Some(h) = hint_of(e, callee, w, &mut Vec::new()) {
+                            e.ctl()[cid].func_hint = Some(h);
+                        }
+                    }
+                    if e.ctl_ref()[cid].func_hint.is_some() {
+                        try_hint(e, cid, w);
+                        forward(e, cid, w);
+                    }
+                    return;
+                }
                 Callee::External(p) => {
                     let early = e.classify_callee(&p);
                     let c = &mut e.ctl()[cid];
                     c.func = Some(p);
-                    c.early = early;
+                    if c.hinted {
+                        // Classified on the callee's stand-in; the real class is checked with
+                        // the arguments (WaitArgs), like every hinted class.
+                        if early.is_some_and(|k| k.stricter_than(c.early.expect("hinted class"))) {
+                            let err = e.internal_error(
+                                "TypeError",
+                                "poppy_jit: a callee does not have the type its declared stand-in gave it, \
+                                 and the program order was already passed on because of it",
+                            );
+                            return fail(e, cid, err);
+                        }
+                    } else {
+                        c.early = early;
+                    }
                     c.phase = Phase::WaitArgs;
-                    try_hint(e, cid);
+                    for x in std::mem::take(&mut c.hint_waiters) {
+                        e.wake(x);
+                    }
+                    try_hint(e, cid, w);
                     forward(e, cid, w);
                 }
                 Callee::Inlined(ret) => {
                     let c = &mut e.ctl()[cid];
                     c.held.push(ret);
                     c.phase = Phase::Inlined { ret };
+                    for x in std::mem::take(&mut c.hint_waiters) {
+                        e.wake(x);
+                    }
+                    let c = &mut e.ctl()[cid];
+                    if c.hinted {
+                        // A stand-in said a builtin method; an inlined function makes calls of
+                        // its own in program order: never continue silently.
+                        let err = e.internal_error(
+                            "TypeError",
+                            "poppy_jit: a callee classified from its declared stand-in turned out \
+                             to be compiled code",
+                        );
+                        return fail(e, cid, err);
+                    }
                 }
                 Callee::Failed(err) => return fail(e, cid, err),
             },
@@ -200,6 +317,11 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                     let c = &mut e.ctl()[cid];
                     c.held.push(seq);
                     c.phase = Phase::InlinedOrder { seq };
+                    // The call's result now follows the body's: consumers waiting for a stand-in
+                    // may find its producer's.
+                    for x in std::mem::take(&mut c.hint_waiters) {
+                        e.wake(x);
+                    }
                 }
                 Read::Not => return finish(e, cid),
             },
@@ -248,6 +370,11 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                 let c = &e.ctl()[cid];
                 let defer = c.early.is_none() && obj.as_ref().is_some_and(|o| o.touch.is_some());
                 let class = if defer { Class::Sequential } else { e.classify(cid, &argv) };
+                let mut class = class;
+                let c = &e.ctl()[cid];
+                if c.hinted && class.stricter_than(c.early.expect("hinted class")) {
+                    class = hinted_class_holds(e, cid, &argv).unwrap_or(class);
+                }
                 let c = &e.ctl()[cid];
                 if c.hinted && class.stricter_than(c.early.expect("hinted class")) {
                     // Order was passed on on the strength of a declared return type that the
@@ -409,7 +536,27 @@ pub fn finished<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
     }
 }
 
-fn complete<E: Env>(e: &mut E, cid: CtrlId, r: Result<E::Prim, E::Error>) {
+fn complete<E: Env>(e: &mut E, cid: CtrlId, mut r: Result<E::Prim, E::Error>) {
+    if let Ok(v) = &r {
+        // A declared result type is checked at arrival: later operations may already have
+        // been classified on its stand-in (`relied_by`). A return annotation nothing relied on
+        // is not enforced: the value is used as it is, and its stand-in no longer (`hint_of`).
+        let relied = e.ctl_ref()[cid].relied_by.map(|(line, per_object)| {
+            if per_object {
+                format!("per-object ordering (which took the pending result, line {line}, for a value holding no object)")
+            } else {
+                format!("the call at line {line}, classified on its stand-in,")
+            }
+        });
+        match e.check_result(cid, v, relied.as_deref()) {
+            Ok(ok) => {
+                if e.declares_result(cid) {
+                    e.ctl()[cid].declared_ok = Some(ok);
+                }
+            }
+            Err(err) => r = Err(err),
+        }
+    }
     e.ctl()[cid].done = true;
     objects::wake_done(e, cid);
     if let Ok(v) = &r {

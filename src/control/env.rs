@@ -155,6 +155,22 @@ pub trait Env {
     fn classify(&mut self, cid: CtrlId, argv: &[Self::Prim]) -> Class;
     fn classify_hinted(&mut self, cid: CtrlId, args: &[Option<Self::Prim>]) -> Option<Class>;
     fn result_hint(&mut self, cid: CtrlId, args: &[Option<Self::Prim>]) -> Option<Self::Prim>;
+    /// A finished call's value against its callee's declared result type
+    /// (`Host::check_result`; `relied`: what was ordered on the strength of it); an error
+    /// fails the call, Ok(false) is a mismatch of a declaration nothing relied on (not enforced).
+    fn check_result(&mut self, _cid: CtrlId, _v: &Self::Prim, _relied: Option<&str>) -> Result<bool, Self::Error> {
+        Ok(true)
+    }
+    /// Whether the call's result stand-in (`Ctrl::hint`) comes from its callee's declared result
+    /// type (`Host::declares_result`).
+    fn declares_result(&mut self, _cid: CtrlId) -> bool {
+        false
+    }
+    /// Whether `p` (a stand-in, `Ctrl::hint`) is an immutable atom: a value it stands for is
+    /// no container and holds none.
+    fn is_atom(&mut self, _p: &Self::Prim) -> bool {
+        false
+    }
     /// Start the call with its `argv`: Some(outcome) if it ran to completion at once.
     fn dispatch(&mut self, cid: CtrlId) -> Option<Result<Self::Prim, Self::Error>>;
     fn cancel(&mut self, cid: CtrlId);

@@ -108,6 +108,29 @@ fn may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], look: &mut Look) -> O
     None
 }
 
+/// Whether call `c`, whose callee is still pending, may involve one of `keys` — itself, or the
+/// body of an internal function it may turn out to be: through the callee value (pending: the
+/// result of a call that may be one only if the object reached it) or an argument.
+fn callee_may_involve<E: Env>(e: &mut E, c: CtrlId, keys: &[u64], look: &mut Look) -> bool {
+    let callee = e.ctl_ref()[c].callee;
+    if !matches!(e.peek(callee), Peek::Pending) {
+        return true; // known: it advances first, then its phase tells
+    }
+    look.budget = look.budget.saturating_sub(1);
+    if look.budget == 0 || pending_may_involve(e, callee, keys, look) {
+        return true;
+    }
+    let mut known = Vec::new();
+    let mut pending = Vec::new();
+    for &a in &e.ctl_ref()[c].args {
+        e.arg_leaves(a, &mut known, &mut pending);
+    }
+    if e.reach_keys(&known).iter().any(|k| keys.contains(k)) {
+        return true;
+    }
+    pending.into_iter().any(|p| pending_may_involve(e, p, keys, look))
+}
+
 /// Wait for pending `s`, which may involve our objects, until that judgement may change: once
 /// it is bound (`Env::wait_bound`: a value out of an undecided `ite` is judged again once the
 /// branch is chosen and has bound it, often to a call's result, not once the value itself is
@@ -131,11 +154,32 @@ fn pending_may_involve<E: Env>(e: &mut E, p: SlotId, keys: &[u64], look: &mut Lo
     if !look.seen.insert(p) {
         return false; // looked at already (a "may" would have ended the question)
     }
-    match producer_along(e, p, true) {
-        Some(pc) if e.ctl_ref()[pc].func.is_some() => match e.ctl_ref()[pc].phase {
+    let producer = producer_along(e, p, true);
+    if let Some(pc) = producer {
+        // A value whose stand-in says it will be an atom (a declared type, checked at arrival,
+        // or a read of one) is no container and holds none.
+        if let Some(h) = e.ctl_ref()[pc].hint.clone() {
+            let roots = e.ctl_ref()[pc].hint_roots.clone();
+            let wrong = roots.iter().any(|&r| e.ctl_ref()[r].declared_ok == Some(false));
+            if !wrong && e.is_atom(&h) {
+                // Relied on: a mismatch of those declarations at arrival is an error now.
+                let line = e.ctl_ref()[pc].line;
+                for r in roots {
+                    e.ctl()[r].relied_by.get_or_insert((line, true));
+                }
+                return false;
+            }
+        }
+    }
+    match producer {
+        Some(pc) if e.ctl_ref()[pc].func.is_some() || e.ctl_ref()[pc].phase == Phase::WaitCallee => match e.ctl_ref()[pc].phase {
             Phase::WaitArgs if !look.calls.insert(pc) => false,
             Phase::WaitArgs => look.budget == 0 || may_involve(e, pc, keys, look).is_some(),
-            Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => true,
+            // The result of a call whose callee is not known yet: one of our objects only if
+            // the callee or an argument may be (an internal function's body reaches no more).
+            Phase::WaitCallee if !look.calls.insert(pc) => false,
+            Phase::WaitCallee => callee_may_involve(e, pc, keys, look),
+            Phase::Inlined { .. } | Phase::InlinedOrder { .. } => true,
             _ => e.ctl_ref()[pc].obj.as_ref().and_then(|o| o.carries).is_some_and(|k| keys.contains(&k)),
         },
         Some(_) => true,
@@ -250,6 +294,17 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
         };
         match e.ctl_ref()[c].phase {
             Phase::WaitCallee => {
+                // A callee not known yet (a global read in program order, a module's attribute)
+                // may turn out to be an internal function whose body's calls come here. Like an
+                // undecided branch's, they reach only what the call gives them, globals (no
+                // owned object is in one before it escapes) and the results of calls: when
+                // neither the callee nor an argument may be one of our objects, the walk goes
+                // on before it.
+                let keys: Vec<u64> = active.iter().map(|a| a.0).collect();
+                if !callee_may_involve(e, c, &keys, &mut Look::new()) {
+                    cur = c;
+                    continue;
+                }
                 let callee = e.ctl_ref()[c].callee;
                 if e.need_slot(callee, w) {
                     e.wake(w);
@@ -482,8 +537,17 @@ fn receiver_escaped_before<E: Env>(e: &mut E, cid: CtrlId, k: u64, unbound: &mut
         if e.ctl_ref().owned.get(&k) == Some(&c) {
             return Some(false); // its creation
         }
-        match e.ctl_ref()[c].phase {
-            Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => return None,
+        let phase = e.ctl_ref()[c].phase;
+        match phase {
+            Phase::WaitCallee if !callee_may_involve(e, c, &[k], &mut Look::new()) => {}
+            Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => {
+                // Asked again once that call's callee is known or its body linked in.
+                let w = e.ctl_ref().work[cid];
+                if !e.ctl_ref()[c].hint_waiters.contains(&w) {
+                    e.ctl()[c].hint_waiters.push(w);
+                }
+                return None;
+            }
             Phase::WaitArgs => {
                 if e.ctl_ref()[c].early_local == Some(k) {
                     return Some(false); // it decided the same for everything before it

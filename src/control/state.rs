@@ -47,6 +47,9 @@ pub struct Ctrl<P> {
     /// Source line of the call (0 when unknown).
     pub line: u32,
     pub func: Option<P>,
+    /// While the callee is pending: a stand-in for it (its producer's result hint, e.g. the
+    /// bound `split` of a declared str), so the call can be classified before it is known.
+    pub func_hint: Option<P>,
     pub args: Vec<SlotId>,
     pub kwnames: Vec<String>,
     pub result: SlotId,
@@ -60,6 +63,24 @@ pub struct Ctrl<P> {
     pub hinted: bool,
     /// A stand-in for this call's result, for hinting calls that consume it.
     pub hint: Option<P>,
+    /// Work items of consumers that asked for `hint` before it was known, and of per-object
+    /// walks that stopped at this call while its callee was pending or its body not linked in
+    /// (`objects::early_local`): woken when that changes.
+    pub hint_waiters: Vec<WorkId>,
+    /// The calls with a declared result type whose stand-ins `hint` was derived from (this call
+    /// itself when it declares one).
+    pub hint_roots: Vec<CtrlId>,
+    /// Those the hinted class (`hinted`) was derived from, and the stand-ins it was classified
+    /// on, per argument (None: the argument was known).
+    pub early_roots: Vec<CtrlId>,
+    pub early_args: Vec<Option<P>>,
+    /// For a call with a declared result type: the first thing ordered on the strength of its
+    /// stand-in before the value arrived (a call classified from it at `line`, or, `per_object`,
+    /// a per-object walk that took it for an atom). A mismatch at arrival is then an error.
+    pub relied_by: Option<(u32, bool)>,
+    /// At arrival its value matched the declaration (`Some(true)`), or did not and nothing
+    /// relied on it (`Some(false)`: the stand-in is wrong and no longer used).
+    pub declared_ok: Option<bool>,
     pub argv: Vec<P>,
     /// The input order, once read (kept for program-order positions after `seq` is released).
     pub in_tok: Option<Token>,
@@ -116,6 +137,7 @@ impl<P> Ctrl<P> {
             callee,
             line,
             func,
+            func_hint: None,
             args,
             kwnames,
             result,
@@ -125,6 +147,12 @@ impl<P> Ctrl<P> {
             early,
             hinted: false,
             hint: None,
+            hint_waiters: Vec::new(),
+            hint_roots: Vec::new(),
+            early_roots: Vec::new(),
+            early_args: Vec::new(),
+            relied_by: None,
+            declared_ok: None,
             argv: Vec::new(),
             in_tok: None,
             held,

@@ -23,11 +23,23 @@ pub(super) enum Callee {
     /// A cheap, synchronous, unobservable Python helper of the runtime (`__poppy_eager__`, e.g.
     /// `poppy_jit._awaits.await_call_of`): called by the statement itself, like a global load.
     Eager,
-    /// Declared with @unordered/@readonly/@sequential; `returns` is a stand-in value of its
-    /// declared return type when that is an immutable atom (str, int, float, bool, bytes, None).
+    /// Declared with @unordered/@readonly/@sequential; `returns` is a stand-in for its result
+    /// while it is pending when it declares a plain data type (`poppy_jit._declared`: an atom's
+    /// stand-in value, or a `Typed`), `declared` that declaration (checked at arrival),
+    /// `explicit` whether it was given as `returns=` (else a return annotation, not enforced
+    /// when nothing relied on it: `_rt.check_declared`).
     /// `bound`: for a wrapper of the external (see the module doc), the decorated function and
     /// the arguments the wrapper binds (they are judged with the call's own).
-    External { class: Class, inner: Obj, is_async: bool, blocking: bool, returns: Option<Obj>, bound: Option<(Obj, Vec<Obj>)> },
+    External {
+        class: Class,
+        inner: Obj,
+        is_async: bool,
+        blocking: bool,
+        returns: Option<Obj>,
+        declared: Option<Obj>,
+        explicit: bool,
+        bound: Option<(Obj, Vec<Obj>)>,
+    },
     /// Builds a new tuple or list of its arguments without reading them (`_build_tuple`,
     /// `_build_list`): unordered whatever they are, known from the callee alone — so the order
     /// passes it before its arguments are known (a comprehension's `(x,)` appended to its list
@@ -93,12 +105,24 @@ fn describe(f: &Bound<'_, PyAny>) -> PyResult<Callee> {
 
 fn external<'py>(py: Python<'py>, spec: &Bound<'py, PyAny>, inner: Bound<'py, PyAny>, bound: Option<(Obj, Vec<Obj>)>) -> PyResult<Callee> {
     let class = contract::class_of_name(&spec.getattr("kind")?.extract::<String>()?).unwrap_or(Class::Sequential);
-    let returns = rt_module(py)?.call_method1("return_stand_in", (spec.getattr("fn")?,))?;
+    let rt = rt_module(py)?;
+    let decl = rt.call_method1("declared_return", (spec,))?;
+    let (mut returns, mut declared, mut explicit) = (None, None, false);
+    if !decl.is_none() {
+        explicit = decl.get_item(2)?.is_truthy()?;
+        let stand_in = decl.get_item(0)?.getattr("value")?;
+        if !stand_in.is(&rt.getattr("_declared")?.getattr("NO")?) {
+            returns = Some(stand_in.unbind());
+        }
+        declared = Some(decl.get_item(1)?.unbind());
+    }
     Ok(Callee::External {
         class,
         is_async: spec.getattr("is_async")?.is_truthy()?,
         blocking: spec.getattr("blocking")?.is_truthy()?,
-        returns: (!returns.is_none()).then(|| returns.getattr("value")).transpose()?.map(|v| v.unbind()),
+        returns,
+        declared,
+        explicit,
         inner: inner.unbind(),
         bound,
     })
@@ -197,8 +221,56 @@ pub(super) fn builds_tuple<'py>(h: &mut PyHost<'py>, f: &Obj) -> bool {
 }
 
 pub(super) fn classify_hinted<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Option<Obj>], kwnames: &[String]) -> Option<Class> {
-    let args: Option<Vec<Obj>> = args.iter().map(|a| a.as_ref().map(|o| o.clone_ref(h.py))).collect();
-    Some(classify(h, f, &args?, kwnames))
+    let py = h.py;
+    let args: Vec<Obj> = args.iter().map(|a| a.as_ref().map(|o| o.clone_ref(py))).collect::<Option<_>>()?;
+    if !is_typed(py, f) && !args.iter().any(|a| is_typed(py, a)) {
+        return Some(classify(h, f, &args, kwnames));
+    }
+    // A stand-in of a declared container type (or a method of one) among them: classified on
+    // samples of the types (`_rt.classify_hinted`).
+    let a = PyTuple::new_bound(py, args.iter().map(|a| a.bind(py)));
+    let k = PyTuple::new_bound(py, kwnames.iter().map(|k| PyString::new_bound(py, k)));
+    match h.rt.call_method1("classify_hinted", (f.bind(py), a, k)).and_then(|c| c.extract::<u8>()) {
+        Ok(code) => Some(contract::class_of_code(code).unwrap_or(Class::Sequential)),
+        Err(_) => None,
+    }
+}
+
+/// Whether `x` is a stand-in of a declared type (`_declared.Typed` or `_declared.Method`).
+fn is_typed(py: Python<'_>, x: &Obj) -> bool {
+    static TYPES: GILOnceCell<(Py<PyType>, Py<PyType>)> = GILOnceCell::new();
+    let Ok(types) = TYPES.get_or_try_init(py, || -> PyResult<_> {
+        let m = py.import_bound("poppy_jit._declared")?;
+        Ok((m.getattr("Typed")?.downcast_into::<PyType>()?.unbind(), m.getattr("Method")?.downcast_into::<PyType>()?.unbind()))
+    }) else {
+        return false;
+    };
+    let t = x.bind(py).get_type();
+    t.is(types.0.bind(py)) || t.is(types.1.bind(py))
+}
+
+/// At arrival: an external's result must have its declared type (`_rt.check_declared`); the
+/// error names the external and the declaration (and `relied`, what was ordered on the strength
+/// of it). Ok(false): a return annotation the value does not have, which nothing relied on (the
+/// value is used as it is, with a warning).
+pub(super) fn check_result<'py>(h: &mut PyHost<'py>, f: &Obj, v: &Obj, relied: Option<&str>) -> Result<bool, PyErr> {
+    let py = h.py;
+    let callee = h.callee(f);
+    let Callee::External { declared: Some(d), inner, explicit, .. } = &*callee else { return Ok(true) };
+    let b = v.bind(py);
+    // The common declarations of atoms, without calling Python.
+    if let Ok(t) = d.bind(py).downcast::<PyType>() {
+        if b.get_type().is(t) {
+            return Ok(true);
+        }
+    }
+    h.rt.call_method1("check_declared", (d.bind(py), b, inner.bind(py), *explicit, relied))?.is_truthy()
+}
+
+/// Whether `f` is an external that declares its result type (its calls' stand-ins come from
+/// the declaration).
+pub(super) fn declares_result<'py>(h: &mut PyHost<'py>, f: &Obj) -> bool {
+    matches!(&*h.callee(f), Callee::External { declared: Some(_), .. })
 }
 
 pub(super) fn result_hint<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Option<Obj>], _kw: &[String]) -> Option<Obj> {

@@ -275,6 +275,18 @@ impl<'py> Host for PyHost<'py> {
         callee::classify_hinted(self, f, args, kwnames)
     }
 
+    fn is_atom(&mut self, p: &Obj) -> bool {
+        crate::pyobj::contract::is_atom(p.bind(self.py))
+    }
+
+    fn check_result(&mut self, f: &Obj, v: &Obj, relied: Option<&str>) -> Result<bool, PyErrRef> {
+        callee::check_result(self, f, v, relied).map_err(PyErrRef::new)
+    }
+
+    fn declares_result(&mut self, f: &Obj) -> bool {
+        callee::declares_result(self, f)
+    }
+
     fn result_hint(&mut self, f: &Obj, args: &[Option<Obj>], kw: &[String]) -> Option<Obj> {
         callee::result_hint(self, f, args, kw)
     }

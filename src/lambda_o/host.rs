@@ -143,6 +143,27 @@ pub trait Host {
         None
     }
 
+    /// Whether `p` is an immutable atom (None, bool, int, float, str, bytes): no container, and
+    /// it holds none.
+    fn is_atom(&mut self, _p: &Self::Prim) -> bool {
+        false
+    }
+
+    /// A finished external call's value `v` against what the callee declared it returns (its
+    /// declared result type, on whose strength later operations may have been classified
+    /// before it arrived): an error fails the call instead of binding `v`. `relied` describes
+    /// what was ordered on the strength of the declaration, if anything was. Ok(false): the
+    /// value does not match a declaration that is not enforced (a return annotation nothing
+    /// relied on): it is used as it is, and the declaration's stand-in must not be used again.
+    fn check_result(&mut self, _f: &Self::Prim, _v: &Self::Prim, _relied: Option<&str>) -> Result<bool, Self::Error> {
+        Ok(true)
+    }
+
+    /// Whether calls of `f` get their result stand-in from a declared result type.
+    fn declares_result(&mut self, _f: &Self::Prim) -> bool {
+        false
+    }
+
     /// Whether calling `f` is cheap, synchronous, unordered and never observable (a global
     /// name look-up): such a call is made as soon as its arguments are known, by the statement
     /// itself, with no controller; the order passes through it unchanged.

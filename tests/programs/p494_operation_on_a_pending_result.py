@@ -1,21 +1,28 @@
-# Known gap found running an unmodified Tree-of-Thoughts program (issue 15): the proposal loop
-# reads an attribute of an object the run was given (readonly), calls the model, and operates on
-# its result at once (`gpt(...)[0].split('\n')`). The operation's class depends on the result's
-# type (a user object's method may do anything), so it is known only when the result arrives, and
-# until then the order is not passed on: the next iteration's attribute read (readonly) waits,
-# and the model calls of the loop run one at a time although none needs another's result.
-# No sound fix without knowing more of the result's type: `lookup` declares none, so the
-# subscript (and then `.split` on the item) may run a user `__getitem__`/`__getattribute__`
-# with any effect (rebinding `task.prefix`), which the next read must see. A declared `-> list`
-# would make the subscript a read of the list, but the item's type — and so the `.split` — is
-# still unknown; it would take a declared element type (`-> list[str]`, checked at arrival like
-# today's `-> str`), which neither this program nor ToT's `gpt` (`-> list`) gives.
+# Found running an unmodified Tree-of-Thoughts program (issue 15): the proposal loop reads an
+# attribute of an object the run was given (readonly), calls the model, and operates on its
+# result at once (`ask(...).split(':')[0]`). An operation's class depends on its operand's type
+# (a user object's method may do anything), so on an undeclared result it is known only when the
+# result arrives, and until then the order is not passed on (p590: the same loop without the
+# declaration runs one call at a time). Here the external declares its result type (`-> str`,
+# checked when the result arrives): the split is a read of a str whatever its value, classified
+# before it arrives, so the next iteration's attribute read passes and the calls overlap.
 # difftest: min_in_flight=2
-# difftest: xfail=1
-from poppy_jit import poppy
-from _ext import lookup, set_latency_scale
+import time
+
+from poppy_jit import poppy, unordered
+from _ext import _delay, _h, _rendezvous_pending, _traced, set_latency_scale, _RENDEZVOUS_CAP
 
 set_latency_scale(0.5)
+
+
+@unordered(blocking=True)
+def ask(key) -> str:
+    with _traced("lookup", "unordered", key):
+        time.sleep(_delay("lookup", key))
+        deadline = time.monotonic() + _RENDEZVOUS_CAP
+        while _rendezvous_pending(deadline):
+            time.sleep(0.002)
+        return f"<{key}:{_h('lookup', key)[0] % 100}>"
 
 
 class Task:
@@ -28,7 +35,7 @@ def propose_all(task, states):
     out = []
     for s in states:
         prompt = task.prefix + s
-        first = lookup(prompt).split(":")[0]
+        first = ask(prompt).split(":")[0]
         out.append(first)
     return out
 

@@ -286,12 +286,32 @@ impl<'a, H: Host> Env for Eval<'a, H> {
 
     fn classify_hinted(&mut self, cid: CtrlId, args: &[Option<H::Prim>]) -> Option<Class> {
         let c = &self.ctl[cid];
-        self.host.classify_hinted(c.func.as_ref().expect("callee known"), args, &c.kwnames)
+        let f = c.func.as_ref().or(c.func_hint.as_ref()).expect("callee or its stand-in known");
+        self.host.classify_hinted(f, args, &c.kwnames)
     }
 
     fn result_hint(&mut self, cid: CtrlId, args: &[Option<H::Prim>]) -> Option<H::Prim> {
         let c = &self.ctl[cid];
-        self.host.result_hint(c.func.as_ref().expect("callee known"), args, &c.kwnames)
+        let f = c.func.as_ref().or(c.func_hint.as_ref()).expect("callee or its stand-in known");
+        self.host.result_hint(f, args, &c.kwnames)
+    }
+
+    fn is_atom(&mut self, p: &H::Prim) -> bool {
+        self.host.is_atom(p)
+    }
+
+    fn check_result(&mut self, cid: CtrlId, v: &H::Prim, relied: Option<&str>) -> Result<bool, H::Error> {
+        match self.ctl[cid].func.as_ref() {
+            Some(f) => self.host.check_result(f, v, relied),
+            None => Ok(true),
+        }
+    }
+
+    fn declares_result(&mut self, cid: CtrlId) -> bool {
+        match self.ctl[cid].func.as_ref() {
+            Some(f) => self.host.declares_result(f),
+            None => false,
+        }
     }
 
     #[inline]
