@@ -131,7 +131,7 @@ def unannotated_callees(fn) -> list:
     from . import _corelink
 
     try:
-        sites = _corelink.load().overlaps(fn)["sites"]
+        sites = _corelink.load().overlaps(fn, pairs=False)["sites"]  # the classes alone
     except Exception:  # no analysis (e.g. a fallback): nothing to say
         return []
     names = []

@@ -567,7 +567,8 @@ impl Graph {
             clauses.push(&self.escapes[e as usize].guard);
         }
         // Each clause: at least one of its branches is not taken.
-        if !solve(&mut assign, &clauses, 0) {
+        let mut steps = SOLVE_BUDGET;
+        if !solve(&mut assign, &clauses, 0, &mut steps) {
             return false;
         }
         // A claim must not rely on the branches of two conditions computed from the same value
@@ -584,8 +585,24 @@ impl Graph {
     }
 }
 
-/// A tiny DPLL over "not all of these branches" clauses.
-fn solve(assign: &mut std::collections::BTreeMap<IfId, bool>, clauses: &[&[(IfId, bool)]], depth: u32) -> bool {
+/// How many search steps one satisfiability question may take. The search branches on every
+/// free branch of an open clause, 16 levels deep: without a bound a function with many guarded
+/// escapes made it exponential, and the run's analysis never ended (a generated program with
+/// nested loops under a loop that returns, fuzz seed 2027). Out of steps is "not satisfiable",
+/// which is the cautious answer: no overlap is claimed.
+const SOLVE_BUDGET: u32 = 20_000;
+
+/// A tiny DPLL over "not all of these branches" clauses, within `steps`.
+fn solve(
+    assign: &mut std::collections::BTreeMap<IfId, bool>,
+    clauses: &[&[(IfId, bool)]],
+    depth: u32,
+    steps: &mut u32,
+) -> bool {
+    if *steps == 0 {
+        return false;
+    }
+    *steps -= 1;
     loop {
         let mut changed = false;
         for cl in clauses {
@@ -619,7 +636,7 @@ fn solve(assign: &mut std::collections::BTreeMap<IfId, bool>, clauses: &[&[(IfId
         }
         let mut next = assign.clone();
         next.insert(*i, !*b);
-        if solve(&mut next, clauses, depth + 1) {
+        if solve(&mut next, clauses, depth + 1, steps) {
             *assign = next;
             return true;
         }

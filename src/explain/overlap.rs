@@ -101,7 +101,9 @@ enum Verdict {
 
 const PAIR_BUDGET: u64 = 40_000;
 
-pub fn analyse(f: &bz::Function, oracle: &mut dyn Oracle) -> Analysis {
+/// The sites of `f` with their classes and, with `pairs`, which pairs of them may overlap (the
+/// costly part: a search per pair of call instances).
+pub fn analyse(f: &bz::Function, oracle: &mut dyn Oracle, pairs: bool) -> Analysis {
     let built = build(f, oracle);
     let g = &built.graph;
     let nsites = built.sites.len();
@@ -113,7 +115,7 @@ pub fn analyse(f: &bz::Function, oracle: &mut dyn Oracle) -> Analysis {
     }
     let sites: Vec<SiteReport> = (0..nsites).map(|s| site_report(&built, s, &inst)).collect();
     let mut out = Analysis { sites, pairs: Vec::new(), never: Vec::new(), undecided: Vec::new(), unroll: built.unroll };
-    for x in 0..nsites {
+    for x in (0..nsites).filter(|_| pairs) {
         for y in x..nsites {
             let (sx, sy) = (&out.sites[x], &out.sites[y]);
             if sx.class == "internal" || sy.class == "internal" || inst[x].is_empty() || inst[y].is_empty() {

@@ -284,10 +284,16 @@ impl<'py> Oracle for PyOracle<'py> {
 }
 
 /// `overlaps(fn)` or `overlaps(bezoar_text, globals)`: the call sites of a function and which
-/// of them may be in flight at once (see docs/observability.md).
+/// of them may be in flight at once (see docs/observability.md); `pairs=False`: the sites alone
+/// (what the one-at-a-time warning needs after a run, without the search per pair).
 #[pyfunction]
-#[pyo3(signature = (target, globals=None))]
-fn overlaps(py: Python<'_>, target: &Bound<'_, PyAny>, globals: Option<Bound<'_, PyDict>>) -> PyResult<Py<PyDict>> {
+#[pyo3(signature = (target, globals=None, pairs=true))]
+fn overlaps(
+    py: Python<'_>,
+    target: &Bound<'_, PyAny>,
+    globals: Option<Bound<'_, PyDict>>,
+    pairs: bool,
+) -> PyResult<Py<PyDict>> {
     let (text, globals) = if let Ok(s) = target.downcast::<PyString>() {
         let g = globals.ok_or_else(|| PyValueError::new_err("overlaps(text, globals): the globals dict is needed"))?;
         (s.to_string(), g)
@@ -301,7 +307,7 @@ fn overlaps(py: Python<'_>, target: &Bound<'_, PyAny>, globals: Option<Bound<'_,
     };
     let f = bz::text::parse(&text).map_err(|e| PyValueError::new_err(format!("Bezoar text: {e}")))?;
     let mut oracle = PyOracle::new(py, globals)?;
-    let a = analyse(&f, &mut oracle);
+    let a = analyse(&f, &mut oracle, pairs);
     let out = PyDict::new_bound(py);
     let sites = PyList::empty_bound(py);
     for s in &a.sites {

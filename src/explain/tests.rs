@@ -126,7 +126,7 @@ impl Oracle for Table {
 fn run(text: &str, names: &[(&'static str, Def)]) -> Analysis {
     let f = parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let mut t = Table::new(names);
-    analyse(&f, &mut t)
+    analyse(&f, &mut t, true)
 }
 
 fn pair(a: &Analysis, x: u32, y: u32) -> Option<Where> {
