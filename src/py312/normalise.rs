@@ -787,19 +787,6 @@ fn await_loops(ci: &CodeInfo, raw: &[RawInstr], table: &[Entry], at: &BTreeMap<u
     out
 }
 
-/// The table with adjacent entries to the same handler (as a dropped one leaves them) joined.
-fn merge_adjacent(mut entries: Vec<Entry>) -> Vec<Entry> {
-    entries.sort_by_key(|e| e.start);
-    let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
-    for e in entries {
-        match out.last_mut() {
-            Some(p) if p.end == e.start && (p.target, p.depth, p.lasti) == (e.target, e.depth, e.lasti) => p.end = e.end,
-            _ => out.push(e),
-        }
-    }
-    out
-}
-
 /// Whether every constant of `ci` and of the code nested in it is a plain value (code nested in
 /// an inlined comprehension's body is reached through the comprehension's made code object, so
 /// its constants cannot name Python objects by their path).
