@@ -122,9 +122,9 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         let kind = exception_table::handler_kind(instrs, e.target).or_else(|| exception_table::handler_kind(instrs, e.start));
         match kind {
             Some(HandlerKind::Except) | None => {}
-            // (3.12 and 3.13 normalise their try/finally into 3.11's layout, but that layout is
-            // not checked there yet: they keep falling back for it.)
-            Some(HandlerKind::Finally) if crate::pyver::VERSION == (3, 11) => {}
+            // (3.12 and 3.13 normalise their try/finally into 3.11's layout; the recogniser
+            // checks that layout, the two copies of the finally body included.)
+            Some(HandlerKind::Finally) => {}
             Some(k) => return Err(reason(k.name(), ci.line_at(e.start))),
         }
     }
