@@ -43,10 +43,30 @@ struct Chain {
     body_end: u32,
 }
 
-/// The chain starting at the `PUSH_EXC_INFO` `raw[push]`, if it has 3.11's shape.
-fn chain(raw: &[RawInstr], at: &BTreeMap<u32, usize>, consts: &[Const], push: usize, body_end: u32) -> Option<Chain> {
+/// The chain starting at the `PUSH_EXC_INFO` `raw[push]`, if it has 3.11's shape. A bare
+/// `except:` (last, or alone) starts with the `POP_TOP` of the exception and has no test and no
+/// `RERAISE 0` after it: it runs up to the clean-up block, which the entry covering the
+/// `PUSH_EXC_INFO` targets (as in 3.11, where the lifter finds it the same way).
+fn chain(
+    raw: &[RawInstr],
+    at: &BTreeMap<u32, usize>,
+    consts: &[Const],
+    entries: &[Entry],
+    push: usize,
+    body_end: u32,
+) -> Option<Chain> {
     let mut p = push + 1;
     loop {
+        if raw.get(p)?.opcode == v12::POP_TOP {
+            let push_off = raw[push].offset;
+            let e = entries.iter().find(|e| e.lasti && e.start <= push_off && push_off < e.end)?;
+            let cleanup = *at.get(&e.target)?;
+            if cleanup <= p {
+                return None;
+            }
+            p = cleanup - 1;
+            break;
+        }
         let mut c = p;
         while raw.get(c)?.opcode != v12::CHECK_EXC_MATCH {
             let i = raw[c];
@@ -125,7 +145,7 @@ pub(super) fn place(
     // Innermost first (a chain nested in a handler comes after the outer chain's start): an
     // inner handler's copy of the outer handler's continuation moves out of the inner chain
     // before the outer chain is placed.
-    let mut chains: Vec<Chain> = heads.iter().rev().filter_map(|t| chain(raw, at, consts, at[t], 0)).collect();
+    let mut chains: Vec<Chain> = heads.iter().rev().filter_map(|t| chain(raw, at, consts, entries, at[t], 0)).collect();
     // Where each body ends: after its last protected instruction outside the handler chains (a
     // statement nested in the body has its chain elsewhere, which the body's entries cover too).
     let spans: Vec<(u32, u32)> = chains.iter().map(|c| (raw[c.push].offset, raw[c.end - 1].offset)).collect();
