@@ -115,7 +115,10 @@ pub fn analyse(f: &bz::Function, oracle: &mut dyn Oracle, pairs: bool) -> Analys
     }
     let sites: Vec<SiteReport> = (0..nsites).map(|s| site_report(&built, s, &inst)).collect();
     let mut out = Analysis { sites, pairs: Vec::new(), never: Vec::new(), undecided: Vec::new(), unroll: built.unroll };
-    for x in (0..nsites).filter(|_| pairs) {
+    if !pairs {
+        return out;
+    }
+    for x in 0..nsites {
         for y in x..nsites {
             let (sx, sy) = (&out.sites[x], &out.sites[y]);
             if sx.class == "internal" || sy.class == "internal" || inst[x].is_empty() || inst[y].is_empty() {

@@ -46,12 +46,12 @@ pub fn free_unbound(f: &Function, comp_free: &dyn Fn(u32) -> Option<bool>) -> Re
             e.1 = true;
         }
     }
-    if let Some((v, _, _)) = reads.iter().find(|(v, _, r)| {
+    // The first read, other than as the function's own local, of a local read both ways.
+    if let Some((v, line, _)) = reads.iter().find(|(v, _, r)| {
         let (first, mixed) = kinds[v];
         *r != Read::Local && (mixed || first == Read::Unknown)
     }) {
-        let line = reads.iter().find(|(w, _, r)| w == v && *r != Read::Local).map_or(0, |x| x.1);
-        return Err((v.as_str().to_string(), line));
+        return Err((v.as_str().to_string(), *line));
     }
     Ok(kinds.into_iter().filter(|(_, (r, _))| *r == Read::Free).map(|(v, _)| v.clone()).collect())
 }

@@ -59,13 +59,6 @@ impl Translator<'_> {
                 Some(_) => n == 1,
                 None => false,
             };
-        let captures: Vec<String> = gpos
-            .iter()
-            .flat_map(|&i| match &vals[i] {
-                Val::Genexpr { closure, .. } => closure.iter().map(|v| v.to_string()).collect(),
-                _ => vec![],
-            })
-            .collect();
         let closures: Vec<VarName> = gpos
             .iter()
             .flat_map(|&i| match &vals[i] {
@@ -74,7 +67,7 @@ impl Translator<'_> {
             })
             .collect();
         let in_cells = closures.iter().all(|n| self.shared.real_cells.contains(n));
-        if !inlinable && !captures.is_empty() && !in_cells {
+        if !inlinable && !closures.is_empty() && !in_cells {
             // The generator runs in CPython (inside the call, or later if the callee keeps it)
             // and reads the captured variables when it runs: they must be real cells. Ask the
             // lifter to translate the function again with cells for them (the function's own
@@ -94,6 +87,7 @@ impl Translator<'_> {
                          list/tuple/set/frozenset/dict/sorted/sum/min/max/any/all/str.join"
                     .to_string(),
             };
+            let captures: Vec<String> = closures.iter().map(|v| v.to_string()).collect();
             return Err(Fallback::new(format!("{why}, capturing local variables ({})", captures.join(", ")), line));
         }
         // The call with real generator objects in place of the generator expressions.
