@@ -591,6 +591,17 @@ def test_split_then_subscript_is_one_operation_only_for_a_list_used_once():
     assert classify(sg, (Odd(), 0, "split"), ()) == SEQUENTIAL
 
 
+# Calls `f(*args)` and reports its result, or the NameError (UnboundLocalError included) it
+# raised with its type, message and `name` as the caller sees them.
+SHOW_NAME_ERRORS = """
+ def show(f, *args):
+     try:
+         report(f(*args))
+     except NameError as e:
+         print(type(e).__name__, e, getattr(e, "name", "-"))
+"""
+
+
 # A comprehension reading an enclosing local that may be unbound (a loop that may run zero
 # times, a branch): CPython raises NameError "cannot access free variable" where the
 # comprehension has a code object of its own (every one on 3.11, generator expressions always)
@@ -598,13 +609,7 @@ def test_split_then_subscript_is_one_operation_only_for_a_list_used_once():
 # 3.12+). They fell back ("a comprehension reads `x`, which may be unbound there"): the most
 # common fallback of generated programs. Each case prints the error's type, message and `name`
 # as the caller sees them, and the overlap of the fetches is kept.
-COMPREHENSIONS_READING_UNBOUND_LOCALS = """
- def show(f, *args):
-     try:
-         report(f(*args))
-     except NameError as e:
-         print(type(e).__name__, e, getattr(e, "name", "-"))
-
+COMPREHENSIONS_READING_UNBOUND_LOCALS = SHOW_NAME_ERRORS + """
  @poppy
  def last_then_list(xs, ys):
      for x in xs:
@@ -669,13 +674,7 @@ def test_a_local_read_unbound_both_in_and_outside_a_comprehension_falls_back():
 # programs); a comprehension reads it as an ordinary local, so it is an ordinary `del`: later
 # reads in comprehensions raise NameError (3.11; UnboundLocalError on 3.12+), a second `del`
 # UnboundLocalError, and a store binds it again.
-DEL_OF_A_LOCAL_A_COMPREHENSION_READS = """
- def show(f, *args):
-     try:
-         report(f(*args))
-     except NameError as e:
-         print(type(e).__name__, e, getattr(e, "name", "-"))
-
+DEL_OF_A_LOCAL_A_COMPREHENSION_READS = SHOW_NAME_ERRORS + """
  @poppy
  def deleted_then_read(ys):
      k = fetch("d")
