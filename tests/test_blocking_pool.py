@@ -443,7 +443,9 @@ def test_cancelling_await_run_does_not_wait_for_running_blocking_calls(tmp_path)
         started.set()
         if x == 1:  # runs until the caller has seen its cancellation (30 s if it never does)
             seen_cancelled.wait(timeout=30)
-        print("blocking finished", x, flush=True)
+        # One write, as the test above does: print's separate writes of its pieces interleave
+        # between the two threads.
+        os.write(1, f"blocking finished {x}\\n".encode())
         return x
 
     @poppy
