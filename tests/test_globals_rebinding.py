@@ -65,3 +65,83 @@ def test_guard_marks_the_name_and_the_second_call_is_right(tmp_path):
     env = {"PYTHONPOPPY": "1", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env, timeout=60)
     assert out.stdout.split("\n")[:2] == ["RuntimeError True", "newer"], out.stderr
+
+
+def _run_poppy(tmp_path, src):
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(src))
+    env = {"PYTHONPOPPY": "1", "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env, timeout=60)
+
+
+MODULE_TOOLS = """
+    import sys, types
+    tools = types.ModuleType("tools")
+    exec("def fmt(x):\\n    return 'fmt:' + str(x)\\n", tools.__dict__)
+    sys.modules["tools"] = tools
+    def loud(x):
+        return "LOUD:" + str(x)
+"""
+
+
+def test_module_attribute_rebound_by_an_async_external_fails_the_run_then_is_read_in_order(tmp_path):
+    # The guard checks after async (and blocking) calls too, when the run collects them.
+    out = _run_poppy(tmp_path, MODULE_TOOLS + """
+    import asyncio
+    from poppy_jit import poppy, sequential
+    @sequential
+    async def swap(f):
+        await asyncio.sleep(0.01)
+        tools.fmt = f
+    @poppy
+    def run(f):
+        swap(f)
+        return tools.fmt(1)
+    original = tools.fmt
+    try:
+        print(run(loud))
+    except RuntimeError as e:
+        print("RuntimeError", "module attribute 'tools.fmt' was rebound by an asynchronous" in str(e))
+    tools.fmt = original
+    print(run(loud))
+    """)
+    assert out.stdout.split("\n")[:2] == ["RuntimeError True", "LOUD:1"], out.stderr
+
+
+def test_module_attributes_holding_data_or_private_are_read_in_program_order(tmp_path):
+    # No guard there: a sequential call rebinding them before the read is seen, as in CPython.
+    out = _run_poppy(tmp_path, MODULE_TOOLS + """
+    from poppy_jit import poppy, sequential
+    tools.MODE = "old"
+    exec("def _hidden():\\n    return 'old'\\n", tools.__dict__)
+    @sequential
+    def change():
+        tools.MODE = "new"
+        tools._hidden = lambda: "new"
+    @poppy
+    def run():
+        change()
+        return tools.MODE, tools._hidden()
+    print(run())
+    """)
+    assert out.stdout.split("\n")[:1] == ["('new', 'new')"], out.stderr
+
+
+def test_a_module_attribute_unchanged_by_the_calls_before_it_is_not_a_failure(tmp_path):
+    # Calls that modify the module's dict without rebinding the name read: the version tag
+    # changes, the name's object does not, the run goes on.
+    out = _run_poppy(tmp_path, MODULE_TOOLS + """
+    from poppy_jit import poppy, sequential
+    @sequential
+    def touch(i):
+        setattr(tools, f"counter{i}", i)
+    @poppy
+    def run(n):
+        out = []
+        for i in range(n):
+            touch(i)
+            out.append(tools.fmt(i))
+        return out
+    print(run(3))
+    """)
+    assert out.stdout.split("\n")[:1] == ["['fmt:0', 'fmt:1', 'fmt:2']"], out.stderr

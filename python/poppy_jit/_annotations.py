@@ -639,6 +639,19 @@ _INPLACE = frozenset(id(INTRINSICS["inplace_" + n]) for n in _BINARY)
 _PURE_ALWAYS = frozenset(id(f) for f in (_is, _is_not, _build_tuple, _build_list, bound_check,
                                          builtins.id, builtins.callable, INTRINSICS["await_call"],
                                          INTRINSICS["match_sequence"], INTRINSICS["match_mapping"]))
+# The runtime's own helpers that read no state of their arguments (`_rt.HELPERS`: a value's type,
+# an exit status, a `Caught`): unordered whatever the arguments are. As declared unordered
+# externals they would be readonly with a mutable argument (`classify`): in a try body every
+# operation whose result is a list or a module would wait for the sequential calls before it.
+_ARGUMENTS_UNREAD: set = set()
+
+
+def reads_no_argument_state(f):
+    """Register a runtime helper of `_ARGUMENTS_UNREAD`; returns it."""
+    _ARGUMENTS_UNREAD.add(id(f))
+    return f
+
+
 # The 28 operators and the pure building intrinsics: classified by their arguments' levels.
 _SHALLOW_INTRINSICS = ("iter", "iter_private", "unpack_sequence", "unpack_ex", "list_to_tuple", "truth", "not",
                        "get_len")
@@ -795,7 +808,7 @@ def classify(f, args: tuple, kwnames: tuple) -> int:
     fid = id(f)
     if fid in _BY_ARGS:
         return args_class(args)
-    if fid in _PURE_ALWAYS or getattr(type(f), "__poppy_unordered_loader__", False):
+    if fid in _PURE_ALWAYS or fid in _ARGUMENTS_UNREAD or getattr(type(f), "__poppy_unordered_loader__", False):
         # Global loads are single-assignment reads (PopPy §7): never serialised.
         return UNORDERED
     spec = _external_spec(f)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import types
 
-from ._annotations import classify  # noqa: F401 (used by the Rust host)
+from ._annotations import classify, reads_no_argument_state  # noqa: F401 (classify: used by the Rust host)
 from ._intrinsics import INTRINSICS, bound_check, intrinsic, intrinsic_fresh  # noqa: F401 (used by the Rust host)
 from ._decorators import ExternalSpec, unordered
 from . import _declared
@@ -92,6 +92,12 @@ def reraise(exc):
 
 HELPERS["exc_match"] = unordered(exc_match)
 HELPERS["is_raised"] = unordered(lambda s: s == 4)
+# None of these reads the state of its arguments (a value's type, an exit status, a `Caught`, an
+# exception's type against classes): unordered even when an argument is mutable.
+for _h in ("loop_next", "loop_exit", "loop_again", "select_return", "is_caught", "caught_exception",
+           "exc_match", "is_raised"):
+    reads_no_argument_state(HELPERS[_h])
+del _h
 # Sequential: it is the run's failure, after everything before it in program order.
 reraise.__poppy_external__ = ExternalSpec("sequential", reraise, False, False)
 HELPERS["reraise"] = reraise
@@ -332,6 +338,12 @@ def rebindable_globals(g: dict, version: int):
         result = None
     _SCANS[id(g)] = [g, version, result]
     return result
+
+
+def is_marked(g: dict, name: str) -> bool:
+    """Whether the guard saw `name` rebound in `g` (a module's globals) behind a run's back."""
+    m = _MARKED.get(id(g))
+    return m is not None and m[0] is g and name in m[1]
 
 
 def mark_rebindable(g: dict, name: str) -> None:

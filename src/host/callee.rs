@@ -236,6 +236,47 @@ pub(super) fn classify_hinted<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Option<
     }
 }
 
+/// `getattr(module, name)` (`json.loads`, `os.path`): unordered under the host's guard when the
+/// module is a plain module, the attribute is a public name in its `__dict__` bound to a function,
+/// a class or a module (what modules bind once: not configuration values), and the guard never saw
+/// it rebound (`_rt.is_marked`). The read runs no code (the dict look-up is what the module's
+/// `__getattribute__` does), so it may move before earlier calls: the guard fails the run if one
+/// of them rebinds the name afterwards (dispatch.rs, `GlobalsGuard`). Any other module attribute
+/// is a read in program order (readonly, `_annotations._getattr_class`).
+fn module_attr<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj]) -> bool {
+    let py = h.py;
+    static GETATTR: GILOnceCell<Obj> = GILOnceCell::new();
+    let Ok(getattr) = GETATTR.get_or_try_init(py, || -> PyResult<_> { Ok(py.import_bound("builtins")?.getattr("getattr")?.unbind()) }) else {
+        return false;
+    };
+    let [module, name] = args else { return false };
+    if !f.is(getattr) {
+        return false;
+    }
+    let (module, name) = (module.bind(py), name.bind(py));
+    // SAFETY: type checks on live objects, the GIL is held.
+    if unsafe { pyo3::ffi::PyModule_CheckExact(module.as_ptr()) } == 0 {
+        return false;
+    }
+    let Ok(n) = name.downcast_exact::<PyString>() else { return false };
+    if n.to_str().map_or(true, |s| s.starts_with('_')) {
+        return false;
+    }
+    let Ok(dict) = module.getattr(pyo3::intern!(py, "__dict__")).and_then(|d| Ok(d.downcast_into_exact::<PyDict>()?)) else {
+        return false;
+    };
+    let Ok(Some(v)) = dict.get_item(n) else { return false };
+    // SAFETY: as above.
+    let settled = unsafe {
+        let p = v.as_ptr();
+        pyo3::ffi::PyFunction_Check(p) != 0 || pyo3::ffi::PyCFunction_Check(p) != 0 || pyo3::ffi::PyType_Check(p) != 0 || pyo3::ffi::PyModule_Check(p) != 0
+    };
+    if !settled || h.rt.call_method1("is_marked", (&dict, n)).and_then(|m| m.is_truthy()).unwrap_or(true) {
+        return false;
+    }
+    h.guard_module_read(module, &dict, name, &v)
+}
+
 /// Whether `x` is a stand-in of a declared type (`_declared.Typed` or `_declared.Method`).
 fn is_typed(py: Python<'_>, x: &Obj) -> bool {
     static TYPES: GILOnceCell<(Py<PyType>, Py<PyType>)> = GILOnceCell::new();
@@ -292,6 +333,9 @@ pub(super) fn classify<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj], kwnames:
         return c;
     }
     let py = h.py;
+    if kwnames.is_empty() && module_attr(h, f, args) {
+        return Class::Unordered;
+    }
     let callee = h.callee(f);
     let mut judged = f.bind(py).clone();
     let mut all: Vec<Obj> = Vec::new();

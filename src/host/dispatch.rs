@@ -162,6 +162,32 @@ impl<'py> PyHost<'py> {
         Ok(v)
     }
 
+    /// A read of a module attribute out of program order, recorded for the guard: false if the
+    /// name gave another object earlier in the run (the run is then failed with the guard's error).
+    pub(super) fn guard_module_read(&mut self, module: &Bound<'py, PyAny>, dict: &Bound<'py, PyDict>, name: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>) -> bool {
+        let py = self.py;
+        match self.guard.record_module(py, module, dict, &name.clone().unbind(), &v.clone().unbind()) {
+            Ok(()) => true,
+            Err(e) => {
+                self.abort = Some(PyErrRef::new(e));
+                false
+            }
+        }
+    }
+
+    /// After asynchronous or blocking calls completed (their code ran on the loop or on a worker
+    /// thread): the guard's error if one of them rebound a name the run had read, set as the
+    /// run's abort.
+    pub(super) fn guard_after_tasks(&mut self) -> Result<(), PyErrRef> {
+        let py = self.py;
+        if let Err(e) = self.guard.check(py, &|| "an asynchronous or blocking call".to_string()) {
+            let e = PyErrRef::new(e);
+            self.abort = Some(e.clone());
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// The result of a synchronous call `f`, or the guard's error if it rebound a global the run
     /// had read eagerly (the run is then aborted with it).
     fn guard_after(&mut self, f: &Obj, r: PyResult<Obj>) -> PyResult<Obj> {
@@ -175,39 +201,73 @@ impl<'py> PyHost<'py> {
 }
 
 /// The guard on globals read eagerly (the module scan, `pipeline::globals`, cannot see every
-/// rebinding: `setattr(sys.modules[...], ...)` from another module). For each globals dict the
-/// run's loaders read: its version tag when last checked and each name read with the object it
-/// gave. After every synchronous call (one integer compare when the dict did not change) and at
-/// each eager read, a name now bound to another object fails the run with a RuntimeError naming
-/// the global and the call, and is marked rebindable, so the next translation reads it in
-/// program order.
+/// rebinding: `setattr(sys.modules[...], ...)` from another module) and on module attributes read
+/// out of program order (`callee::module_attr`). For each dict the run read so: its version tag
+/// when last checked and each name read with the object it gave. After every call that completes
+/// (one integer compare per dict when it did not change) and at each eager read, a name now bound
+/// to another object fails the run with a RuntimeError naming it and the call, and is marked
+/// rebindable, so the next translation (a global) or classification (a module attribute) reads
+/// it in program order.
 #[derive(Default)]
 pub(super) struct GlobalsGuard {
     dicts: Vec<GuardedDict>,
 }
 
 struct GuardedDict {
-    loader: Py<GlobalLoader>,
+    source: Source,
     version: u64,
     read: std::collections::HashMap<usize, (Obj, Obj)>,
 }
 
-impl GlobalsGuard {
-    /// Record an eager read of `name` through `loader` that gave `value`; Err if the same name
-    /// gave another object earlier in the run.
-    pub(super) fn record(&mut self, py: Python<'_>, loader: &Bound<'_, GlobalLoader>, name: &Obj, value: &Obj) -> PyResult<()> {
-        let globals = loader.get().globals().bind(py).clone().into_any();
-        let i = match self.dicts.iter().position(|d| d.loader.bind(py).get().globals().bind(py).is(&globals)) {
-            Some(i) => i,
-            None => {
-                let version = crate::pipeline::globals::dict_version(&globals);
-                self.dicts.push(GuardedDict { loader: loader.clone().unbind(), version, read: Default::default() });
-                self.dicts.len() - 1
-            }
+/// Where the names were read: a global loader's globals (a name missing there is looked up in
+/// its builtins), or a module's `__dict__`.
+enum Source {
+    Globals(Py<GlobalLoader>),
+    Module { dict: Py<PyDict>, module: String },
+}
+
+impl Source {
+    fn dict<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        match self {
+            Source::Globals(l) => l.bind(py).get().globals().bind(py).clone().into_any(),
+            Source::Module { dict, .. } => dict.bind(py).clone().into_any(),
+        }
+    }
+
+    fn lookup(&self, py: Python<'_>, name: &Obj) -> Option<Obj> {
+        match self {
+            Source::Globals(l) => l.bind(py).get().lookup(py, name.bind(py)).ok(),
+            Source::Module { dict, .. } => dict.bind(py).get_item(name.bind(py)).ok().flatten().map(|v| v.unbind()),
+        }
+    }
+
+    fn rebound(&self, py: Python<'_>, name: &Bound<'_, PyAny>, by: &str) -> PyErr {
+        crate::pipeline::globals::mark_rebindable(py, &self.dict(py), name);
+        let (what, later) = match self {
+            Source::Globals(_) => (format!("global '{name}'"), "Later calls"),
+            Source::Module { module, .. } => (format!("module attribute '{module}.{name}'"), "Later runs"),
         };
+        pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "poppy_jit: {what} was rebound by {by} while the @poppy run had already read it (not in \
+             program order); the run cannot go on with the stale value. {later} read it in program order"
+        ))
+    }
+}
+
+impl GlobalsGuard {
+    fn entry(&mut self, py: Python<'_>, dict: &Bound<'_, PyAny>, module: bool, make: impl FnOnce() -> Source) -> usize {
+        let found = self.dicts.iter().position(|d| matches!(d.source, Source::Module { .. }) == module && d.source.dict(py).is(dict));
+        found.unwrap_or_else(|| {
+            let version = crate::pipeline::globals::dict_version(dict);
+            self.dicts.push(GuardedDict { source: make(), version, read: Default::default() });
+            self.dicts.len() - 1
+        })
+    }
+
+    fn note(&mut self, py: Python<'_>, i: usize, name: &Obj, value: &Obj) -> PyResult<()> {
         let d = &mut self.dicts[i];
         match d.read.get(&(name.as_ptr() as usize)) {
-            Some((_, old)) if !old.is(value) => Err(rebound(py, &globals, name.bind(py), "a call that completed earlier")),
+            Some((_, old)) if !old.is(value) => Err(d.source.rebound(py, name.bind(py), "a call that completed earlier")),
             Some(_) => Ok(()),
             None => {
                 d.read.insert(name.as_ptr() as usize, (name.clone_ref(py), value.clone_ref(py)));
@@ -216,34 +276,41 @@ impl GlobalsGuard {
         }
     }
 
-    /// After `call` completed: Err if a name read eagerly is now bound to another object.
+    /// Record an eager read of `name` through `loader` that gave `value`; Err if the same name
+    /// gave another object earlier in the run.
+    pub(super) fn record(&mut self, py: Python<'_>, loader: &Bound<'_, GlobalLoader>, name: &Obj, value: &Obj) -> PyResult<()> {
+        let globals = loader.get().globals().bind(py).clone().into_any();
+        let i = self.entry(py, &globals, false, || Source::Globals(loader.clone().unbind()));
+        self.note(py, i, name, value)
+    }
+
+    /// Record a read of the attribute `name` of `module` (its `__dict__` is `dict`) made out of
+    /// program order, which gave `value`; Err as `record`.
+    pub(super) fn record_module(&mut self, py: Python<'_>, module: &Bound<'_, PyAny>, dict: &Bound<'_, PyDict>, name: &Obj, value: &Obj) -> PyResult<()> {
+        let i = self.entry(py, dict.as_any(), true, || Source::Module {
+            dict: dict.clone().unbind(),
+            module: module.getattr("__name__").and_then(|n| n.extract::<String>()).unwrap_or_else(|_| "<module>".into()),
+        });
+        self.note(py, i, name, value)
+    }
+
+    /// After `call` completed: Err if a name read out of program order is now bound to another
+    /// object.
     pub(super) fn check(&mut self, py: Python<'_>, call: &dyn Fn() -> String) -> PyResult<()> {
         for d in &mut self.dicts {
-            let loader = d.loader.bind(py).get();
-            let globals = loader.globals().bind(py).clone().into_any();
-            let version = crate::pipeline::globals::dict_version(&globals);
+            let version = crate::pipeline::globals::dict_version(&d.source.dict(py));
             if version == d.version {
                 continue;
             }
             d.version = version;
             for (name, old) in d.read.values() {
-                let now = loader.lookup(py, name.bind(py)).ok();
-                if !now.is_some_and(|n| n.is(old)) {
-                    return Err(rebound(py, &globals, name.bind(py), &call()));
+                if !d.source.lookup(py, name).is_some_and(|n| n.is(old)) {
+                    return Err(d.source.rebound(py, name.bind(py), &call()));
                 }
             }
         }
         Ok(())
     }
-}
-
-fn rebound(py: Python<'_>, globals: &Bound<'_, PyAny>, name: &Bound<'_, PyAny>, by: &str) -> PyErr {
-    crate::pipeline::globals::mark_rebindable(py, globals, name);
-    pyo3::exceptions::PyRuntimeError::new_err(format!(
-        "poppy_jit: global '{name}' was rebound by {by} while the @poppy run had already read it \
-         (not in program order); the run cannot go on with the stale value. Later calls read \
-         '{name}' in program order"
-    ))
 }
 
 fn call_name(py: Python<'_>, f: &Obj) -> String {

@@ -206,6 +206,7 @@ pub(super) fn wait<'py>(h: &mut PyHost<'py>) -> Result<Vec<(TaskId, Result<Obj, 
         let r = fut.bind(py).call_method0(pyo3::intern!(py, "result")).map(|v| v.unbind()).map_err(PyErrRef::new);
         out.push((task, r));
     }
+    h.guard_after_tasks()?;
     Ok(out)
 }
 
@@ -214,13 +215,19 @@ pub(super) fn take_finished(h: &mut PyHost<'_>) -> Vec<(TaskId, Result<Obj, PyEr
     let py = h.py;
     let Some(ex) = h.executor.as_mut() else { return Vec::new() };
     let done: Vec<(TaskId, Obj)> = std::mem::take(&mut *ex.queue.borrow_mut());
-    done.into_iter()
+    let done = done
+        .into_iter()
         .map(|(task, fut)| {
             ex.running.remove(&task);
             let r = fut.bind(py).call_method0(pyo3::intern!(py, "result")).map(|v| v.unbind()).map_err(PyErrRef::new);
             (task, r)
         })
-        .collect()
+        .collect();
+    match h.guard_after_tasks() {
+        Ok(()) => done,
+        // One of them rebound a name the run had read: the run fails with the guard's error.
+        Err(e) => done.into_iter().map(|(task, _)| (task, Err(e.clone()))).collect(),
+    }
 }
 
 /// An async run that ends early: cancel what is in flight; the asyncio futures among them,

@@ -1,13 +1,12 @@
 # Issue 16's motivating loop (its try/except/else part): each item's label is parsed from an
 # LLM reply; a reply that is not JSON or has no "label" is retried with a stricter prompt. Under
-# PYTHONPOPPY=1 the first requests of all 12 items can be in flight together (then the retries
-# together), with the log lines in CPython's order. The function compiles, with CPython's
-# results and calls, but one request is in flight at a time: `as_json`, an unannotated helper
-# called in the try body, is a catching call (never inlined), hence sequential, and a sequential
-# call in a gated try body holds the next iteration back until the statement is over. Strict
-# xfail until that overlaps (docs/design-exceptions.md, status).
+# PYTHONPOPPY=1 the first requests of all 12 items are in flight together (then the retries
+# together), with the log lines in CPython's order. `as_json`, an unannotated helper called in
+# the try body, is a catching call (never inlined), hence sequential: it waits for the previous
+# items' log lines, but the next item's request, before it in its own body, does not wait for it
+# (each operation of a gated try body is followed by `is_caught`, a runtime helper that reads no
+# state of its argument: unordered whatever the value is).
 # difftest: min_in_flight=12
-# difftest: xfail=1
 import json
 
 from poppy_jit import poppy

@@ -1,13 +1,9 @@
 # Issue 16's classify loop as users write it: `json.loads(llm(...))["label"]` in the try body,
-# the retry in the handler, `log` in else and after. It compiles and matches CPython, but one
-# request is in flight at a time: the body's first operation reads the attribute `loads` of the
-# module `json`, a readonly operation (a sequential call could rebind a module's attribute), so
-# it waits for the previous iteration's `log` calls, and the try body being gated, the next
-# iteration's request waits for it. With `loads` passed in as a parameter the 12 requests are in
-# flight together. Strict xfail until module attribute reads no longer order a try body (a guard
-# on the attribute, as for globals, would let them be read at once).
+# the retry in the handler, `log` in else and after. The body's first operation reads the
+# attribute `loads` of the module `json`: a module attribute bound to a function is read out of
+# program order under the host's guard (as a global is), so it does not wait for the previous
+# iteration's `log` calls, and the 12 requests are in flight together.
 # difftest: min_in_flight=12
-# difftest: xfail=1
 import json
 
 from poppy_jit import poppy
