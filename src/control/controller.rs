@@ -49,9 +49,22 @@ fn try_hint<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
     // container, which is known.)
     let check_owned = c.func.is_some() && c.early.is_none() && !e.ctl_ref().owned.is_empty();
     if check_owned {
-        // A method of an owned container (`out.append`): per-object ordering decides it, not
-        // hints — and classifying it would walk the whole container (quadratic in a loop).
-        let keys = e.object_keys(cid, &[]);
+        // A method of an owned container (`out.append`), or an operation with one among its
+        // known arguments (`setitem(cache, k, v)` waiting for `v`): per-object ordering decides
+        // it, not hints — a hinted class would settle it globally before the walk that may find
+        // it local (`objects::early_local`, which may have to wait for an inlined call's body to
+        // link in), and classifying it would walk the whole container (quadratic in a loop).
+        let known: Vec<E::Prim> = e.ctl_ref()[cid]
+            .args
+            .clone()
+            .into_iter()
+            .filter_map(|a| match e.peek(a) {
+                Peek::Prim(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let mut keys = e.object_keys(cid, &[]);
+        keys.extend(e.arg_keys(&known));
         if keys.iter().any(|k| e.ctl_ref().owned.contains_key(k)) {
             return;
         }
@@ -330,7 +343,14 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                 let Read::Ready(tok) = e.need_token(seq, w) else { return };
                 let ctl = e.ctl();
                 let r = ctl[cid].out.r;
-                ctl.bridge.insert(r, tok.r);
+                let fresh = ctl.bridge.insert(r, tok.r).is_none();
+                if fresh {
+                    // Walks back in program order that stopped at this call (`objects`) now go
+                    // through its body's calls: ask them again.
+                    for x in std::mem::take(&mut ctl[cid].hint_waiters) {
+                        e.wake(x);
+                    }
+                }
                 return release_after(e, cid, tok, w);
             }
             Phase::WaitArgs => {

@@ -334,6 +334,14 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
                 }
                 let mut look = Look::new();
                 if let Some(p) = may_involve(e, c, &keys, &mut look) {
+                    if e.ctl_ref()[c].early_local.is_none() && e.ctl_ref()[c].early.is_none() {
+                        // It may still be decided to touch one entry alone before its
+                        // arguments arrive (once an inlined call before it links in):
+                        // ask again then, not only when its arguments are judged.
+                        if !e.ctl_ref()[c].hint_waiters.contains(&w) {
+                            e.ctl()[c].hint_waiters.push(w);
+                        }
+                    }
                     match p {
                         Some(slot) => match look.unbound.or(retry) {
                             Some(u) if e.wait_bound(u, w) => {}
@@ -479,7 +487,27 @@ pub(super) fn early_local<E: Env>(e: &mut E, cid: CtrlId) -> Option<SlotId> {
                     Partial::Tuple(items)
                 }
                 _ if external_result(e, a) => Partial::Pending,
-                _ => return None,
+                _ => {
+                    // The result of a call whose callee is not known yet or of an inlined call
+                    // whose body is not linked in yet: ask again once it is (its result then
+                    // follows the body's, which may be an external call's).
+                    // A value nothing binds yet (an undecided branch's, e.g. an inlined
+                    // function's return value before its early `return`'s test is decided):
+                    // ask again once it is bound.
+                    let w = e.ctl_ref().work[cid];
+                    match producer_along(e, a, true) {
+                        Some(pc) if matches!(e.ctl_ref()[pc].phase, Phase::WaitCallee | Phase::Inlined { .. }) => {
+                            if !e.ctl_ref()[pc].hint_waiters.contains(&w) {
+                                e.ctl()[pc].hint_waiters.push(w);
+                            }
+                        }
+                        Some(_) => {}
+                        None => {
+                            e.wait_bound(a, w);
+                        }
+                    }
+                    return None;
+                }
             },
         };
         pending |= !matches!(item, Partial::Known(_));
@@ -496,6 +524,10 @@ pub(super) fn early_local<E: Env>(e: &mut E, cid: CtrlId) -> Option<SlotId> {
     if receiver_escaped_before(e, cid, k, &mut unbound) == Some(false) {
         e.ctl()[cid].early_local = Some(k);
         e.ctl()[cid].early_part = part;
+        // Walks that stopped at it while it was undecided (`object_order`) may now pass it.
+        for x in std::mem::take(&mut e.ctl()[cid].hint_waiters) {
+            e.wake(x);
+        }
     }
     unbound
 }
@@ -532,7 +564,26 @@ fn receiver_escaped_before<E: Env>(e: &mut E, cid: CtrlId, k: u64, unbound: &mut
     for _ in 0..4096 {
         let c = match predecessor(e, cur) {
             Pred::Call(c) => c,
-            Pred::Start | Pred::Unknown => return None,
+            Pred::Start => return None,
+            Pred::Unknown => {
+                // Its input order is not known yet: look through an undecided `ite` (a loop
+                // over a pending list, a branch on a pending value) that cannot reach the
+                // object, as `object_order` does; else ask again once that is decided.
+                let seq = e.ctl_ref()[cur].seq;
+                match through_undecided(e, seq, &[k]) {
+                    Ok(Pred::Call(c)) => c,
+                    Ok(_) => return None,
+                    Err(s) => {
+                        let w = e.ctl_ref().work[cid];
+                        if s == seq {
+                            e.need_slot(seq, w);
+                        } else {
+                            wait_judged(e, s, w);
+                        }
+                        return None;
+                    }
+                }
+            }
         };
         if e.ctl_ref().owned.get(&k) == Some(&c) {
             return Some(false); // its creation
