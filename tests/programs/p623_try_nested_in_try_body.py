@@ -1,7 +1,8 @@
 # Try statements nested in a try body compile: the inner statement first in the outer body (its
 # test a tuple with a module attribute, each part of which may raise), an inner exception no inner
 # handler matches reaching the outer handlers (the same object, traceback at the raising line),
-# a bare `raise` in an inner handler (the inner handler's exception, for the outer handlers), a
+# a bare `raise` in an inner handler (the inner handler's exception, for the outer handlers) and
+# in a try body nested in a handler (the handler's exception, for the inner handlers), a
 # failure in an inner handler, else clause or test caught by the outer try with its `__context__`,
 # a try/finally and a try/except/finally in a try body, a bare raise in a while loop's nested
 # handler, and locals at each raising point.
@@ -125,6 +126,21 @@ def retry_while(limit, salt):
     return n, tries
 
 
+@poppy
+def reraise_in_inner_body(x):
+    try:
+        return int(x)
+    except ValueError as e:
+        try:
+            log(f"handling {e}")
+            raise
+        except ValueError as e2:
+            out = f"inner caught the same: {e2 is e}, sees {pending()}, frames {frames(e2)}"
+        except KeyError:
+            out = "never"
+    return out
+
+
 print(first_in_body(['{"label": 1}', "nope", '{"x": 2}', "{}", "[1]"]))
 for kind in ("k", "q", "handler", "maxsize"):
     try:
@@ -133,3 +149,4 @@ for kind in ("k", "q", "handler", "maxsize"):
         print(kind, "caller caught", repr(e), repr(e.__context__), frames(e))
 print(finally_inside(["1", "0", "x", "123456", "7"]))
 print(retry_while(1, "a"), retry_while(5, "a"), retry_while(5, "b"), retry_while(5, "c"))
+print(reraise_in_inner_body("12"), reraise_in_inner_body("twelve"))
