@@ -20,8 +20,11 @@
 //! whose body protects nothing (`try: pass`) has no entry to `T`: its handlers are dead code.
 //! A statement may be nested in another one's body, else clause or handler (its code then lies
 //! inside that part; a POP_EXCEPT of the outer handler inside the inner statement is recognised by
-//! the outer `as` name's clean-up after it). Every other use of the table falls back, naming the
-//! construct: try/finally, with, except*, async with/for, other nestings, a bare `except:` or a
+//! the outer `as` name's clean-up after it; first in a body, it starts the outer body too:
+//! `body_starts`). A `try: B finally: F` is recognised when B has no return, break or continue
+//! (`finally_shape`), statements with handlers in B included — try/except/else/finally is a
+//! try/except statement as B. Every other use of the table falls back, naming the
+//! construct: try/finally with an exit in B, with, except*, async with/for, other nestings, a bare `except:` or a
 //! handler naming
 //! BaseException/KeyboardInterrupt/SystemExit/GeneratorExit (the runtime delivers a
 //! KeyboardInterrupt by aborting the run, and a SystemExit from an external aborts it too:
