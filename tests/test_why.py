@@ -147,7 +147,7 @@ def test_why_names_fallbacks(tmp_path):
     """, "--why")
     (tmp_path / "prog.py").write_text(textwrap.dedent(SCRIPT).replace(
         "    time.sleep(0.2)",
-        "    try:\n        time.sleep(0.01)\n    except KeyError:\n        pass\n    finally:\n        pass"))
+        "    try:\n        time.sleep(0.01)\n        return q\n    finally:\n        pass"))
     r = subprocess.run([sys.executable, "-m", "poppy_jit", "run", "--why", "prog.py"],
                        cwd=tmp_path, capture_output=True, text=True, env=poppy_env(False),
                        timeout=120)
@@ -222,8 +222,8 @@ def test_why_says_an_own_function_that_fell_back_ran_as_one_call(tmp_path):
         def slow_helper(q):
             try:
                 time.sleep(0.05)
-            except KeyError:
-                pass
+                if q:
+                    return q
             finally:
                 pass
             return q

@@ -20,8 +20,11 @@
 //! whose body protects nothing (`try: pass`) has no entry to `T`: its handlers are dead code.
 //! A statement may be nested in another one's body, else clause or handler (its code then lies
 //! inside that part; a POP_EXCEPT of the outer handler inside the inner statement is recognised by
-//! the outer `as` name's clean-up after it). Every other use of the table falls back, naming the
-//! construct: try/finally, with, except*, async with/for, other nestings, a bare `except:` or a
+//! the outer `as` name's clean-up after it; first in a body, it starts the outer body too:
+//! `body_starts`). A `try: B finally: F` is recognised when B has no return, break or continue
+//! (`finally_shape`), statements with handlers in B included — try/except/else/finally is a
+//! try/except statement as B. Every other use of the table falls back, naming the
+//! construct: try/finally with an exit in B, with, except*, async with/for, other nestings, a bare `except:` or a
 //! handler naming
 //! BaseException/KeyboardInterrupt/SystemExit/GeneratorExit (the runtime delivers a
 //! KeyboardInterrupt by aborting the run, and a SystemExit from an external aborts it too:
@@ -149,7 +152,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
     }
     // Each statement's code: from its body's first protected instruction (a dead one's handler
     // chain) to its clean-up block's end.
-    let spans: Vec<Range<usize>> = chains
+    let mut spans: Vec<Range<usize>> = chains
         .iter()
         .zip(&bodies)
         .map(|((c, live), es)| match es.iter().map(|e| e.start).min() {
@@ -157,29 +160,33 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
             _ => c.push..c.end,
         })
         .collect();
-    for ((c, live), mut es) in chains.iter_mut().zip(bodies) {
+    body_starts(instrs, &chains, &mut spans);
+    for (k, ((c, live), mut es)) in chains.iter_mut().zip(bodies).enumerate() {
         if !*live {
             continue;
         }
         es.sort_by_key(|e| e.start);
+        let own = spans[k].clone();
+        // The code of statements nested in this one's body.
+        let nested = |i: usize| spans.iter().any(|sp| sp.contains(&i) && *sp != own && sp.start >= own.start && sp.end <= own.end);
         if c.finally {
-            finally_shape(instrs, c, &es, &upto, &at, ci.line_at(es[0].start))?;
+            finally_shape(instrs, c, &es, own.start, &nested, &upto, &at, ci.line_at(es[0].start))?;
             continue;
         }
         let (first, last) = (es[0], es[es.len() - 1]);
         // Between the protected parts: only what ends a statement of the body without raising
         // (a `return`, `break` or `continue` leaves the statement's block first), and the code of
-        // statements nested in the body.
-        let own = upto(first.start)..c.end;
-        let nested = |i: usize| spans.iter().any(|sp| sp.contains(&i) && *sp != own && sp.start >= own.start && sp.end <= own.end);
+        // statements nested in the body (the first of them may start the body: its own body is
+        // protected by its handlers only).
         let gap_ok =
             |w: &[Entry]| (upto(w[0].end)..upto(w[1].start)).all(|i| unwinding(instrs[i].opcode) || nested(i));
-        if es.windows(2).any(|w| !gap_ok(w)) || es.iter().any(|e| e.depth != first.depth) {
+        let lead_ok = (own.start..upto(first.start)).all(|i| instrs[i].opcode == NOP || nested(i));
+        if !lead_ok || es.windows(2).any(|w| !gap_ok(w)) || es.iter().any(|e| e.depth != first.depth) {
             // The body's protected range is cut: something inside it has its own handler.
             return Err(reason("nested try", ci.line_at(first.start)));
         }
         c.depth = first.depth as usize;
-        let (start, mut end) = (upto(first.start), upto(last.end));
+        let (start, mut end) = (own.start, upto(last.end));
         c.orelse = end;
         // The body's last statement may be such a `return`/`break`/`continue`: the else
         // clause (if any) starts after it. (With no else clause, a final jump is taken as the
@@ -267,26 +274,60 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
     Ok(out)
 }
 
+/// Where each live statement's body starts (`spans[k].start`, from its first protected
+/// instruction): a statement nested first in another one's body is protected by its own handlers
+/// only, so the outer body starts where the inner statement does — and at the `NOP` of the outer
+/// `try` line when the inner one's `NOP` follows it.
+fn body_starts(instrs: &[Instr], chains: &[(TryShape, bool)], spans: &mut [Range<usize>]) {
+    loop {
+        let mut changed = false;
+        for k in 0..spans.len() {
+            if !chains[k].1 || spans[k].start >= chains[k].0.push {
+                continue;
+            }
+            let s = spans[k].start;
+            let push = chains[k].0.push;
+            if let Some(sp) = spans.iter().find(|sp| sp.start < s && s < sp.end && sp.end <= push) {
+                let mut start = sp.start;
+                if start >= 2 && instrs[start - 1].opcode == NOP && instrs[start - 2].opcode == NOP {
+                    start -= 1;
+                }
+                spans[k].start = start;
+                changed = true;
+            }
+        }
+        if !changed {
+            return;
+        }
+    }
+}
+
 /// An instruction that unwinds the stack or leaves, and cannot raise.
 fn unwinding(op: u8) -> bool {
     matches!(op, NOP | POP_TOP | SWAP | RETURN_VALUE) || is_unconditional_jump(op)
 }
 
-/// The body of the finally statement `c` (its table entries `es`): one protected range, followed
-/// (after the `NOP` of its last line, if any) by the normal copy of F, instruction for instruction
-/// the handler's; no jump out of the body other than to that copy (a return, break or continue
-/// in the body places a copy of F before leaving: not lifted yet), nothing with handlers inside.
+/// The body of the finally statement `c` (its table entries `es`; the body starts at `start`):
+/// its protected ranges, cut only by unprotected `NOP`s and by the code of statements nested in
+/// it (`nested`: a try/except whose body is protected by its own handlers — 3.11's
+/// try/except/finally is a try/except statement as the body of the finally), followed (after the
+/// `NOP` of its last line, if any) by the normal copy of F, instruction for instruction the
+/// handler's; no jump out of the body other than to that copy and no return (a return, break or
+/// continue in the body places a copy of F before leaving: not lifted yet).
+#[allow(clippy::too_many_arguments)]
 fn finally_shape(
     instrs: &[Instr],
     c: &mut TryShape,
     es: &[Entry],
+    start: usize,
+    nested: &dyn Fn(usize) -> bool,
     upto: &dyn Fn(u32) -> usize,
     at: &dyn Fn(u32) -> Option<usize>,
     line: u32,
 ) -> Result<()> {
-    let fb = || reason("try/finally: a return, break, continue or try in its body", line);
-    let [e] = es else { return Err(fb()) };
-    let (start, orelse) = (upto(e.start), upto(e.end));
+    let fb = || reason("try/finally: a return, break or continue in its body", line);
+    let (first, last) = (es[0], es[es.len() - 1]);
+    let orelse = upto(last.end);
     let fexc = &instrs[c.push + 1..c.reraise];
     let mut k = orelse;
     if instrs.get(k).is_some_and(|i| i.opcode == NOP) && fexc.first().is_none_or(|i| i.opcode != NOP) {
@@ -295,12 +336,18 @@ fn finally_shape(
     let same = instrs
         .get(k..k + fexc.len())
         .is_some_and(|n| n.iter().zip(fexc).all(|(a, b)| (a.opcode, a.arg) == (b.opcode, b.arg)));
-    if start >= orelse || !same || k + fexc.len() > c.push {
+    if start >= orelse || !same || k + fexc.len() > c.push || es.iter().any(|e| e.depth != first.depth) {
         return Err(fb());
     }
+    let covered = |i: usize| es.iter().any(|e| upto(e.start) <= i && i < upto(e.end));
     for i in start..orelse {
         let ins = &instrs[i];
-        if matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH | RETURN_VALUE) {
+        let inner = nested(i);
+        if !(covered(i) || inner || ins.opcode == NOP) {
+            // Unprotected code that is no nested statement: a copy of F before an exit.
+            return Err(fb());
+        }
+        if ins.opcode == RETURN_VALUE || (!inner && matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH)) {
             return Err(fb());
         }
         if let Some(t) = ins.jump_target() {
@@ -310,7 +357,7 @@ fn finally_shape(
             }
         }
     }
-    c.depth = e.depth as usize;
+    c.depth = first.depth as usize;
     c.body = start..orelse;
     c.orelse = orelse;
     Ok(())
@@ -440,10 +487,15 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
 // Translation
 
 impl Translator<'_> {
-    /// The try statement whose body starts at node `cur`, unless it is being translated.
+    /// The try statement whose body starts at node `cur`, unless it is being translated (of two
+    /// starting there, the outer one: the other is the first statement of its body).
     pub(super) fn try_at(&self, cur: Node) -> Option<&TryShape> {
         let tries = self.code.tries?;
-        tries.tries.iter().find(|t| self.code.cfg.node_at(t.body.start) == Some(cur) && !self.open_tries.contains(&t.push))
+        tries
+            .tries
+            .iter()
+            .filter(|t| self.code.cfg.node_at(t.body.start) == Some(cur) && !self.open_tries.contains(&t.push))
+            .max_by_key(|t| t.end)
     }
 
     /// Whether the translation skips instruction `i` (see `Tries::skip`).
@@ -467,13 +519,6 @@ impl Translator<'_> {
         let (Some(entry), Some(body_end)) = (cfg.node_at(t.body.start), cfg.node_at(t.orelse)) else {
             return bad(try_line);
         };
-        // A try inside another try's body is not lowered correctly yet (the lowering panicked:
-        // "a variable of an inner function escaped", after a loop in the outer body or in an
-        // inlined callee; generated programs, seed 9090): falls back. Nested in a handler or an
-        // else clause it compiles.
-        if !self.try_bodies.is_empty() {
-            return Err(reason("nested try (in a try body)", try_line));
-        }
         let join = self.try_join(t)?;
         let at_head = self.ctx.last().is_some_and(|c| c.head == entry);
         self.open_tries.push(t.push);
@@ -500,13 +545,14 @@ impl Translator<'_> {
             Some(s) if s != stack => Err(shape(line)),
             _ => Ok(end.is_some()),
         };
-        self.try_bodies.push(self.ctx.len());
-        let r = self.region(entry, body_end, stack.clone(), at_head);
-        self.try_bodies.pop();
+        // (Nor may the body's regions run past the statement's join.)
+        self.try_follows.push(join);
+        let r = self.part(entry, body_end, stack.clone(), at_head);
+        self.try_follows.pop();
         let (body, end) = r?;
         let mut reached = false;
         let orelse = if same(&end, t.line)? {
-            let (orelse, end) = self.region(body_end, join, stack.clone(), false)?;
+            let (orelse, end) = self.part(body_end, join, stack.clone(), false)?;
             reached |= same(&end, t.line)?;
             orelse
         } else {
@@ -528,7 +574,7 @@ impl Translator<'_> {
                     self.in_finally += 1;
                 }
                 self.in_handler += 1;
-                let r = self.region(start, join, hstack, false);
+                let r = self.part(start, join, hstack, false);
                 self.in_handler -= 1;
                 if t.finally {
                     self.in_finally -= 1;
@@ -557,7 +603,7 @@ impl Translator<'_> {
             let mut hstack = stack.clone();
             hstack.push(Val::Null);
             self.in_handler += 1;
-            let r = self.region(start, join, hstack, false);
+            let r = self.part(start, join, hstack, false);
             self.in_handler -= 1;
             let (body, end) = r?;
             reached |= same(&end, h.line)?;
@@ -568,6 +614,15 @@ impl Translator<'_> {
             handlers.push(Handler { test: Some((test, e)), name, body });
         }
         Ok((body, handlers, orelse, reached))
+    }
+
+    /// `region` for a part of a try statement (its body, else clause or a handler) ending at
+    /// `follow`: no region inside it may run past `follow`.
+    fn part(&mut self, entry: Node, follow: Node, stack: Stack, first: bool) -> Result<(Block, Option<Stack>)> {
+        self.try_follows.push(follow);
+        let r = self.region(entry, follow, stack, first);
+        self.try_follows.pop();
+        r
     }
 
     /// Where the statement's normal paths meet: the target of the forward jump ending the else
@@ -667,6 +722,35 @@ mod tests {
     }
 
     #[test]
+    fn try_except_finally_is_a_try_except_in_a_finally_body() {
+        // 3.11's code: the try/except statement is the protected body of the finally, whose
+        // table entries resume after the inner handlers' code; the inner statement is first in
+        // the outer body (both start at the same instruction).
+        for src in [
+            "def f(xs):\n    for x in xs:\n        try:\n            g(x)\n        except (E, F) as e:\n            h(e)\n        \
+             else:\n            k(x)\n        finally:\n            log(x)\n",
+            "def f(x):\n    try:\n        y = g(x)\n    except:\n        y = 1\n    finally:\n        log(x)\n    return y\n",
+        ] {
+            let t = recognised(src).unwrap();
+            assert_eq!(t.tries.len(), 2, "{src}");
+            let (inner, outer) = (&t.tries[0], &t.tries[1]);
+            assert!(outer.finally && !inner.finally, "{src}");
+            assert_eq!(outer.body.start, inner.body.start, "{src}");
+            assert_eq!(outer.body.end, inner.end, "the finally's body is the try/except statement: {src}");
+            assert_eq!(outer.inner, vec![inner.body.start..inner.end], "{src}");
+        }
+        // A statement first in a try/except body: the outer body starts at the `NOP` of its own
+        // `try` line, before the inner one's.
+        let t = recognised(
+            "def f(x):\n    try:\n        try:\n            y = g(x)\n        except E:\n            y = 1\n        k(y)\n    \
+             except F:\n        y = 2\n    return y\n",
+        )
+        .unwrap();
+        let (inner, outer) = (&t.tries[0], &t.tries[1]);
+        assert_eq!(outer.body.start + 1, inner.body.start);
+    }
+
+    #[test]
     fn bare_and_base_exception_handlers() {
         // A bare `except:` ends the chain (no `RERAISE 0`): its body runs to the clean-up block.
         let t = recognised("def f(x):\n    try:\n        g(x)\n    except:\n        h(x)\n").unwrap();
@@ -690,12 +774,12 @@ mod tests {
     fn other_statements_fall_back_with_their_reason() {
         let cases = [
             (
-                "def f(x):\n    try:\n        g(x)\n    except E:\n        h(x)\n    finally:\n        h(x)\n",
-                "exception handling (try/finally: a return, break, continue or try in its body) at line 3",
+                "def f(x):\n    try:\n        g(x)\n    except E:\n        return h(x)\n    finally:\n        h(x)\n",
+                "exception handling (try/finally: a return, break or continue in its body) at line 3",
             ),
             (
                 "def f(xs):\n    for x in xs:\n        try:\n            if g(x):\n                break\n        finally:\n            h(x)\n",
-                "exception handling (try/finally: a return, break, continue or try in its body) at line 4",
+                "exception handling (try/finally: a return, break or continue in its body) at line 4",
             ),
             (
                 "def f(xs):\n    for x in xs:\n        try:\n            g(x)\n        finally:\n            if h(x):\n                continue\n",

@@ -313,8 +313,10 @@ pub(super) struct Translator<'a> {
     /// How many exceptional copies of finally clauses are being translated (their `RERAISE 0`
     /// is a bare raise).
     pub(super) in_finally: usize,
-    /// For each try body being translated, the number of loops around it.
-    pub(super) try_bodies: Vec<usize>,
+    /// Where the parts of the try statements being translated end (a body's end, the join of
+    /// its handlers and else): a region inside one that reaches it without stopping there would
+    /// carry code after the part into it (`structure::region` declines).
+    pub(super) try_follows: Vec<super::cfg::Node>,
 }
 
 /// An inner function known by its code object: (the code object defining it, that code object's

@@ -120,6 +120,11 @@ impl Translator<'_> {
                     out.extend(exit);
                     return Ok((out, None));
                 }
+                if cur != cfg.exit() && self.try_follows.contains(&cur) {
+                    // A branch inside a part of a try statement runs on past the part's end
+                    // (its join was taken beyond it): the code after the part would run inside it.
+                    return Err(Fallback::new("exception handling (a branch leaving a part of a try statement)", self.line));
+                }
             }
             // A try statement starting here (before a loop starting here: the loop is in its
             // body).
@@ -221,7 +226,19 @@ impl Translator<'_> {
         } else {
             self.test(ins, x, out)
         };
-        let end = self.join(b, follow).unwrap_or(follow);
+        let mut end = self.join(b, follow).unwrap_or(follow);
+        if end != follow {
+            // A side that cannot reach `end` but reaches `follow` would run on past `end` (a raise
+            // taken for the join because the other side's way on is a `continue`): both sides
+            // then run up to `follow`.
+            let overruns = |s: Node| s != end && {
+                let r = self.live_reach(vec![s], end);
+                !r[end] && r[follow]
+            };
+            if overruns(next) || overruns(jump) {
+                end = follow;
+            }
+        }
         if !keeps {
             if let Some((members, t1, t2)) = self.condition(b, next, jump, end) {
                 let taken = (cond, cond_jumps, next, jump);

@@ -149,6 +149,18 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
 
     pub(super) fn lower_block(&mut self, st: &mut State, block: &[bz::Stmt]) -> Result<(), String> {
         for (i, s) in block.iter().enumerate() {
+            if st.catching && matches!(s.kind, StmtKind::Let(_, Expr::Op(Intrinsic::Reraise, _))) {
+                // A bare `raise` inside a try body's scope (a handler nested in it, the
+                // exceptional copy of a finally clause): the handled exception, unchanged, is the
+                // status RAISED for the enclosing try's handlers, as an unmatched one is. What
+                // follows it in the block (`raise r`, or `return r` in a while loop) is not reached.
+                let (Some(exc), Some(_)) = (st.handling, st.exit) else {
+                    return Err(format!("a bare raise outside an except handler at line {}", s.line));
+                };
+                let status = self.int(RAISED, s.line);
+                st.exit = Some(Exit { status, retval: exc });
+                return Ok(());
+            }
             self.lower_stmt(st, s)?;
             let rest = &block[i + 1..];
             if let Some(v) = st.caught.take() {
@@ -274,9 +286,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
                 let Some(exc) = st.handling else {
                     return Err(format!("a bare raise outside an except handler at line {line}"));
                 };
-                if st.catching {
-                    return Err(format!("a bare raise inside a try body in a handler at line {line}"));
-                }
+                debug_assert!(!st.catching, "lowered by lower_block");
                 let f = self.helper("reraise", line);
                 self.xcall(st, f, &[exc], &[], name, line)
             }

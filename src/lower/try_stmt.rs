@@ -24,7 +24,7 @@
 //! operations are catching (for the outer try), and an exception no handler matches is not
 //! re-raised but left as the status RAISED with the same caught value, for the outer handlers.
 use super::*;
-use crate::bezoar::passes::{may_exit, may_raise};
+use crate::bezoar::passes::may_exit;
 
 impl<'a, F: PrimFactory> Lowerer<'a, F> {
     /// `ite(is_caught(v), raised, rest; carried)`: the value `v` of a catching call decides
@@ -162,26 +162,46 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             vars.extend(r.name.iter().cloned());
         }
         let vars: Vec<bz::VarName> = vars.into_iter().filter(|v| self.promoted.contains(v)).collect();
-        // `except E`: E is evaluated only now, with the exception being handled.
+        // `except E`: E is evaluated only now, with the exception being handled. (Its match
+        // fails, when E is no exception class, at the `except` line: the test's.)
+        let tline = test.last().map_or(line, |s| s.line);
         let outer = st.handling.replace(exc);
+        if st.catching {
+            // Inside an enclosing try body each operation of the test may raise (the status
+            // RAISED, for the enclosing try): the rest of the test and the match are gated on
+            // it, so E's register is bound in the innermost gate, where the match uses it.
+            if test.iter().any(|s| !matches!(s.kind, StmtKind::Let(..))) {
+                return Err(format!("an except clause's test that is not straight-line code at line {line}"));
+            }
+            return self.lower_test_then(st, test, &vars, line, &mut |lw, inner| {
+                inner.handling = outer;
+                lw.match_handler(inner, h, *reg, rest, exc, &vars, tline)
+            });
+        }
         let lowered = self.lower_block(st, test);
         st.handling = outer;
         lowered?;
-        if st.catching && test.iter().any(may_raise) {
-            // Inside an enclosing try body the test may have raised (status RAISED, for the
-            // enclosing try): then this try's handlers are done.
-            let args = self.carried(st, &vars, line);
-            let skip = self.lower_branch(st, "skip", &vars, &[], line)?;
-            let cont = self.lower_branch_with(st, "tested", &vars, line, |lw, inner| {
-                lw.match_handler(inner, h, *reg, rest, exc, &vars, line)
-            })?;
-            let status = st.exit.expect("exit threaded").status;
-            self.ite_branches(st, status, &skip, &cont, &args, &vars, line);
-            st.defined = skip.defined.meet(&cont.defined);
-            Ok(())
-        } else {
-            self.match_handler(st, h, *reg, rest, exc, &vars, line)
+        self.match_handler(st, h, *reg, rest, exc, &vars, tline)
+    }
+
+    /// The straight-line statements `test` in a catching scope, each catching operation gating
+    /// what follows it (`gate_caught`), then `k` in the innermost gate. `vars`: what `k` assigns.
+    fn lower_test_then(
+        &mut self,
+        st: &mut State,
+        test: &[bz::Stmt],
+        vars: &[bz::VarName],
+        line: u32,
+        k: &mut dyn FnMut(&mut Self, &mut State) -> Result<(), String>,
+    ) -> Result<(), String> {
+        for (i, s) in test.iter().enumerate() {
+            self.lower_stmt(st, s)?;
+            if let Some(v) = st.caught.take() {
+                let rest = &test[i + 1..];
+                return self.gate_caught(st, v, vars, s.line, |lw, inner| lw.lower_test_then(inner, rest, vars, line, k));
+            }
         }
+        k(self, st)
     }
 
     /// `exc_match(exc, E)` for the handler `h` whose test left E in `reg`, then `h` or the rest
