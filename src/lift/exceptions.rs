@@ -32,7 +32,7 @@
 //! Depends on `py311` only.
 use super::cfg::Node;
 use super::state::{stmt, Stack, Translator, Val};
-use super::{Fallback, Result};
+use super::{with_stmt, Fallback, Result};
 use crate::bezoar::ir::{Block, Const, Handler, StmtKind};
 use crate::py311::decode::Instr;
 use crate::py311::exception_table::{self, Entry, HandlerKind};
@@ -125,6 +125,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
             // (3.12 and 3.13 normalise their try/finally into 3.11's layout; the recogniser
             // checks that layout, the two copies of the finally body included.)
             Some(HandlerKind::Finally) => {}
+            Some(HandlerKind::With) => {}
             Some(k) => return Err(reason(k.name(), ci.line_at(e.start))),
         }
     }
@@ -132,7 +133,9 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         return Err(reason("try/except in an async def", ci.line_at(entries[0].start)));
     }
     // Every handler chain (`PUSH_EXC_INFO`), live (an entry's target) or dead (`try: pass`).
-    let targets: HashSet<u32> = entries.iter().filter(|e| !e.lasti).map(|e| e.target).collect();
+    // (A `with` body's entry has `lasti` set: `with_stmt`.)
+    let body_entry = |e: &Entry| !e.lasti || with_stmt::is_body_entry(instrs, e);
+    let targets: HashSet<u32> = entries.iter().filter(|e| body_entry(e)).map(|e| e.target).collect();
     let mut chains = Vec::new();
     for (k, ins) in instrs.iter().enumerate().filter(|(_, i)| i.opcode == PUSH_EXC_INFO) {
         let live = targets.contains(&ins.offset);
@@ -141,7 +144,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
     // Each entry belongs to exactly one statement: its body (to T), its handler code (to its
     // clean-up block or an `as` clean-up block).
     let mut bodies: Vec<Vec<Entry>> = vec![Vec::new(); chains.len()];
-    for e in entries.iter().filter(|e| !e.lasti) {
+    for e in entries.iter().filter(|e| body_entry(e)) {
         match chains.iter().position(|(c, _)| e.target == instrs[c.push].offset) {
             Some(o) => bodies[o].push(*e),
             None => return Err(shape(ci.line_at(e.start))),
@@ -162,6 +165,10 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
             continue;
         }
         es.sort_by_key(|e| e.start);
+        if with_stmt::is_with(instrs, c.push) {
+            with_stmt::body_shape(ci, instrs, c, &es, &upto)?;
+            continue;
+        }
         if c.finally {
             finally_shape(instrs, c, &es, &upto, &at, ci.line_at(es[0].start))?;
             continue;
@@ -196,7 +203,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         }
         c.body = start..end;
     }
-    for e in entries.iter().filter(|e| e.lasti) {
+    for e in entries.iter().filter(|e| !body_entry(e)) {
         let (s, end) = (upto(e.start), upto(e.end));
         let owned = chains.iter().any(|(c, live)| {
             let cleanup = instrs[c.cleanup].offset;
@@ -339,6 +346,9 @@ fn is_as_cleanup(ci: &CodeInfo, instrs: &[Instr], c: &TryShape, p: Option<usize>
 /// The handler chain starting at `PUSH_EXC_INFO` (index `push`); the body range and depth are
 /// filled in from the table by the caller.
 fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
+    if with_stmt::is_with(instrs, push) {
+        return with_stmt::chain(instrs, push);
+    }
     let line = instrs.get(push + 1).map_or(instrs[push].line, |i| i.line);
     let at = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();
     let is_cleanup = |k: usize| {
@@ -460,6 +470,9 @@ impl Translator<'_> {
             Some(nop) if nop.opcode == NOP => nop.line,
             _ => instrs[t.body.start].line,
         };
+        if with_stmt::is_with(instrs, t.push) {
+            return self.translate_with(t, stack, out);
+        }
         let bad = |line: u32| Err(shape(line));
         if stack.len() != t.depth {
             return bad(try_line);
@@ -701,7 +714,10 @@ mod tests {
                 "def f(xs):\n    for x in xs:\n        try:\n            g(x)\n        finally:\n            if h(x):\n                continue\n",
                 "exception handling (try/finally: a branch ending its finally clause, or a return, break, continue or try in it) at line 7",
             ),
-            ("def f(m):\n    with m as v:\n        v()\n", "exception handling (with) at line 2"),
+            (
+                "def f(m):\n    with m as v:\n        return v()\n",
+                "exception handling (with: a return, break, continue or statement with handlers in its body) at line 2",
+            ),
             ("def f(x):\n    try:\n        g(x)\n    except* E:\n        h(x)\n", "exception handling (except*) at line 3"),
             (
                 "async def f(x):\n    try:\n        await g(x)\n    except E:\n        pass\n",

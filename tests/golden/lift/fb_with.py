@@ -1,4 +1,3 @@
 def f(path):
     with open(path) as fh:
-        data = fh.read()
-    return data
+        return fh.read()
