@@ -518,8 +518,6 @@ RAISES = (_raise.__code__, _raise_from.__code__)
 _type_dict = type.__dict__["__dict__"].__get__
 _type_mro = type.__dict__["__mro__"].__get__
 _type_name = type.__dict__["__name__"].__get__
-_type_module = type.__dict__["__module__"].__get__
-_HEAPTYPE = 1 << 9
 _MISSING = object()
 
 
@@ -543,21 +541,28 @@ def _lookup_special(obj, name):
     return attr if get is _MISSING else get(attr, obj, t)
 
 
-def _tp_name(t):
-    """The type's `tp_name`, as CPython's messages print it (`%.200s`: at most 200 bytes)."""
-    name = _type_name(t)
-    if not t.__flags__ & _HEAPTYPE:
-        module = _type_module(t)
-        if module != "builtins":
-            name = f"{module}.{name}"
-    return name.encode("utf-8", "surrogatepass")[:200].decode("utf-8", "replace")
+_FORMAT_ERROR = ("unsupported format string passed to ", ".__format__")
+
+
+def _tp_name(obj):
+    """The `tp_name` of obj's type as CPython's messages print it (`%.200s`), which Python code
+    cannot read: `object.__format__` with a format spec fails with it in its message, running no
+    code of the object's."""
+    try:
+        object.__format__(obj, "x")
+    except TypeError as e:
+        msg = str(e)
+        head, tail = _FORMAT_ERROR
+        if msg.startswith(head) and msg.endswith(tail):
+            return msg[len(head):-len(tail)]
+    return _type_name(type(obj))
 
 
 def _with_enter(mgr):
     """BEFORE_WITH, first half: the manager's `__enter__`, bound, or CPython's TypeError."""
     enter = _lookup_special(mgr, "__enter__")
     if enter is _MISSING:
-        raise TypeError(f"'{_tp_name(type(mgr))}' object does not support the context manager protocol")
+        raise TypeError(f"'{_tp_name(mgr)}' object does not support the context manager protocol")
     return enter
 
 
@@ -565,7 +570,7 @@ def _with_exit(mgr):
     """BEFORE_WITH, second half: the manager's `__exit__`, bound, or CPython's TypeError."""
     exit = _lookup_special(mgr, "__exit__")
     if exit is _MISSING:
-        raise TypeError(f"'{_tp_name(type(mgr))}' object does not support the context manager protocol "
+        raise TypeError(f"'{_tp_name(mgr)}' object does not support the context manager protocol "
                         "(missed __exit__ method)")
     return exit
 
