@@ -347,7 +347,7 @@ fn is_as_cleanup(ci: &CodeInfo, instrs: &[Instr], c: &TryShape, p: Option<usize>
 /// filled in from the table by the caller.
 fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
     if with_stmt::is_with(instrs, push) {
-        return with_stmt::chain(instrs, push);
+        return with_stmt::chain(ci, instrs, push);
     }
     let line = instrs.get(push + 1).map_or(instrs[push].line, |i| i.line);
     let at = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();

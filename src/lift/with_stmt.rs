@@ -62,18 +62,34 @@ pub(super) fn is_body_entry(instrs: &[Instr], e: &Entry) -> bool {
     instrs.binary_search_by_key(&e.target, |i| i.offset).is_ok_and(|k| is_with(instrs, k))
 }
 
+/// The first instruction of the suppressed path `S` of the `with` whose `PUSH_EXC_INFO` is at
+/// `push`: the target of the jump on `__exit__`'s result.
+fn suppressed(instrs: &[Instr], push: usize) -> Option<usize> {
+    let j = instrs.get(push + 2).filter(|j| j.opcode == POP_JUMP_FORWARD_IF_TRUE)?;
+    let t = j.jump_target()?;
+    instrs.binary_search_by_key(&t, |i| i.offset).ok()
+}
+
 /// The handler code of the `with` whose `PUSH_EXC_INFO` is at `push`; the body range and depth
-/// are filled in by `body_shape`.
-pub(super) fn chain(instrs: &[Instr], push: usize) -> Result<TryShape> {
+/// are filled in by `body_shape`. (3.11 lays out the test, the clean-up block, then `S`; 3.12
+/// and 3.13, normalised, keep their own order — `S` right after the test and the clean-up block
+/// last —, which the translation does not depend on: the handler is made, not translated.)
+pub(super) fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
     let line = instrs.get(push + 1).map_or(instrs[push].line, |i| i.line);
     let ops = |k: usize, n: usize| instrs.get(k..k + n).map(|s| s.iter().map(|i| (i.opcode, i.arg)).collect::<Vec<_>>());
-    let s = push + 7;
-    let jump_ok = instrs.get(push + 2).is_some_and(|j| {
-        j.opcode == POP_JUMP_FORWARD_IF_TRUE && instrs.get(s).is_some_and(|t| j.jump_target() == Some(t.offset))
-    });
-    let code_ok = ops(push + 3, 4).as_deref() == Some(&[(RERAISE, 2), (COPY, 3), (POP_EXCEPT, 0), (RERAISE, 1)][..])
-        && ops(s, 4).is_some_and(|v| v.iter().map(|p| p.0).eq([POP_TOP, POP_EXCEPT, POP_TOP, POP_TOP]));
-    if !jump_ok || !code_ok {
+    let push_off = instrs[push].offset;
+    let cleanup = crate::py311::exception_table::entries(&ci.exceptiontable)
+        .into_iter()
+        .find(|e| e.lasti && e.start <= push_off && push_off < e.end)
+        .and_then(|e| instrs.binary_search_by_key(&e.target, |i| i.offset).ok());
+    let (Some(s), Some(cleanup)) = (suppressed(instrs, push), cleanup) else { return Err(shape(line)) };
+    let code_ok = ops(push + 3, 1).as_deref() == Some(&[(RERAISE, 2)][..])
+        && ops(cleanup, 3).as_deref() == Some(&[(COPY, 3), (POP_EXCEPT, 0), (RERAISE, 1)][..])
+        && ops(s, 4).is_some_and(|v| v.iter().map(|p| p.0).eq([POP_TOP, POP_EXCEPT, POP_TOP, POP_TOP]))
+        && s > push + 3
+        && !(s..s + 4).contains(&cleanup)
+        && cleanup > push + 3;
+    if !code_ok {
         return Err(shape(line));
     }
     Ok(TryShape {
@@ -83,7 +99,7 @@ pub(super) fn chain(instrs: &[Instr], push: usize) -> Result<TryShape> {
         push,
         handlers: Vec::new(),
         reraise: push + 3,
-        cleanup: push + 4,
+        cleanup,
         end: s + 4,
         line,
         inner: Vec::new(),
@@ -112,7 +128,7 @@ pub(super) fn body_shape(ci: &CodeInfo, instrs: &[Instr], c: &mut TryShape, es: 
             && s[3..].iter().map(|i| (i.opcode, i.arg)).eq([(PRECALL, 2), (CALL, 2), (POP_TOP, 0)])
     });
     // A body that always raises has no normal exit: the handler follows it.
-    let raises = k == c.push && instrs[orelse - 1].opcode == RAISE_VARARGS;
+    let raises = !exit_call && instrs[orelse - 1].opcode == RAISE_VARARGS;
     if !raises && (!exit_call || k + 6 > c.push) {
         if instrs.get(orelse).is_some_and(|i| (i.opcode, i.arg) == (SWAP, 2)) {
             // `return x` as the body's last statement: x goes under the exit, which is called first.
@@ -128,7 +144,7 @@ pub(super) fn body_shape(ci: &CodeInfo, instrs: &[Instr], c: &mut TryShape, es: 
         }
         if let Some(t) = ins.jump_target() {
             match at(t) {
-                Some(t) if (start..orelse).contains(&t) || (orelse..=k).contains(&t) => {}
+                Some(t) if (start..orelse).contains(&t) || (!raises && (orelse..=k).contains(&t)) => {}
                 _ => return Err(leaves(ins.line)),
             }
         }
@@ -170,11 +186,12 @@ impl Translator<'_> {
         let (Some(entry), Some(body_end)) = (cfg.node_at(t.body.start), cfg.node_at(t.orelse)) else {
             return Err(shape(line));
         };
-        // Where the suppressed path goes on (the block after `S`): the statement's join.
-        let s = t.push + 7;
+        // Where the suppressed path goes on (the block after `S`, or where the jump ending it
+        // goes): the statement's join.
+        let Some(s) = suppressed(instrs, t.push) else { return Err(shape(line)) };
         let join = match cfg.node_at(s).map(|n| &cfg.blocks[n]) {
             Some(b) if b.body == (s..s + 4) => match b.term {
-                Term::Next(n) => n,
+                Term::Next(n) | Term::Jump(n) => n,
                 _ => return Err(shape(line)),
             },
             _ => return Err(shape(line)),
