@@ -74,6 +74,13 @@ COMPILED = {
                 raise ValueError(x)
             return x
     """,
+    "a body ending with a return": """
+        def f(items, m):
+            for it in items:
+                with m as v:
+                    return v + it
+            return None
+    """,
     "in a while loop, one after another": """
         def f(n):
             while n:
@@ -97,7 +104,9 @@ FALLBACKS = [
     ("""
      def f(path):
          with open(path) as fh:
-             return fh.read()
+             if fh.readable():
+                 return fh.read()
+             log(path)
      """, "exception handling (with: a return, break, continue or statement with handlers in its body) at line 2"),
     ("""
      def f(items):
@@ -125,6 +134,11 @@ FALLBACKS = [
          async with m:
              g()
      """, "exception handling (async with) at line 2"),
+    ("""
+     async def f(m):
+         with m:
+             await g()
+     """, "exception handling (with in an async def) at line 2"),
 ]
 
 

@@ -130,7 +130,8 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         }
     }
     if ci.flags & crate::py311::CO_COROUTINE != 0 {
-        return Err(reason("try/except in an async def", ci.line_at(entries[0].start)));
+        let what = if with_stmt::is_body_entry(instrs, &entries[0]) { "with in an async def" } else { "try/except in an async def" };
+        return Err(reason(what, ci.line_at(entries[0].start)));
     }
     // Every handler chain (`PUSH_EXC_INFO`), live (an entry's target) or dead (`try: pass`).
     // (A `with` body's entry has `lasti` set: `with_stmt`.)
@@ -715,7 +716,7 @@ mod tests {
                 "exception handling (try/finally: a branch ending its finally clause, or a return, break, continue or try in it) at line 7",
             ),
             (
-                "def f(m):\n    with m as v:\n        return v()\n",
+                "def f(m):\n    with m as v:\n        if v:\n            return v()\n        v.x()\n",
                 "exception handling (with: a return, break, continue or statement with handlers in its body) at line 2",
             ),
             ("def f(x):\n    try:\n        g(x)\n    except* E:\n        h(x)\n", "exception handling (except*) at line 3"),

@@ -129,9 +129,11 @@ pub(super) fn body_shape(ci: &CodeInfo, instrs: &[Instr], c: &mut TryShape, es: 
     });
     // A body that always raises has no normal exit: the handler follows it.
     let raises = !exit_call && instrs[orelse - 1].opcode == RAISE_VARARGS;
-    if !raises && (!exit_call || k + 6 > c.push) {
+    // A body ending with `return x` (its only way out but raising): x goes under the exit, which
+    // is called, then x is returned.
+    let returns = !exit_call && returns_after(ci, instrs, orelse).is_some_and(|r| r < c.push);
+    if !raises && !returns && (!exit_call || k + 6 > c.push) {
         if instrs.get(orelse).is_some_and(|i| (i.opcode, i.arg) == (SWAP, 2)) {
-            // `return x` as the body's last statement: x goes under the exit, which is called first.
             return Err(leaves(instrs[orelse].line));
         }
         return Err(shape(line));
@@ -153,6 +155,24 @@ pub(super) fn body_shape(ci: &CodeInfo, instrs: &[Instr], c: &mut TryShape, es: 
     c.body = start..orelse;
     c.orelse = orelse;
     Ok(())
+}
+
+/// After a body ending with `return x` (at `orelse`): `SWAP 2`, the exit call, then pops and
+/// swaps (of a loop's iterator) and `RETURN_VALUE` — the index of the `RETURN_VALUE`.
+fn returns_after(ci: &CodeInfo, instrs: &[Instr], orelse: usize) -> Option<usize> {
+    let none = |i: &Instr| i.opcode == LOAD_CONST && matches!(ci.consts.get(i.arg as usize), Some(Const::None));
+    let s = instrs.get(orelse..orelse + 7)?;
+    let exit_call = (s[0].opcode, s[0].arg) == (SWAP, 2)
+        && s[1..4].iter().all(none)
+        && s[4..].iter().map(|i| (i.opcode, i.arg)).eq([(PRECALL, 2), (CALL, 2), (POP_TOP, 0)]);
+    if !exit_call {
+        return None;
+    }
+    let mut r = orelse + 7;
+    while instrs.get(r).is_some_and(|i| matches!(i.opcode, POP_TOP | SWAP | NOP)) {
+        r += 1;
+    }
+    instrs.get(r).filter(|i| i.opcode == RETURN_VALUE).map(|_| r)
 }
 
 impl Translator<'_> {
@@ -204,8 +224,26 @@ impl Translator<'_> {
         self.try_bodies.push(self.ctx.len());
         let r = self.region(entry, body_end, stack.clone(), at_head);
         self.try_bodies.pop();
-        let r = r.and_then(|(body, end)| match end {
-            Some(s) if s != after => Err(shape(line)),
+        let returns = instrs[t.orelse].opcode == SWAP;
+        let r = r.and_then(|(mut body, end)| match end {
+            Some(s) if returns && s.len() == after.len() + 1 && s[..after.len()] == after[..] => {
+                // `return x` ends the body: x passes to the else clause (the exit call, then the
+                // return) through a temporary, the clause being lowered apart from the body.
+                let Some(Val::Reg(x)) = s.last() else { return Err(shape(line)) };
+                let tmp = self.em.temp();
+                body.push(stmt(StmtKind::Store(tmp.clone(), *x), line));
+                let mut orelse = Vec::new();
+                let x = self.em.bind(Expr::Load(tmp), line, &mut orelse);
+                let mut ostack = after.clone();
+                ostack.push(Val::Reg(x));
+                let (rest, end) = self.region(body_end, join, ostack, false)?;
+                orelse.extend(rest);
+                match end {
+                    None => Ok((body, orelse)),
+                    Some(_) => Err(shape(line)),
+                }
+            }
+            Some(s) if s != after || returns => Err(shape(line)),
             // The body always raises: the exit call after it is never reached.
             None => Ok((body, Vec::new())),
             Some(_) => {

@@ -7,7 +7,9 @@
 # raised by __exit__ replaces the body's (with it as __context__); one raised by __enter__ skips
 # the body and __exit__; a manager without __enter__ or __exit__ is CPython's TypeError; the `as`
 # target is inside the statement (an unpacking error goes to __exit__). Also a `with` without
-# `as`, one whose body always raises, one in a loop, one in an except handler, one after another.
+# `as`, one whose body always raises, one in a loop, one in an except handler, one after another,
+# one whose body ends with a return (the exit runs before it; a suppressed exception goes on after
+# the statement: the next iteration).
 import sys
 import traceback
 
@@ -131,6 +133,15 @@ def two(x):
 
 
 @poppy
+def returning(items):
+    for x in items:
+        with Section(f"ret {x}", result=x != 2) as v:
+            log(f"computing {v}")
+            return v + str(10 // x)
+    return "every body raised"
+
+
+@poppy
 def not_a_manager(m):
     with m:
         log("never")
@@ -176,6 +187,13 @@ for x in (2, 0, None):
 for x in (3, 0):
     try:
         print(two(x))
+    except Exception as e:
+        print("caller caught", show(e))
+
+
+for items in ([5], [0, 5], [0, 0], [0, 2]):
+    try:
+        print(returning(items))
     except Exception as e:
         print("caller caught", show(e))
 

@@ -82,6 +82,12 @@ def files(path, text):
 
 
 @poppy
+def first_line(path):
+    with open(path) as fh:
+        return fh.readline().strip()
+
+
+@poppy
 def locked(lock, items):
     out = []
     with lock:
@@ -105,6 +111,7 @@ for args in ((5,), (0,), (0, ZeroDivisionError), (0, (), True), (0, (), "quiet")
 with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "data.txt")
     print(files(path, "good data"))
+    print(first_line(path))
     try:
         print(files(path, "bad data"))
     except ValueError as e:

@@ -1,3 +1,5 @@
 def f(path):
     with open(path) as fh:
-        return fh.read()
+        if fh.readable():
+            return fh.read()
+        log(path)
