@@ -423,12 +423,35 @@ pub(super) fn place_with(
         while raw.get(n).is_some_and(|i| i.opcode == v12::NOP) {
             n += 1;
         }
-        if !((n..n + 3).all(none) && ops(n + 3, 2).as_deref() == Some(&[(v12::CALL, 2), (v12::POP_TOP, 0)][..])) {
+        let exit_call = |n: usize| (n..n + 3).all(none) && ops(n + 3, 2).as_deref() == Some(&[(v12::CALL, 2), (v12::POP_TOP, 0)][..]);
+        let st = &mut placed.stream;
+        let pos = |st: &Vec<(u32, Vec<Out>)>, key: u32| st.iter().position(|(k, _)| *k == key);
+        if ops(n, 1).as_deref() == Some(&[(v12::SWAP, 2)][..]) && exit_call(n + 1) {
+            // A body ending with `return x`: `SWAP 2`, the exit call, pops, `RETURN_VALUE`. 3.11
+            // has the chain and `S` (with what follows it: its jump or a copy of the code after
+            // the statement) right after the return.
+            let mut r = n + 6;
+            while raw.get(r).is_some_and(|i| matches!(i.opcode, v12::POP_TOP | v12::SWAP | v12::NOP)) {
+                r += 1;
+            }
+            if raw.get(r).is_none_or(|i| i.opcode != v12::RETURN_VALUE) || r >= p {
+                continue;
+            }
+            let keys: Vec<u32> =
+                [p, p + 1, p + 2, p + 3, c, c + 1, c + 2].into_iter().chain(s..c).map(|k| raw[k].offset).collect();
+            if keys.iter().any(|&k| pos(st, k).is_none()) {
+                continue;
+            }
+            let block: Vec<(u32, Vec<Out>)> = keys.iter().map(|&k| st[pos(st, k).expect("checked above")].clone()).collect();
+            st.retain(|(k, _)| !keys.contains(k));
+            let Some(at_r) = pos(st, raw[r].offset) else { continue };
+            st.splice(at_r + 1..at_r + 1, block);
+            continue;
+        }
+        if !exit_call(n) {
             continue;
         }
         let after = n + 5;
-        let st = &mut placed.stream;
-        let pos = |st: &Vec<(u32, Vec<Out>)>, key: u32| st.iter().position(|(k, _)| *k == key);
         let outs = |st: &Vec<(u32, Vec<Out>)>, r: &[RawInstr]| -> Option<Vec<(u8, u32, Option<(Jump, u32)>, u32)>> {
             r.iter().try_fold(Vec::new(), |mut v, i| {
                 v.extend(st[pos(st, i.offset)?].1.iter().map(|o| (o.op, o.arg, o.jump, o.line)));
