@@ -25,9 +25,11 @@
 //! S:   POP_TOP; POP_EXCEPT; POP_TOP; POP_TOP   ← suppressed: on to the join (the next block)
 //! ```
 //!
-//! A body with a `return`, `break` or `continue` (each leaves through a copy of the exit call,
-//! outside the protected range, which cuts it) or with a statement with handlers of its own
-//! falls back, named; so does a `with` inside a try or with body (the nested-try rule). The
+//! A body ending with `return x` has `SWAP 2` and the exit call after its protected range, then
+//! the return: x goes to the else clause through a temporary. Any other `return`, a `break` or
+//! `continue` (each leaves through a copy of the exit call, outside the protected range, which
+//! cuts it) or a statement with handlers of its own in the body falls back, named; so does a
+//! `with` inside a try or with body (the nested-try rule). The
 //! recogniser (`chain`, `body_shape`) makes a `TryShape` that `exceptions::recognise` checks like
 //! the others (its `depth` is the stack at `s`: d + 2, with the exit and the enter result), and
 //! `Translator::translate_with` builds the statement. Depends on `py311` only.
