@@ -81,6 +81,19 @@ COMPILED = {
                     return v + it
             return None
     """,
+    "a body ending with a return of a constant, a break or a continue (after the exit call)": """
+        def f(items, m):
+            for it in items:
+                with m:
+                    g(it)
+                    continue
+            while items:
+                with m:
+                    g(items.pop())
+                    break
+            with m:
+                return 1
+    """,
     "in a while loop, one after another": """
         def f(n):
             while n:

@@ -249,9 +249,12 @@ impl Translator<'_> {
             // The body always raises: the exit call after it is never reached.
             None => Ok((body, Vec::new())),
             Some(_) => {
+                // (The code after the exit call may leave: `return c` of a constant is loaded
+                // after the exit call, a final `break`/`continue` jumps after it.)
                 let (orelse, end) = self.region(body_end, join, after.clone(), false)?;
                 match end {
                     Some(s) if s == outer => Ok((body, orelse)),
+                    None => Ok((body, orelse)),
                     _ => Err(shape(line)),
                 }
             }
