@@ -106,8 +106,15 @@ COMPILED = {
 }
 
 
+# Shapes 3.12 and 3.13 lay out otherwise (their loops' jumps after the exit call), which
+# `py312::handlers::place_with` leaves alone: they fall back there (docs/versions.md).
+ONLY_311 = {"a body ending with a return of a constant, a break or a continue (after the exit call)"}
+
+
 @pytest.mark.parametrize("case", sorted(COMPILED))
 def test_compiles(case):
+    if case in ONLY_311 and sys.version_info >= (3, 12):
+        pytest.skip("falls back on 3.12 and 3.13 (docs/versions.md)")
     e = core.explain(define(COMPILED[case]))
     assert e["fallback"] is None, e["fallback"]
     assert "with_enter" in e["bezoar"] and "exc_traceback" in e["bezoar"]
