@@ -197,8 +197,8 @@ def test_explain_shows_both_irs_and_fallbacks():
         return x
 
     def unsupported(x):
-        with open(x) as f:
-            return f.read()
+        with open(x) as f, open(x) as g:  # a with nested in a with body
+            return f.read() + g.read()
 
     e = core.explain(simple)
     assert e["fallback"] is None

@@ -638,7 +638,8 @@ def _external_spec(f):
 _INPLACE = frozenset(id(INTRINSICS["inplace_" + n]) for n in _BINARY)
 _PURE_ALWAYS = frozenset(id(f) for f in (_is, _is_not, _build_tuple, _build_list, bound_check,
                                          builtins.id, builtins.callable, INTRINSICS["await_call"],
-                                         INTRINSICS["match_sequence"], INTRINSICS["match_mapping"]))
+                                         INTRINSICS["match_sequence"], INTRINSICS["match_mapping"],
+                                         INTRINSICS["exc_type"], INTRINSICS["exc_traceback"]))
 # The runtime's own helpers that read no state of their arguments (`_rt.HELPERS`: a value's type,
 # an exit status, a `Caught`): unordered whatever the arguments are. As declared unordered
 # externals they would be readonly with a mutable argument (`classify`): in a try body every
@@ -659,7 +660,7 @@ _BY_ARGS = frozenset(id(f) for k, f in INTRINSICS.items()
                      if not k.startswith("inplace_") and k not in (
                          "is", "is_not", "tuple", "list", "getattr", "getitem", "setattr", "delattr", "setitem", "delitem",
                          "list_extend", "dict_update", "set_update", "match_keys", "match_class",
-                         "raise", "raise_from")
+                         "raise", "raise_from", "with_enter", "with_exit", "exc_type", "exc_traceback")
                      + _SHALLOW_INTRINSICS)
 # `raise` runs user code (instantiating the class) and ends the run: in program order.
 _add(_SEQUENTIAL_IDS, (INTRINSICS["raise"], INTRINSICS["raise_from"]))
@@ -781,8 +782,26 @@ def _isinstance_class(f, x, cls) -> int:
     return lv
 
 
+_WITH_ENTER, _WITH_EXIT = INTRINSICS["with_enter"], INTRINSICS["with_exit"]
+
+
+def _with_lookup_class(mgr) -> int:
+    """`with m`'s look-ups of `__enter__`/`__exit__` on the type: a read of the class (which
+    earlier code may have changed), unless what the class holds binds through user code."""
+    try:
+        for name in ("__enter__", "__exit__"):
+            owner, attr = _static_lookup(type(mgr), name)
+            if owner is not None and hasattr(type(attr), "__get__") and not isinstance(attr, _PURE_DESCRIPTORS):
+                return SEQUENTIAL
+        return READONLY
+    except Exception:  # noqa: BLE001 - any doubt: in program order
+        return SEQUENTIAL
+
+
 def classify(f, args: tuple, kwnames: tuple) -> int:
     """Reordering class of calling `f(*args)` (the last len(kwnames) args are keywords)."""
+    if f is _WITH_ENTER or f is _WITH_EXIT:
+        return _with_lookup_class(args[0])
     if type(f) is FreshArgs:
         # Fresh displays (built for this operation alone) count by what they hold.
         return classify(f.fn, f.stand_ins(args), kwnames)

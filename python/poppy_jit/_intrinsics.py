@@ -511,6 +511,83 @@ def _assertion_error():
 
 RAISES = (_raise.__code__, _raise_from.__code__)
 
+
+# `with` statements (src/lift/with_stmt.rs): BEFORE_WITH's look-ups and what WITH_EXCEPT_START
+# passes to `__exit__`.
+
+_type_dict = type.__dict__["__dict__"].__get__
+_type_mro = type.__dict__["__mro__"].__get__
+_type_name = type.__dict__["__name__"].__get__
+_MISSING = object()
+
+
+def _lookup_type(t, name):
+    """CPython's `_PyType_Lookup`: `name` in the dicts of the type's MRO, without descriptors."""
+    for klass in _type_mro(t):
+        d = _type_dict(klass)
+        if name in d:
+            return d[name]
+    return _MISSING
+
+
+def _lookup_special(obj, name):
+    """CPython's `_PyObject_LookupSpecial`: the type's attribute, bound through its type's
+    `__get__` (if any) to `obj`; `_MISSING` when the type has none."""
+    t = type(obj)
+    attr = _lookup_type(t, name)
+    if attr is _MISSING:
+        return attr
+    get = _lookup_type(type(attr), "__get__")
+    return attr if get is _MISSING else get(attr, obj, t)
+
+
+_FORMAT_ERROR = ("unsupported format string passed to ", ".__format__")
+
+
+def _tp_name(obj):
+    """The `tp_name` of obj's type as CPython's messages print it (`%.200s`), which Python code
+    cannot read: `object.__format__` with a format spec fails with it in its message, running no
+    code of the object's."""
+    try:
+        object.__format__(obj, "x")
+    except TypeError as e:
+        msg = str(e)
+        head, tail = _FORMAT_ERROR
+        if msg.startswith(head) and msg.endswith(tail):
+            return msg[len(head):-len(tail)]
+    return _type_name(type(obj))
+
+
+def _with_enter(mgr):
+    """BEFORE_WITH, first half: the manager's `__enter__`, bound, or CPython's TypeError."""
+    enter = _lookup_special(mgr, "__enter__")
+    if enter is _MISSING:
+        raise TypeError(f"'{_tp_name(mgr)}' object does not support the context manager protocol")
+    return enter
+
+
+def _with_exit(mgr):
+    """BEFORE_WITH, second half: the manager's `__exit__`, bound, or CPython's TypeError."""
+    exit = _lookup_special(mgr, "__exit__")
+    if exit is _MISSING:
+        raise TypeError(f"'{_tp_name(mgr)}' object does not support the context manager protocol "
+                        "(missed __exit__ method)")
+    return exit
+
+
+_exc_traceback = BaseException.__dict__["__traceback__"].__get__
+
+
+def _exc_type(e):
+    """WITH_EXCEPT_START's first argument: the exception's type."""
+    return type(e)
+
+
+def _exc_tb(e):
+    """WITH_EXCEPT_START's third argument: the exception's traceback (the C field, whatever a
+    subclass makes of the attribute)."""
+    return _exc_traceback(e)
+
 INTRINSICS.update({
     "raise": _raise, "raise_from": _raise_from, "assertion_error": _assertion_error,
     "import_name": _import_name, "import_from": _import_from,
@@ -524,6 +601,7 @@ INTRINSICS.update({
     "list_extend": _list_extend, "dict_update": _dict_update, "set_update": _set_update,
     "list_to_tuple": _list_to_tuple, "unpack_sequence": _unpack_sequence, "unpack_ex": _unpack_ex,
     "split_getitem": _split_getitem,
+    "with_enter": _with_enter, "with_exit": _with_exit, "exc_type": _exc_type, "exc_traceback": _exc_tb,
 })
 
 

@@ -480,6 +480,19 @@ pub enum Intrinsic {
     /// no traceback entry for it). Never returns; followed by `raise r` like `Raise`. Lowered to
     /// the `reraise` helper on the handler's caught value. Operands: none.
     Reraise,
+    /// `with m` (`BEFORE_WITH`), first half: the manager's `__enter__` looked up on its type and
+    /// bound to it (CPython's special-method lookup), or CPython's TypeError "'X' object does not
+    /// support the context manager protocol". Operands: [m]. (`src/lift/with_stmt.rs`.)
+    WithEnter,
+    /// `BEFORE_WITH`, second half: the manager's `__exit__`, bound, or CPython's TypeError
+    /// "(missed __exit__ method)". Operands: [m].
+    WithExit,
+    /// `type(e)` of a caught exception, as `WITH_EXCEPT_START` passes it to `__exit__`.
+    /// Operands: [e].
+    ExcType,
+    /// The traceback of a caught exception (`PyException_GetTraceback`), as `WITH_EXCEPT_START`
+    /// passes it to `__exit__`. Operands: [e].
+    ExcTraceback,
 }
 
 impl Intrinsic {
@@ -578,6 +591,10 @@ impl Intrinsic {
             Intrinsic::Raise { from_cause } => if *from_cause { "raise_from" } else { "raise" }.into(),
             Intrinsic::AssertionError => "assertion_error".into(),
             Intrinsic::Reraise => "reraise_handled".into(),
+            Intrinsic::WithEnter => "with_enter".into(),
+            Intrinsic::WithExit => "with_exit".into(),
+            Intrinsic::ExcType => "exc_type".into(),
+            Intrinsic::ExcTraceback => "exc_traceback".into(),
         }
     }
 

@@ -254,10 +254,11 @@ impl Cfg {
             leader[bottom] = true;
         }
         // A try statement's body starts and ends a block, and so does each part of its handler
-        // chain; a `RERAISE` ends its block.
+        // chain, and the code after the statement (after a `with`'s suppressed path); a `RERAISE`
+        // ends its block.
         let mut try_leaders = Vec::new();
         for t in &tries.tries {
-            try_leaders.extend([t.body.start, t.body.end, t.orelse, t.push, t.reraise]);
+            try_leaders.extend([t.body.start, t.body.end, t.orelse, t.push, t.reraise, t.end]);
             for h in &t.handlers {
                 try_leaders.extend([h.test.start, h.bind]);
             }

@@ -35,7 +35,7 @@
 //! Depends on `py311` only.
 use super::cfg::Node;
 use super::state::{stmt, Stack, Translator, Val};
-use super::{Fallback, Result};
+use super::{with_stmt, Fallback, Result};
 use crate::bezoar::ir::{Block, Const, Handler, StmtKind};
 use crate::py311::decode::Instr;
 use crate::py311::exception_table::{self, Entry, HandlerKind};
@@ -128,14 +128,18 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
             // (3.12 and 3.13 normalise their try/finally into 3.11's layout; the recogniser
             // checks that layout, the two copies of the finally body included.)
             Some(HandlerKind::Finally) => {}
+            Some(HandlerKind::With) => {}
             Some(k) => return Err(reason(k.name(), ci.line_at(e.start))),
         }
     }
     if ci.flags & crate::py311::CO_COROUTINE != 0 {
-        return Err(reason("try/except in an async def", ci.line_at(entries[0].start)));
+        let what = if with_stmt::is_body_entry(instrs, &entries[0]) { "with in an async def" } else { "try/except in an async def" };
+        return Err(reason(what, ci.line_at(entries[0].start)));
     }
     // Every handler chain (`PUSH_EXC_INFO`), live (an entry's target) or dead (`try: pass`).
-    let targets: HashSet<u32> = entries.iter().filter(|e| !e.lasti).map(|e| e.target).collect();
+    // (A `with` body's entry has `lasti` set: `with_stmt`.)
+    let body_entry = |e: &Entry| !e.lasti || with_stmt::is_body_entry(instrs, e);
+    let targets: HashSet<u32> = entries.iter().filter(|e| body_entry(e)).map(|e| e.target).collect();
     let mut chains = Vec::new();
     for (k, ins) in instrs.iter().enumerate().filter(|(_, i)| i.opcode == PUSH_EXC_INFO) {
         let live = targets.contains(&ins.offset);
@@ -144,7 +148,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
     // Each entry belongs to exactly one statement: its body (to T), its handler code (to its
     // clean-up block or an `as` clean-up block).
     let mut bodies: Vec<Vec<Entry>> = vec![Vec::new(); chains.len()];
-    for e in entries.iter().filter(|e| !e.lasti) {
+    for e in entries.iter().filter(|e| body_entry(e)) {
         match chains.iter().position(|(c, _)| e.target == instrs[c.push].offset) {
             Some(o) => bodies[o].push(*e),
             None => return Err(shape(ci.line_at(e.start))),
@@ -169,6 +173,10 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         let own = spans[k].clone();
         // The code of statements nested in this one's body.
         let nested = |i: usize| spans.iter().any(|sp| sp.contains(&i) && *sp != own && sp.start >= own.start && sp.end <= own.end);
+        if with_stmt::is_with(instrs, c.push) {
+            with_stmt::body_shape(ci, instrs, c, &es, &upto)?;
+            continue;
+        }
         if c.finally {
             finally_shape(instrs, c, &es, own.start, &nested, &upto, &at, ci.line_at(es[0].start))?;
             continue;
@@ -203,7 +211,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         }
         c.body = start..end;
     }
-    for e in entries.iter().filter(|e| e.lasti) {
+    for e in entries.iter().filter(|e| !body_entry(e)) {
         let (s, end) = (upto(e.start), upto(e.end));
         let owned = chains.iter().any(|(c, live)| {
             let cleanup = instrs[c.cleanup].offset;
@@ -386,6 +394,9 @@ fn is_as_cleanup(ci: &CodeInfo, instrs: &[Instr], c: &TryShape, p: Option<usize>
 /// The handler chain starting at `PUSH_EXC_INFO` (index `push`); the body range and depth are
 /// filled in from the table by the caller.
 fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
+    if with_stmt::is_with(instrs, push) {
+        return with_stmt::chain(ci, instrs, push);
+    }
     let line = instrs.get(push + 1).map_or(instrs[push].line, |i| i.line);
     let at = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();
     let is_cleanup = |k: usize| {
@@ -512,6 +523,12 @@ impl Translator<'_> {
             Some(nop) if nop.opcode == NOP => nop.line,
             _ => instrs[t.body.start].line,
         };
+        if with_stmt::is_with(instrs, t.push) {
+            return self.translate_with(t, stack, out);
+        }
+        if self.try_bodies.contains(&true) {
+            return Err(reason("a try inside a with body (nested try)", try_line));
+        }
         let bad = |line: u32| Err(shape(line));
         if stack.len() != t.depth {
             return bad(try_line);
@@ -547,7 +564,9 @@ impl Translator<'_> {
         };
         // (Nor may the body's regions run past the statement's join.)
         self.try_follows.push(join);
+        self.try_bodies.push(false);
         let r = self.part(entry, body_end, stack.clone(), at_head);
+        self.try_bodies.pop();
         self.try_follows.pop();
         let (body, end) = r?;
         let mut reached = false;
@@ -785,7 +804,10 @@ mod tests {
                 "def f(xs):\n    for x in xs:\n        try:\n            g(x)\n        finally:\n            if h(x):\n                continue\n",
                 "exception handling (try/finally: a branch ending its finally clause, or a return, break, continue or try in it) at line 7",
             ),
-            ("def f(m):\n    with m as v:\n        v()\n", "exception handling (with) at line 2"),
+            (
+                "def f(m):\n    with m as v:\n        if v:\n            return v()\n        v.x()\n",
+                "exception handling (with: a return, break, continue or statement with handlers in its body) at line 2",
+            ),
             ("def f(x):\n    try:\n        g(x)\n    except* E:\n        h(x)\n", "exception handling (except*) at line 3"),
             (
                 "async def f(x):\n    try:\n        await g(x)\n    except E:\n        pass\n",

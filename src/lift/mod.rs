@@ -72,6 +72,7 @@ mod structure;
 #[cfg(test)]
 mod tests;
 mod translator;
+mod with_stmt;
 
 use cfg::Cfg;
 use inline::{bound_before, captured_by_function, cell_local, free_needs_cell, known_functions};
@@ -167,7 +168,8 @@ fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> 
         awaits::rewrite(&mut instrs)?;
     }
     // The handler opcodes only in recognised handlers (`exceptions`).
-    let handler_op = |op: u8| tries.handlers && matches!(op, PUSH_EXC_INFO | CHECK_EXC_MATCH | POP_EXCEPT | RERAISE);
+    let handler_op =
+        |op: u8| tries.handlers && matches!(op, PUSH_EXC_INFO | CHECK_EXC_MATCH | POP_EXCEPT | RERAISE | BEFORE_WITH | WITH_EXCEPT_START);
     if let Some(bad) = instrs.iter().find(|i| !is_supported(i.opcode) && !handler_op(i.opcode)) {
         return Err(Fallback::unsupported(bad));
     }

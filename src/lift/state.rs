@@ -317,6 +317,10 @@ pub(super) struct Translator<'a> {
     /// its handlers and else): a region inside one that reaches it without stopping there would
     /// carry code after the part into it (`structure::region` declines).
     pub(super) try_follows: Vec<super::cfg::Node>,
+    /// The try and with bodies being translated around the current instruction, innermost last
+    /// (true: a with body). A with statement inside either, and a try statement inside a with
+    /// body, fall back ("nested try"): not yet tested nested.
+    pub(super) try_bodies: Vec<bool>,
 }
 
 /// An inner function known by its code object: (the code object defining it, that code object's

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 impl<'a> Translator<'a> {
     pub(super) fn new(em: Emitter, code: CodeScope<'a>, shared: Shared, line: u32) -> Self {
-        Translator { em, code, shared, ctx: Vec::new(), pdoms: HashMap::new(), kwnames: None, line, open_tries: Vec::new(), in_handler: 0, in_finally: 0, try_follows: Vec::new() }
+        Translator { em, code, shared, ctx: Vec::new(), pdoms: HashMap::new(), kwnames: None, line, open_tries: Vec::new(), in_handler: 0, in_finally: 0, try_follows: Vec::new(), try_bodies: Vec::new() }
     }
 
     pub(super) fn spend(&mut self, n: usize) -> Result<()> {
@@ -44,6 +44,7 @@ impl<'a> Translator<'a> {
             | BINARY_SUBSCR | STORE_SUBSCR | DELETE_SUBSCR | IMPORT_NAME | IMPORT_FROM => self.load_store(ins, stack, out),
             KW_NAMES | CALL | CALL_FUNCTION_EX | DICT_MERGE => self.call(ins, stack, out),
             GET_ITER => control::get_iter(&mut self.em, ins, stack, out),
+            BEFORE_WITH => self.before_with(ins, stack, out),
             LOAD_ASSERTION_ERROR => {
                 let r = self.em.bind(Expr::Op(Intrinsic::AssertionError, vec![]), ins.line, out);
                 stack.push(Val::Reg(r));

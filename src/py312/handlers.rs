@@ -164,7 +164,8 @@ pub(super) fn place(
         return placed;
     }
     let cover = |o: u32| entries.iter().find(|e| e.start <= o && o < e.end).copied();
-    let mut next_key = code_len + 2;
+    // (After the keys `place_with` added.)
+    let mut next_key = placed.stream.iter().map(|(k, _)| *k).max().unwrap_or(0).max(code_len) + 2;
     for c in &chains {
         let st = &mut placed.stream;
         let pos = |st: &Vec<(u32, Vec<Out>)>, key: u32| st.iter().position(|(k, _)| *k == key);
@@ -367,4 +368,160 @@ pub(super) fn table(
         }
     }
     out
+}
+
+/// `with` statements' handler code in 3.11's layout (before `place` lays out try statements).
+///
+/// 3.12 (and 3.13, normalised) put a `with`'s handler code after the whole function: `PUSH_EXC_INFO;
+/// WITH_EXCEPT_START; POP_JUMP_IF_TRUE S; RERAISE 2`, `S: POP_TOP; POP_EXCEPT; POP_TOP; POP_TOP`, a
+/// jump back to where the statement's normal path goes on (`J`), then the clean-up block `COPY 3;
+/// POP_EXCEPT; RERAISE 1`; the normal path (the body, then `__exit__(None, None, None)`) falls
+/// through into `J` or jumps there. 3.11 has the test, the clean-up block and `S` right after the
+/// normal path, `S` falling through into `J` (the normal path jumping forward to it). So the
+/// chain moves, in 3.11's order, before `J` (a jump to `J` added before it where the normal path
+/// falls through; `S`'s jump dropped), or after the normal path's own jump when `J` is elsewhere
+/// (the head of an enclosing loop: `S` keeps its jump). Every moved instruction keeps its
+/// exception-table entry; a chain not in this shape stays where it is (the lifter then falls back
+/// with its reason).
+pub(super) fn place_with(
+    raw: &[RawInstr],
+    at: &BTreeMap<u32, usize>,
+    consts: &[Const],
+    entries: &[Entry],
+    stream: Vec<(u32, Vec<Out>)>,
+    code_len: u32,
+) -> Placed {
+    let mut placed = Placed { stream, cover_as: BTreeMap::new() };
+    let placed = &mut placed;
+    let ops = |k: usize, n: usize| raw.get(k..k + n).map(|s| s.iter().map(|i| (i.opcode, i.arg)).collect::<Vec<_>>());
+    let none = |k: usize| raw.get(k).is_some_and(|i| i.opcode == v12::LOAD_CONST && matches!(consts.get(i.arg as usize), Some(Const::None)));
+    let mut next_key = placed.stream.iter().map(|(k, _)| *k).max().unwrap_or(0).max(code_len) + 2;
+    for p in (0..raw.len()).filter(|&p| raw[p].opcode == v12::PUSH_EXC_INFO && raw.get(p + 1).is_some_and(|i| i.opcode == v12::WITH_EXCEPT_START)) {
+        let (s, x) = (p + 4, p + 8);
+        let push_off = raw[p].offset;
+        let Some(c) = entries
+            .iter()
+            .find(|e| e.lasti && e.start <= push_off && push_off < e.end)
+            .and_then(|e| at.get(&e.target).copied())
+        else {
+            continue;
+        };
+        let jumps_to_s = raw.get(p + 2).is_some_and(|j| {
+            j.opcode == v12::POP_JUMP_IF_TRUE && v12::jump_target(j.op_offset, j.opcode, j.arg) == raw.get(s).map(|i| i.offset)
+        });
+        let shape = jumps_to_s
+            && ops(p + 3, 1).as_deref() == Some(&[(v12::RERAISE, 2)][..])
+            && ops(s, 4).is_some_and(|v| v.iter().map(|o| o.0).eq([v12::POP_TOP, v12::POP_EXCEPT, v12::POP_TOP, v12::POP_TOP]))
+            && ops(c, 3).as_deref() == Some(&[(v12::COPY, 3), (v12::POP_EXCEPT, 0), (v12::RERAISE, 1)][..])
+            && c > x;
+        if !shape {
+            continue;
+        }
+        // The normal path: the end of the protected body, line NOPs, `__exit__(None, None, None)`.
+        let Some(body_end) = entries.iter().filter(|e| e.lasti && e.target == push_off).map(|e| e.end).max() else { continue };
+        let Some(mut n) = at.get(&body_end).copied() else { continue };
+        while raw.get(n).is_some_and(|i| i.opcode == v12::NOP) {
+            n += 1;
+        }
+        let exit_call = |n: usize| (n..n + 3).all(none) && ops(n + 3, 2).as_deref() == Some(&[(v12::CALL, 2), (v12::POP_TOP, 0)][..]);
+        let st = &mut placed.stream;
+        let pos = |st: &Vec<(u32, Vec<Out>)>, key: u32| st.iter().position(|(k, _)| *k == key);
+        if ops(n, 1).as_deref() == Some(&[(v12::SWAP, 2)][..]) && exit_call(n + 1) {
+            // A body ending with `return x`: `SWAP 2`, the exit call, pops, `RETURN_VALUE`. 3.11
+            // has the chain and `S` (with what follows it: its jump or a copy of the code after
+            // the statement) right after the return.
+            let mut r = n + 6;
+            while raw.get(r).is_some_and(|i| matches!(i.opcode, v12::POP_TOP | v12::SWAP | v12::NOP)) {
+                r += 1;
+            }
+            if raw.get(r).is_none_or(|i| i.opcode != v12::RETURN_VALUE) || r >= p {
+                continue;
+            }
+            let keys: Vec<u32> =
+                [p, p + 1, p + 2, p + 3, c, c + 1, c + 2].into_iter().chain(s..c).map(|k| raw[k].offset).collect();
+            if keys.iter().any(|&k| pos(st, k).is_none()) {
+                continue;
+            }
+            let block: Vec<(u32, Vec<Out>)> = keys.iter().map(|&k| st[pos(st, k).expect("checked above")].clone()).collect();
+            st.retain(|(k, _)| !keys.contains(k));
+            let Some(at_r) = pos(st, raw[r].offset) else { continue };
+            st.splice(at_r + 1..at_r + 1, block);
+            continue;
+        }
+        if !exit_call(n) {
+            continue;
+        }
+        let after = n + 5;
+        let outs = |st: &Vec<(u32, Vec<Out>)>, r: &[RawInstr]| -> Option<Vec<(u8, u32, Option<(Jump, u32)>, u32)>> {
+            r.iter().try_fold(Vec::new(), |mut v, i| {
+                v.extend(st[pos(st, i.offset)?].1.iter().map(|o| (o.op, o.arg, o.jump, o.line)));
+                Some(v)
+            })
+        };
+        // What follows `S`: a jump to `J`, or (3.12 copies small exit blocks) a copy of the normal
+        // path's continuation up to its return or raise — then `J` is that continuation.
+        let (j, copy) = match raw.get(x) {
+            Some(i) if c == x + 1 && v12::is_unconditional_jump(i.opcode) => match v12::jump_target(i.op_offset, i.opcode, i.arg) {
+                Some(j) => (j, false),
+                None => continue,
+            },
+            Some(_) => {
+                let ends = raw[c - 1].opcode;
+                let straight = raw[x..c - 1].iter().all(|i| v12::jump_target(i.op_offset, i.opcode, i.arg).is_none());
+                // (The same instructions, protected alike: by the same handler, if any.)
+                let cover = |i: &RawInstr| entries.iter().find(|e| e.start <= i.offset && i.offset < e.end).map(|e| (e.target, e.depth, e.lasti));
+                let same = after + (c - x) <= p
+                    && outs(st, &raw[x..c]).is_some_and(|o| !o.is_empty() && Some(o) == outs(st, &raw[after..after + (c - x)]))
+                    && raw[x..c].iter().map(cover).eq(raw[after..after + (c - x)].iter().map(cover));
+                if !(matches!(ends, v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS) && straight && same) {
+                    continue;
+                }
+                (raw[after].offset, true)
+            }
+            None => continue,
+        };
+        // Where the chain goes, and whether `S`'s jump stays.
+        let (before_j, anchor) = match raw.get(after) {
+            Some(i) if i.offset == j => (true, j),
+            Some(i) if v12::is_unconditional_jump(i.opcode) && v12::jump_target(i.op_offset, i.opcode, i.arg) == Some(j) => (false, i.offset),
+            _ => continue,
+        };
+        let mut keys: Vec<u32> = [p, p + 1, p + 2, p + 3, c, c + 1, c + 2, s, s + 1, s + 2, s + 3].iter().map(|&k| raw[k].offset).collect();
+        if !before_j {
+            keys.push(raw[x].offset);
+        }
+        let dropped: Vec<u32> = if copy { raw[x..c].iter().map(|i| i.offset).collect() } else { vec![raw[x].offset] };
+        let moved: Vec<u32> = keys.iter().copied().chain(dropped).collect();
+        if moved.iter().any(|&k| pos(st, k).is_none()) || pos(st, anchor).is_none() {
+            continue;
+        }
+        let mut block: Vec<(u32, Vec<Out>)> = Vec::new();
+        for &k in &keys {
+            let q = pos(st, k).expect("checked above");
+            block.push(st[q].clone());
+        }
+        st.retain(|(k, _)| !moved.contains(k));
+        let Some(mut at_j) = pos(st, anchor) else { continue };
+        let mut insert = Vec::new();
+        if before_j {
+            // Before the instructions that emit nothing just before `J` (they stand for `J`).
+            while at_j > 0 && st[at_j - 1].1.is_empty() {
+                at_j -= 1;
+            }
+            let before = st[..at_j].iter().rev().find_map(|(k, o)| o.last().map(|o| (*k, *o)));
+            if let Some((k, o)) = before.filter(|(_, o)| !ends_block(o)) {
+                // The normal path's jump to `J`, protected as the instruction before it.
+                let key = next_key;
+                next_key += 2;
+                let covered_as = placed.cover_as.get(&k).copied().unwrap_or(k);
+                placed.cover_as.insert(key, covered_as);
+                insert.push((key, vec![Out { op: 0, arg: 0, line: o.line, jump: Some((Jump::Always, j)) }]));
+            }
+        } else {
+            at_j += 1;
+        }
+        insert.extend(block);
+        st.splice(at_j..at_j, insert);
+    }
+    std::mem::replace(placed, Placed { stream: Vec::new(), cover_as: BTreeMap::new() })
 }

@@ -180,8 +180,11 @@ fn translate(ci: &CodeInfo, path: &[u32]) -> Result<CodeInfo, String> {
         // (Entries that cover only dropped code — the dropped handlers — cover nothing.)
         .filter(|e| cx.raw.iter().any(|r| e.start <= r.offset && r.offset < e.end && !cx.skip.contains(&r.offset)))
         .collect();
-    // try/except handler code in 3.11's layout (`handlers`).
-    let placed = super::handlers::place(&cx.raw, &cx.at, &ci.consts, &table12, &cx.targets, stream, code_len);
+    // try/except and with handler code in 3.11's layout (`handlers`): the with statements first
+    // (a with in a handler is inside the try's chain, which then moves as a whole).
+    let stream = super::handlers::place_with(&cx.raw, &cx.at, &ci.consts, &table12, stream, code_len);
+    let placed = super::handlers::place(&cx.raw, &cx.at, &ci.consts, &table12, &cx.targets, stream.stream, code_len);
+    let placed = super::handlers::Placed { cover_as: stream.cover_as.into_iter().chain(placed.cover_as).collect(), ..placed };
     let (code, offsets, lines) = encode(&placed.stream, code_len)?;
     let entries = super::handlers::table(&placed, &table12, &offsets, code.len() as u32);
     let mut children = cx.children;

@@ -593,8 +593,13 @@ class _Gen(Exprs):
         if r.chance(25):
             exc = r.pick(["ValueError", "KeyError", "RuntimeError", "ZeroDivisionError"])
             body = sc.child()
-            lines = [f"with contextlib.suppress({exc}):"] + _ind(self.block(body, r.int(1, 3)))
-            return lines
+            if r.chance(50):
+                head = f"with contextlib.suppress({exc}):"
+            else:
+                # A manager of the prelude: its entry and exit are sequential calls.
+                tag = self.fresh("w")
+                head = f"with Managed({tag!r}, {exc if r.chance(50) else '()'})" + (f" as {tag}:" if r.chance(50) else ":")
+            return [head] + _ind(self.block(body, r.int(1, 3)))
         body = sc.child()
         lines = ["try:"] + _ind(self.block(body, r.int(1, 3)))
         if r.chance(30):

@@ -46,7 +46,7 @@ __all__ = [
     "u_num", "u_str", "ub_num", "us_num", "u_len", "u_fail", "ub_fail", "sa_fail", "n_via",
     "r_get", "ra_get", "rb_get", "r_sum", "r_fail",
     "s_put", "sa_put", "sb_put", "s_log", "s_push", "s_grow", "s_tick", "s_fail", "s_consume",
-    "n_put", "n_num", "n_push", "n_grow",
+    "n_put", "n_num", "n_push", "n_grow", "Managed",
 ]
 
 _TRACE_PATH = os.environ.get("POPPY_FUZZ_TRACE")
@@ -148,6 +148,23 @@ def note(name: str, *args) -> None:
     """Record a sequential call `name(*args)` and print it (for generated helpers)."""
     with _Record(name, "sequential", args, True):
         pass
+
+
+class Managed:
+    """A context manager for generated `with` statements: its entry and exit are recorded and
+    printed as sequential calls (the exit with the exception it is given and the one being
+    handled); it suppresses the exceptions of `suppress` (a class or a tuple)."""
+
+    def __init__(self, tag, suppress=()):
+        self.tag, self.suppress = tag, suppress
+
+    def __enter__(self):
+        note("m_enter", self.tag)
+        return self.tag
+
+    def __exit__(self, t, e, tb):
+        note("m_exit", self.tag, t and t.__name__, type(sys.exc_info()[1]).__name__, tb is not None)
+        return t is not None and issubclass(t, self.suppress)
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")

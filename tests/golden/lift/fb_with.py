@@ -1,4 +1,5 @@
 def f(path):
     with open(path) as fh:
-        data = fh.read()
-    return data
+        if fh.readable():
+            return fh.read()
+        log(path)

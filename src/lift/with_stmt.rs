@@ -1,0 +1,281 @@
+//! `with` statements (docs/design-exceptions.md, "Stage 3"), lifted onto Bezoar's `Try` as PEP 343
+//! defines them:
+//!
+//! ```text
+//! enter := with_enter(m); exit := with_exit(m)     ← BEFORE_WITH: both looked up on the type
+//! v := enter()                                      ← a call like any other (classified as such)
+//! try:
+//!     store v; B                                    ← `as` target included: CPython protects it
+//! except as $e:                                     ← bare handler: the exception is handled
+//!     res := exit(exc_type($e), $e, exc_traceback($e))
+//!     if not truth(res): reraise_handled            ← RERAISE 2: same object, same traceback
+//! else:
+//!     exit(None, None, None)                        ← the code after the protected range
+//! ```
+//!
+//! CPython 3.11's code for it (`with m as v: B`):
+//!
+//! ```text
+//!      LOAD m; BEFORE_WITH                 ← pushes the bound __exit__, then __enter__()'s result
+//! s:   STORE_FAST v | POP_TOP | UNPACK …   ← protected: s to e -> T [d + 1] lasti
+//!      … B …
+//! e:   [NOP] LOAD_CONST None ×3; PRECALL 2; CALL 2; POP_TOP; (JUMP_FORWARD join | return tail …)
+//! T:   PUSH_EXC_INFO; WITH_EXCEPT_START; POP_JUMP_FORWARD_IF_TRUE S; RERAISE 2
+//!      COPY 3; POP_EXCEPT; RERAISE 1       ← clean-up (T to RERAISE 2, and S -> here [d + 3] lasti)
+//! S:   POP_TOP; POP_EXCEPT; POP_TOP; POP_TOP   ← suppressed: on to the join (the next block)
+//! ```
+//!
+//! A body ending with `return x` has `SWAP 2` and the exit call after its protected range, then
+//! the return: x goes to the else clause through a temporary. Any other `return`, a `break` or
+//! `continue` (each leaves through a copy of the exit call, outside the protected range, which
+//! cuts it) or a statement with handlers of its own in the body falls back, named; so does a
+//! `with` inside a try or with body (the nested-try rule). The
+//! recogniser (`chain`, `body_shape`) makes a `TryShape` that `exceptions::recognise` checks like
+//! the others (its `depth` is the stack at `s`: d + 2, with the exit and the enter result), and
+//! `Translator::translate_with` builds the statement. Depends on `py311` only.
+use super::cfg::Term;
+use super::exceptions::TryShape;
+use super::state::{pop_reg, stmt, Stack, Translator, Val};
+use super::{Fallback, Result};
+use crate::bezoar::ir::{Block, Const, Expr, Handler, Intrinsic, StmtKind};
+use crate::py311::decode::Instr;
+use crate::py311::exception_table::Entry;
+use crate::py311::opcode::*;
+use crate::py311::CodeInfo;
+
+fn reason(what: &str, line: u32) -> Fallback {
+    Fallback::new(format!("exception handling (with: {what})"), line)
+}
+
+fn shape(line: u32) -> Fallback {
+    reason("statement shape", line)
+}
+
+/// Whether the handler chain starting at `PUSH_EXC_INFO` (index `push`) is a `with` statement's.
+pub(super) fn is_with(instrs: &[Instr], push: usize) -> bool {
+    instrs.get(push).is_some_and(|i| i.opcode == PUSH_EXC_INFO)
+        && instrs.get(push + 1).is_some_and(|i| i.opcode == WITH_EXCEPT_START)
+        && instrs.get(push + 2).is_none_or(|i| i.opcode != GET_AWAITABLE)
+}
+
+/// Whether the table entry `e` protects a `with` body: it targets a `with`'s handler. (Unlike a
+/// try body's, it has `lasti` set.)
+pub(super) fn is_body_entry(instrs: &[Instr], e: &Entry) -> bool {
+    instrs.binary_search_by_key(&e.target, |i| i.offset).is_ok_and(|k| is_with(instrs, k))
+}
+
+/// The first instruction of the suppressed path `S` of the `with` whose `PUSH_EXC_INFO` is at
+/// `push`: the target of the jump on `__exit__`'s result.
+fn suppressed(instrs: &[Instr], push: usize) -> Option<usize> {
+    let j = instrs.get(push + 2).filter(|j| j.opcode == POP_JUMP_FORWARD_IF_TRUE)?;
+    let t = j.jump_target()?;
+    instrs.binary_search_by_key(&t, |i| i.offset).ok()
+}
+
+/// The handler code of the `with` whose `PUSH_EXC_INFO` is at `push`; the body range and depth
+/// are filled in by `body_shape`. (3.11 lays out the test, the clean-up block, then `S`; 3.12
+/// and 3.13, normalised, keep their own order — `S` right after the test and the clean-up block
+/// last —, which the translation does not depend on: the handler is made, not translated.)
+pub(super) fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
+    let line = instrs.get(push + 1).map_or(instrs[push].line, |i| i.line);
+    let ops = |k: usize, n: usize| instrs.get(k..k + n).map(|s| s.iter().map(|i| (i.opcode, i.arg)).collect::<Vec<_>>());
+    let push_off = instrs[push].offset;
+    let cleanup = crate::py311::exception_table::entries(&ci.exceptiontable)
+        .into_iter()
+        .find(|e| e.lasti && e.start <= push_off && push_off < e.end)
+        .and_then(|e| instrs.binary_search_by_key(&e.target, |i| i.offset).ok());
+    let (Some(s), Some(cleanup)) = (suppressed(instrs, push), cleanup) else { return Err(shape(line)) };
+    let code_ok = ops(push + 3, 1).as_deref() == Some(&[(RERAISE, 2)][..])
+        && ops(cleanup, 3).as_deref() == Some(&[(COPY, 3), (POP_EXCEPT, 0), (RERAISE, 1)][..])
+        && ops(s, 4).is_some_and(|v| v.iter().map(|p| p.0).eq([POP_TOP, POP_EXCEPT, POP_TOP, POP_TOP]))
+        && s > push + 3
+        && !(s..s + 4).contains(&cleanup)
+        && cleanup > push + 3;
+    if !code_ok {
+        return Err(shape(line));
+    }
+    Ok(TryShape {
+        body: 0..0,
+        orelse: 0,
+        depth: 0,
+        push,
+        handlers: Vec::new(),
+        reraise: push + 3,
+        cleanup,
+        end: s + 4,
+        line,
+        inner: Vec::new(),
+        finally: false,
+    })
+}
+
+/// The body of the `with` statement `c` (its table entries `es`): one protected range right
+/// after `BEFORE_WITH`, followed (after line `NOP`s) by the exit call `__exit__(None, None, None)`;
+/// no jump out of the body but to its end, no return, nothing with handlers inside.
+pub(super) fn body_shape(ci: &CodeInfo, instrs: &[Instr], c: &mut TryShape, es: &[Entry], upto: &dyn Fn(u32) -> usize) -> Result<()> {
+    let leaves = |l: u32| reason("a return, break, continue or statement with handlers in its body", l);
+    let line = instrs.get(c.push + 1).map_or(c.line, |i| i.line);
+    let [e] = es else { return Err(leaves(line)) };
+    let (start, orelse) = (upto(e.start), upto(e.end));
+    if start == 0 || start >= orelse || instrs[start - 1].opcode != BEFORE_WITH {
+        return Err(shape(line));
+    }
+    let mut k = orelse;
+    while instrs.get(k).is_some_and(|i| i.opcode == NOP) {
+        k += 1;
+    }
+    let none = |i: &Instr| i.opcode == LOAD_CONST && matches!(ci.consts.get(i.arg as usize), Some(Const::None));
+    let exit_call = instrs.get(k..k + 6).is_some_and(|s| {
+        s[..3].iter().all(none)
+            && s[3..].iter().map(|i| (i.opcode, i.arg)).eq([(PRECALL, 2), (CALL, 2), (POP_TOP, 0)])
+    });
+    // A body that always raises has no normal exit: the handler follows it.
+    let raises = !exit_call && instrs[orelse - 1].opcode == RAISE_VARARGS;
+    // A body ending with `return x` (its only way out but raising): x goes under the exit, which
+    // is called, then x is returned.
+    let returns = !exit_call && returns_after(ci, instrs, orelse).is_some_and(|r| r < c.push);
+    if !raises && !returns && (!exit_call || k + 6 > c.push) {
+        if instrs.get(orelse).is_some_and(|i| (i.opcode, i.arg) == (SWAP, 2)) {
+            return Err(leaves(instrs[orelse].line));
+        }
+        return Err(shape(line));
+    }
+    let at = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();
+    for i in start..orelse {
+        let ins = &instrs[i];
+        if matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH | WITH_EXCEPT_START | RETURN_VALUE) {
+            return Err(leaves(ins.line));
+        }
+        if let Some(t) = ins.jump_target() {
+            match at(t) {
+                Some(t) if (start..orelse).contains(&t) || (!raises && (orelse..=k).contains(&t)) => {}
+                _ => return Err(leaves(ins.line)),
+            }
+        }
+    }
+    c.depth = e.depth as usize + 1;
+    c.body = start..orelse;
+    c.orelse = orelse;
+    Ok(())
+}
+
+/// After a body ending with `return x` (at `orelse`): `SWAP 2`, the exit call, then pops and
+/// swaps (of a loop's iterator) and `RETURN_VALUE` — the index of the `RETURN_VALUE`.
+fn returns_after(ci: &CodeInfo, instrs: &[Instr], orelse: usize) -> Option<usize> {
+    let none = |i: &Instr| i.opcode == LOAD_CONST && matches!(ci.consts.get(i.arg as usize), Some(Const::None));
+    let s = instrs.get(orelse..orelse + 7)?;
+    let exit_call = (s[0].opcode, s[0].arg) == (SWAP, 2)
+        && s[1..4].iter().all(none)
+        && s[4..].iter().map(|i| (i.opcode, i.arg)).eq([(PRECALL, 2), (CALL, 2), (POP_TOP, 0)]);
+    if !exit_call {
+        return None;
+    }
+    let mut r = orelse + 7;
+    while instrs.get(r).is_some_and(|i| matches!(i.opcode, POP_TOP | SWAP | NOP)) {
+        r += 1;
+    }
+    instrs.get(r).filter(|i| i.opcode == RETURN_VALUE).map(|_| r)
+}
+
+impl Translator<'_> {
+    /// `BEFORE_WITH` (only in a recognised `with`): the manager's `__enter__` and `__exit__`
+    /// looked up on its type (in that order, each with CPython's TypeError), then `__enter__()`
+    /// called. Leaves the bound `__exit__` and the result on the stack, as CPython does.
+    pub(super) fn before_with(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
+        let line = ins.line;
+        let m = pop_reg(stack, line)?;
+        let enter = self.em.bind(Expr::Op(Intrinsic::WithEnter, vec![m]), line, out);
+        let exit = self.em.bind(Expr::Op(Intrinsic::WithExit, vec![m]), line, out);
+        let v = self.em.bind(Expr::Call { func: enter, args: Vec::new(), kwnames: Vec::new() }, line, out);
+        stack.extend([Val::Reg(exit), Val::Reg(v)]);
+        Ok(())
+    }
+
+    /// Translates the `with` statement `t` (entered at its body's first block, the stack holding
+    /// the bound `__exit__` and the enter result) into a `Try`; returns where control continues.
+    pub(super) fn translate_with(&mut self, t: &TryShape, stack: &mut Stack, out: &mut Block) -> Result<Option<super::cfg::Node>> {
+        let instrs = self.code.instrs;
+        let cfg = self.code.cfg;
+        let line = instrs[t.body.start - 1].line;
+        let exc_line = instrs[t.push + 1].line;
+        if !self.try_bodies.is_empty() {
+            return Err(reason("inside a try or with body (nested try)", line));
+        }
+        let exit = match stack.len().checked_sub(2).map(|k| &stack[k]) {
+            Some(Val::Reg(r)) if stack.len() == t.depth => *r,
+            _ => return Err(shape(line)),
+        };
+        let (Some(entry), Some(body_end)) = (cfg.node_at(t.body.start), cfg.node_at(t.orelse)) else {
+            return Err(shape(line));
+        };
+        // Where the suppressed path goes on (the block after `S`, or where the jump ending it
+        // goes): the statement's join.
+        let Some(s) = suppressed(instrs, t.push) else { return Err(shape(line)) };
+        let join = match cfg.node_at(s).map(|n| &cfg.blocks[n]) {
+            Some(b) if b.body == (s..s + 4) => match b.term {
+                Term::Next(n) | Term::Jump(n) => n,
+                _ => return Err(shape(line)),
+            },
+            _ => return Err(shape(line)),
+        };
+        let mut after = stack.clone();
+        after.pop();
+        let outer: Stack = after[..after.len() - 1].to_vec();
+        let at_head = self.ctx.last().is_some_and(|c| c.head == entry);
+        self.open_tries.push(t.push);
+        self.try_bodies.push(true);
+        let r = self.region(entry, body_end, stack.clone(), at_head);
+        self.try_bodies.pop();
+        let returns = instrs[t.orelse].opcode == SWAP;
+        let r = r.and_then(|(mut body, end)| match end {
+            Some(s) if returns && s.len() == after.len() + 1 && s[..after.len()] == after[..] => {
+                // `return x` ends the body: x passes to the else clause (the exit call, then the
+                // return) through a temporary, the clause being lowered apart from the body.
+                let Some(Val::Reg(x)) = s.last() else { return Err(shape(line)) };
+                let tmp = self.em.temp();
+                body.push(stmt(StmtKind::Store(tmp.clone(), *x), line));
+                let mut orelse = Vec::new();
+                let x = self.em.bind(Expr::Load(tmp), line, &mut orelse);
+                let mut ostack = after.clone();
+                ostack.push(Val::Reg(x));
+                let (rest, end) = self.region(body_end, join, ostack, false)?;
+                orelse.extend(rest);
+                match end {
+                    None => Ok((body, orelse)),
+                    Some(_) => Err(shape(line)),
+                }
+            }
+            Some(s) if s != after || returns => Err(shape(line)),
+            // The body always raises: the exit call after it is never reached.
+            None => Ok((body, Vec::new())),
+            Some(_) => {
+                // (The code after the exit call may leave: `return c` of a constant is loaded
+                // after the exit call, a final `break`/`continue` jumps after it.)
+                let (orelse, end) = self.region(body_end, join, after.clone(), false)?;
+                match end {
+                    Some(s) if s == outer => Ok((body, orelse)),
+                    None => Ok((body, orelse)),
+                    _ => Err(shape(line)),
+                }
+            }
+        });
+        self.open_tries.pop();
+        let (body, orelse) = r?;
+        // The handler: `__exit__(type(e), e, e.__traceback__)` with `e` handled, then the
+        // exception again unless the result is true (its `__bool__` may raise).
+        let e = self.em.temp();
+        let mut hbody = Vec::new();
+        let ev = self.em.bind(Expr::Load(e.clone()), exc_line, &mut hbody);
+        let ty = self.em.bind(Expr::Op(Intrinsic::ExcType, vec![ev]), exc_line, &mut hbody);
+        let tb = self.em.bind(Expr::Op(Intrinsic::ExcTraceback, vec![ev]), exc_line, &mut hbody);
+        let res = self.em.bind(Expr::Call { func: exit, args: vec![ty, ev, tb], kwnames: Vec::new() }, exc_line, &mut hbody);
+        let ok = self.em.bind(Expr::Op(Intrinsic::Truth, vec![res]), exc_line, &mut hbody);
+        let mut reraise = Vec::new();
+        self.end_with_raise(Intrinsic::Reraise, Vec::new(), exc_line, &mut reraise);
+        hbody.push(stmt(StmtKind::If { cond: ok, then_body: Vec::new(), else_body: reraise }, exc_line));
+        let handlers = vec![Handler { test: None, name: Some(e), body: hbody }];
+        out.push(stmt(StmtKind::Try { body, handlers, orelse }, line));
+        *stack = outer;
+        Ok(Some(join))
+    }
+}

@@ -1,0 +1,6 @@
+def f(items):
+    for it in items:
+        with lock:
+            if it:
+                break
+            g(it)

@@ -1,0 +1,6 @@
+def f(m):
+    try:
+        with m:
+            g()
+    except KeyError:
+        pass

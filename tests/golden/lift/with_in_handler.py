@@ -1,0 +1,7 @@
+def f(x):
+    try:
+        y = g(x)
+    except KeyError:
+        with lock:
+            y = h(x)
+    return y

@@ -1,0 +1,6 @@
+def f(lock, items):
+    out = []
+    with lock:
+        out.append(g(items))
+    log(out)
+    return out

@@ -1,0 +1,4 @@
+def f(m, x):
+    with m:
+        raise ValueError(x)
+    return x

@@ -1,0 +1,3 @@
+def f(m):
+    with m as (a, b):
+        log(a, b)
