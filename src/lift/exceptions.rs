@@ -517,6 +517,7 @@ impl Translator<'_> {
     /// Translates the try statement `t` (entered at its body's first block) into a `Try`;
     /// returns where control continues after it (`None` when every path left).
     pub(super) fn translate_try(&mut self, t: &TryShape, stack: &mut Stack, out: &mut Block) -> Result<Option<Node>> {
+        self.tries_done.insert(t.push);
         let instrs = self.code.instrs;
         let cfg = self.code.cfg;
         let try_line = match t.body.start.checked_sub(1).map(|i| &instrs[i]) {

@@ -269,6 +269,15 @@ fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> 
                 continue;
             }
             Ok((mut body, _)) => {
+                if let Some(lost) = tries.tries.iter().find(|s| !t.tries_done.contains(&s.push)) {
+                    // Its body was translated as plain code (a branch into it taken for part of
+                    // a condition around it, say): its handlers would never run.
+                    let line = instrs.get(lost.body.start).map_or(ci.firstlineno, |i| i.line);
+                    return Err(Fallback::new(
+                        "exception handling (a try statement the structure recovery did not keep)",
+                        line,
+                    ));
+                }
                 let mut nregs = t.em.nregs;
                 tidy(&mut body, &mut nregs);
                 private_iterables(&mut body);

@@ -321,6 +321,9 @@ pub(super) struct Translator<'a> {
     /// (true: a with body). A with statement inside either, and a try statement inside a with
     /// body, fall back ("nested try"): not yet tested nested.
     pub(super) try_bodies: Vec<bool>,
+    /// The try and with statements translated (their `PUSH_EXC_INFO` index): every recognised
+    /// one must be, or the structure recovery lost its handlers (`lift_code` falls back).
+    pub(super) tries_done: std::collections::HashSet<usize>,
 }
 
 /// An inner function known by its code object: (the code object defining it, that code object's
