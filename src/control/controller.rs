@@ -9,7 +9,7 @@ use super::env::{Callee, Count, Env, Peek, Read};
 use super::objects;
 use super::order;
 use super::state::{CtrlId, Phase, SlotId, WorkId};
-use super::wait::{producer_along, resolve_fut, wait_fut};
+use super::wait::{ask_again, producer_along, resolve_fut, wait_fut, wake_askers};
 use super::{Class, Policy, Token};
 use std::time::Instant;
 
@@ -32,8 +32,8 @@ fn hint_of<E: Env>(e: &mut E, s: SlotId, w: WorkId, roots: &mut Vec<CtrlId>) -> 
         }
         return p.hint.clone();
     }
-    if matches!(p.phase, Phase::WaitCallee | Phase::WaitArgs | Phase::Inlined { .. }) && !p.hint_waiters.contains(&w) {
-        e.ctl()[c].hint_waiters.push(w);
+    if matches!(p.phase, Phase::WaitCallee | Phase::WaitArgs | Phase::Inlined { .. }) {
+        ask_again(e, c, w);
     }
     None
 }
@@ -96,9 +96,7 @@ fn try_hint<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
             let c = &mut e.ctl()[cid];
             c.hint = h;
             c.hint_roots = if own { vec![cid] } else { roots.clone() };
-            for x in std::mem::take(&mut e.ctl()[cid].hint_waiters) {
-                e.wake(x);
-            }
+            wake_askers(e, cid);
         }
     }
     if e.ctl()[cid].early.is_none() && args.iter().all(|a| a.is_some()) {
@@ -297,9 +295,7 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                         c.early = early;
                     }
                     c.phase = Phase::WaitArgs;
-                    for x in std::mem::take(&mut c.hint_waiters) {
-                        e.wake(x);
-                    }
+                    wake_askers(e, cid);
                     try_hint(e, cid, w);
                     forward(e, cid, w);
                 }
@@ -307,9 +303,7 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                     let c = &mut e.ctl()[cid];
                     c.held.push(ret);
                     c.phase = Phase::Inlined { ret };
-                    for x in std::mem::take(&mut c.hint_waiters) {
-                        e.wake(x);
-                    }
+                    wake_askers(e, cid);
                     let c = &mut e.ctl()[cid];
                     if c.hinted {
                         // A stand-in said a builtin method; an inlined function makes calls of
@@ -332,9 +326,7 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                     c.phase = Phase::InlinedOrder { seq };
                     // The call's result now follows the body's: consumers waiting for a stand-in
                     // may find its producer's.
-                    for x in std::mem::take(&mut c.hint_waiters) {
-                        e.wake(x);
-                    }
+                    wake_askers(e, cid);
                 }
                 Read::Not => return finish(e, cid),
             },
@@ -343,13 +335,10 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                 let Read::Ready(tok) = e.need_token(seq, w) else { return };
                 let ctl = e.ctl();
                 let r = ctl[cid].out.r;
-                let fresh = ctl.bridge.insert(r, tok.r).is_none();
-                if fresh {
+                if ctl.bridge.insert(r, tok.r).is_none() {
                     // Walks back in program order that stopped at this call (`objects`) now go
                     // through its body's calls: ask them again.
-                    for x in std::mem::take(&mut ctl[cid].hint_waiters) {
-                        e.wake(x);
-                    }
+                    wake_askers(e, cid);
                 }
                 return release_after(e, cid, tok, w);
             }

@@ -6,7 +6,7 @@
 //! are comes from the evaluator through `Env`.
 use super::env::{Env, Partial, Peek};
 use super::state::{CtrlId, ObjInfo, Phase, SlotId, WorkId};
-use super::wait::{producer_along, resolve_fut, wait_fut};
+use super::wait::{ask_again, producer_along, resolve_fut, wait_fut, wake_askers};
 use super::order::{predecessor, Pred};
 use super::policy::Policy;
 use super::FutId;
@@ -338,9 +338,7 @@ pub(super) fn object_order<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) -> Option<
                         // It may still be decided to touch one entry alone before its
                         // arguments arrive (once an inlined call before it links in):
                         // ask again then, not only when its arguments are judged.
-                        if !e.ctl_ref()[c].hint_waiters.contains(&w) {
-                            e.ctl()[c].hint_waiters.push(w);
-                        }
+                        ask_again(e, c, w);
                     }
                     match p {
                         Some(slot) => match look.unbound.or(retry) {
@@ -497,9 +495,7 @@ pub(super) fn early_local<E: Env>(e: &mut E, cid: CtrlId) -> Option<SlotId> {
                     let w = e.ctl_ref().work[cid];
                     match producer_along(e, a, true) {
                         Some(pc) if matches!(e.ctl_ref()[pc].phase, Phase::WaitCallee | Phase::Inlined { .. }) => {
-                            if !e.ctl_ref()[pc].hint_waiters.contains(&w) {
-                                e.ctl()[pc].hint_waiters.push(w);
-                            }
+                            ask_again(e, pc, w);
                         }
                         Some(_) => {}
                         None => {
@@ -525,9 +521,7 @@ pub(super) fn early_local<E: Env>(e: &mut E, cid: CtrlId) -> Option<SlotId> {
         e.ctl()[cid].early_local = Some(k);
         e.ctl()[cid].early_part = part;
         // Walks that stopped at it while it was undecided (`object_order`) may now pass it.
-        for x in std::mem::take(&mut e.ctl()[cid].hint_waiters) {
-            e.wake(x);
-        }
+        wake_askers(e, cid);
     }
     unbound
 }
@@ -594,9 +588,7 @@ fn receiver_escaped_before<E: Env>(e: &mut E, cid: CtrlId, k: u64, unbound: &mut
             Phase::WaitCallee | Phase::Inlined { .. } | Phase::InlinedOrder { .. } => {
                 // Asked again once that call's callee is known or its body linked in.
                 let w = e.ctl_ref().work[cid];
-                if !e.ctl_ref()[c].hint_waiters.contains(&w) {
-                    e.ctl()[c].hint_waiters.push(w);
-                }
+                ask_again(e, c, w);
                 return None;
             }
             Phase::WaitArgs => {

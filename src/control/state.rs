@@ -64,8 +64,9 @@ pub struct Ctrl<P> {
     /// A stand-in for this call's result, for hinting calls that consume it.
     pub hint: Option<P>,
     /// Work items of consumers that asked for `hint` before it was known, and of per-object
-    /// walks that stopped at this call while its callee was pending or its body not linked in
-    /// (`objects::early_local`): woken when that changes.
+    /// walks that stopped at this call while its callee was pending, its body or its body's
+    /// order not linked in, or its per-object decision not made (`objects`): woken when that
+    /// changes (`wait::ask_again`, `wait::wake_askers`).
     pub hint_waiters: Vec<WorkId>,
     /// The calls with a declared result type whose stand-ins `hint` was derived from (this call
     /// itself when it declares one).

@@ -4,6 +4,21 @@ use super::env::Env;
 use super::state::{CtrlId, SlotId, WorkId};
 use super::FutId;
 
+/// Have work item `w` stepped again when call `c`'s callee, body, result hint or per-object
+/// decision changes (`Ctrl::hint_waiters`; `wake_askers`).
+pub(super) fn ask_again<E: Env>(e: &mut E, c: CtrlId, w: WorkId) {
+    if !e.ctl_ref()[c].hint_waiters.contains(&w) {
+        e.ctl()[c].hint_waiters.push(w);
+    }
+}
+
+/// Call `c` changed in a way `ask_again` waits for: wake those work items.
+pub(super) fn wake_askers<E: Env>(e: &mut E, c: CtrlId) {
+    for x in std::mem::take(&mut e.ctl()[c].hint_waiters) {
+        e.wake(x);
+    }
+}
+
 /// The call whose result a pending slot will be, following alias edges; with
 /// `through_inlined`, past an inlined internal call to the value its body returns once that
 /// is linked.

@@ -262,9 +262,8 @@ fn module_attr<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj]) -> bool {
     if n.to_str().map_or(true, |s| s.starts_with('_')) {
         return false;
     }
-    let Ok(dict) = module.getattr(pyo3::intern!(py, "__dict__")).and_then(|d| Ok(d.downcast_into_exact::<PyDict>()?)) else {
-        return false;
-    };
+    let Ok(m) = module.downcast::<pyo3::types::PyModule>() else { return false };
+    let dict = m.dict();
     let Ok(Some(v)) = dict.get_item(n) else { return false };
     // SAFETY: as above.
     let settled = unsafe {

@@ -176,27 +176,27 @@ impl<'py> PyHost<'py> {
     }
 
     /// After asynchronous or blocking calls completed (their code ran on the loop or on a worker
-    /// thread): the guard's error if one of them rebound a name the run had read, set as the
-    /// run's abort.
+    /// thread): the guard's error if one of them rebound a name the run had read.
     pub(super) fn guard_after_tasks(&mut self) -> Result<(), PyErrRef> {
-        let py = self.py;
-        if let Err(e) = self.guard.check(py, &|| "an asynchronous or blocking call".to_string()) {
-            let e = PyErrRef::new(e);
-            self.abort = Some(e.clone());
-            return Err(e);
-        }
-        Ok(())
+        self.guard_check(&|| "an asynchronous or blocking call".to_string())
     }
 
     /// The result of a synchronous call `f`, or the guard's error if it rebound a global the run
-    /// had read eagerly (the run is then aborted with it).
+    /// had read eagerly.
     fn guard_after(&mut self, f: &Obj, r: PyResult<Obj>) -> PyResult<Obj> {
         let py = self.py;
-        if let Err(e) = self.guard.check(py, &|| call_name(py, f)) {
-            self.abort = Some(PyErrRef::new(e.clone_ref(py)));
-            return Err(e);
-        }
+        self.guard_check(&|| call_name(py, f)).map_err(|e| e.to_pyerr(py))?;
         r
+    }
+
+    /// The guard's check after `call` completed; its error also aborts the run.
+    fn guard_check(&mut self, call: &dyn Fn() -> String) -> Result<(), PyErrRef> {
+        let py = self.py;
+        self.guard.check(py, call).map_err(|e| {
+            let e = PyErrRef::new(e);
+            self.abort = Some(e.clone());
+            e
+        })
     }
 }
 

@@ -206,7 +206,9 @@ pub(super) fn wait<'py>(h: &mut PyHost<'py>) -> Result<Vec<(TaskId, Result<Obj, 
         let r = fut.bind(py).call_method0(pyo3::intern!(py, "result")).map(|v| v.unbind()).map_err(PyErrRef::new);
         out.push((task, r));
     }
-    h.guard_after_tasks()?;
+    if !out.is_empty() {
+        h.guard_after_tasks()?;
+    }
     Ok(out)
 }
 
@@ -215,7 +217,7 @@ pub(super) fn take_finished(h: &mut PyHost<'_>) -> Vec<(TaskId, Result<Obj, PyEr
     let py = h.py;
     let Some(ex) = h.executor.as_mut() else { return Vec::new() };
     let done: Vec<(TaskId, Obj)> = std::mem::take(&mut *ex.queue.borrow_mut());
-    let done = done
+    let done: Vec<(TaskId, Result<Obj, PyErrRef>)> = done
         .into_iter()
         .map(|(task, fut)| {
             ex.running.remove(&task);
@@ -223,6 +225,9 @@ pub(super) fn take_finished(h: &mut PyHost<'_>) -> Vec<(TaskId, Result<Obj, PyEr
             (task, r)
         })
         .collect();
+    if done.is_empty() {
+        return done;
+    }
     match h.guard_after_tasks() {
         Ok(()) => done,
         // One of them rebound a name the run had read: the run fails with the guard's error.
