@@ -19,7 +19,12 @@ use std::time::Instant;
 /// (its callee or arguments are not known yet), `w` is woken when it does.
 fn hint_of<E: Env>(e: &mut E, s: SlotId, w: WorkId, roots: &mut Vec<CtrlId>) -> Option<E::Prim> {
     // Through an inlined call to its body's result (the same value): its producer's hint.
-    let c = producer_along(e, s, true)?;
+    let Some(c) = producer_along(e, s, true) else {
+        // Bound to nothing yet (a component of an `ite` whose branch has not returned, e.g. a
+        // variable both branches of an `if` assign): asked again once it is.
+        e.wait_bound(s, w);
+        return None;
+    };
     let p = &e.ctl_ref()[c];
     if p.hint.is_some() {
         if p.hint_roots.iter().any(|&r| e.ctl_ref()[r].declared_ok == Some(false)) {
@@ -114,6 +119,8 @@ fn try_hint<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
             c.hinted = true;
             c.early_roots = roots;
             c.early_args = stand_ins;
+            // Reads walking back past unclassified calls (`objects::read_order`) may go on.
+            wake_askers(e, cid);
         }
     }
 }
@@ -404,6 +411,9 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                 c.phase = Phase::WaitOrder;
                 if c.obj.is_none() {
                     forward(e, cid, w);
+                }
+                if !defer {
+                    wake_askers(e, cid);
                 }
             }
             Phase::WaitOrder => {

@@ -665,11 +665,16 @@ pub(super) fn read_order<E: Env>(e: &mut E, cid: CtrlId, r: FutId, w: WorkId) ->
         if !forwards {
             // A store waiting for its value (or for the order before it), decided sequential.
             let store = matches!(ctrl.phase, Phase::WaitArgs | Phase::WaitOrder) && ctrl.func.is_some();
-            if !store {
-                return best;
+            // Not classified yet (its arguments pending, without stand-ins so far): it may
+            // still turn out to pass the order on at once (`try_hint`); walk again then.
+            let unclassified = ctrl.early.is_none() && matches!(ctrl.phase, Phase::WaitArgs | Phase::WaitCallee);
+            if store {
+                writes.push(c);
             }
-            writes.push(c);
-            if writes.len() > 16 || !e.read_passes(cid, &writes) {
+            if !store || writes.len() > 16 || !e.read_passes(cid, &writes) {
+                if unclassified {
+                    ask_again(e, c, w);
+                }
                 return best;
             }
             best = in_tok.r;
