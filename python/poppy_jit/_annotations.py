@@ -647,6 +647,21 @@ _PURE_ALWAYS = frozenset(id(f) for f in (_is, _is_not, _build_tuple, _build_list
 _ARGUMENTS_UNREAD: set = set()
 
 
+def declared_unordered(f):
+    """The arguments a call of `f` reads beyond its own, when `f` is an external declared
+    `@unordered` (its declaration: it depends on nothing but its arguments and changes nothing)
+    or a `functools.partial` of one (the partial's stored arguments): a tuple (empty for the
+    external itself), else None."""
+    extra = ()
+    while type(f) is functools.partial:
+        extra = extra + f.args + tuple(f.keywords.values())
+        f = f.func
+    spec = _external_spec(f)
+    if spec is None or _CLASS_BY_NAME[spec.kind] != UNORDERED:
+        return None
+    return extra
+
+
 def reads_no_argument_state(f):
     """Register a runtime helper of `_ARGUMENTS_UNREAD`; returns it."""
     _ARGUMENTS_UNREAD.add(id(f))

@@ -253,11 +253,67 @@ def _same_key(a, b) -> bool:
     return a is b or (hash(a) == hash(b) and a == b)
 
 
+def _plain_containers(values, out: set, budget: list) -> bool:
+    """Whether `values` are plain data — atoms, and exact lists, tuples, dicts (atom keys), sets
+    and frozensets of plain data — adding the ids of the mutable containers among them to `out`.
+    Reading or converting plain data (`repr`, `str`, iterating it) runs no code of the program.
+    `budget` ([n]) bounds the objects looked at: False once it runs out."""
+    todo = list(values)
+    while todo:
+        x = todo.pop()
+        t = type(x)
+        if t in ATOMS:
+            continue
+        budget[0] -= 1
+        if budget[0] < 0:
+            return False
+        if t is list or t is set:
+            if id(x) not in out:
+                out.add(id(x))
+                todo.extend(x)
+        elif t is dict:
+            if id(x) not in out:
+                out.add(id(x))
+                if not all(type(k) in ATOMS for k in x):
+                    return False
+                todo.extend(x.values())
+        elif t is tuple or t is frozenset:
+            todo.extend(x)
+        else:
+            return False
+    return True
+
+
+_PLAIN_BUDGET = 10_000
+_STDOUT = object()  # what a `print` of plain data stores into (`_store`): no object of the program
+
+
+def _stdout_plain() -> bool:
+    """Whether `sys.stdout` is the C text stream over a C buffer over a file: writing to it runs
+    no code of the program."""
+    import io
+    import sys
+    out = sys.stdout
+    if type(out) is not io.TextIOWrapper:
+        return False
+    buf = out.buffer  # a FileIO itself when unbuffered (`python -u`, PYTHONUNBUFFERED)
+    return type(buf) is io.FileIO or (type(buf) is io.BufferedWriter and type(buf.raw) is io.FileIO)
+
+
 def _store(f, args):
     """`(dict, key)` when the call `f(*args)` (its value perhaps `PENDING`) stores one entry of an
     exact dict whose keys are all atoms, under an atom key, and releases no object whose release
     could run code (the entry is absent or holds an atom): the store then runs no code and
-    changes that entry alone; `(list, _WHOLE)` for an append to an exact list. Else None."""
+    changes that entry alone; `(list, _WHOLE)` for an append to an exact list; `(_STDOUT, _WHOLE)`
+    for a `print` of plain data (known, or a declared type's stand-in) to a `sys.stdout` whose
+    writes run no code: it reads its arguments and changes no object of the program. Else None."""
+    if f is builtins.print:
+        from ._declared import samples  # a declared type's stand-in is plain data of that type
+        args = samples(args)
+        if args is not None and all(a is not PENDING for a in args) and \
+                _plain_containers(args, set(), [_PLAIN_BUDGET]) and _stdout_plain():
+            return _STDOUT, _WHOLE
+        return None
     if type(f) is _BUILTIN_METHOD and type(f.__self__) is list and f.__name__ == "append" and \
             len(args) == 1:
         return f.__self__, _WHOLE  # `lst.append(x)`: runs no code, releases nothing
@@ -327,13 +383,36 @@ def _own_dict(o):
     return d.__get__(o) if type(d) is _GETSET else None
 
 
+def _deep_reads(f, args, kwnames):
+    """What a readonly call that reads its arguments' contents and nothing else reads: the ids
+    of the mutable containers among them, when they are plain data (`_plain_containers`). Such
+    calls: an external declared `@unordered` (readonly only because an argument is mutable: the
+    declaration says it depends on nothing else and changes nothing), and `+` of two exact lists
+    (which reads the two lists' slots). None otherwise."""
+    if f is operator.add and not kwnames and len(args) == 2 and type(args[0]) is list and \
+            type(args[1]) is list:
+        return {id(args[0]), id(args[1])}
+    from ._annotations import declared_unordered
+    extra = declared_unordered(f)
+    if extra is None:
+        return None
+    ids: set = set()
+    if not _plain_containers(args + extra, ids, [_PLAIN_BUDGET]):
+        return None
+    return ids
+
+
 def _reads(f, args, kwnames):
     """What a readonly call reads, when it runs no code of the program: `(container, key)` for
-    one entry of an exact dict with atom keys (`key in d`, `d[key]`, `d.get(key)`), `(obj, name)`
-    with `obj` not a dict for a plain attribute read; None when it is neither."""
+    one entry of an exact dict with atom keys (`key in d`, `d[key]`, `d.get(key)`) or one item of
+    an exact list (`lst[i]`, `0 <= i < len(lst)`), `(obj, name)` with `obj` not a dict for a plain
+    attribute read; None when it is neither."""
     if kwnames:
         return None
     n = len(args)
+    if f is operator.getitem and n == 2 and type(args[0]) is list and type(args[1]) is int \
+            and 0 <= args[1] < len(args[0]):
+        return args[0], args[1]
     if (f is _contains or f is _not_contains) and n == 2 and type(args[1]) is dict:
         d, k = args[1], args[0]
     elif f is operator.getitem and n == 2 and type(args[0]) is dict:
@@ -356,8 +435,9 @@ def read_passes(f, args: tuple, kwnames: tuple, writes: tuple) -> bool:
     another key (or of another dict), or a plain attribute read of an object whose own dict is
     not a stored-into dict or whose attribute is not a stored key. Nothing it returns can then
     differ from reading after them, and it has no effects they could see."""
-    r = _reads(f, args, kwnames)
-    if r is None:
+    deep = _deep_reads(f, args, kwnames)
+    r = None if deep is not None else _reads(f, args, kwnames)
+    if r is None and deep is None:
         return False
     stores = []
     for wf, wargs in writes:
@@ -368,8 +448,16 @@ def read_passes(f, args: tuple, kwnames: tuple, writes: tuple) -> bool:
             if d is s[0] and k is not _WHOLE and _same_key(k, s[1]):
                 return False  # two stores into one entry: the second releases the first's value
         stores.append(s)
+    if deep is not None:
+        # Every container it reads, whole: no store may be into one of them (a print stores
+        # into none).
+        return not any(d is not _STDOUT and id(d) in deep for d, _ in stores)
     target, key = r
     for d, k in stores:
+        if d is _STDOUT:
+            continue
+        if type(target) is list:
+            continue  # an item that exists: appends (a list's only stores) leave it where it is
         if k is _WHOLE:
             continue  # a list: neither a dict read nor an attribute read reads one
         if type(target) is dict:

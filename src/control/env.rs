@@ -215,7 +215,9 @@ pub trait Env {
     /// no code that could: each write stores one entry, under an atom key, of an exact dict
     /// whose keys are atoms and whose entry holds no object yet whose release could run code,
     /// their keys pairwise different; the read touches no such entry (`Host::read_passes`).
-    fn read_passes(&mut self, _read: CtrlId, _writes: &[CtrlId]) -> bool {
+    /// `stand_ins[i][j]`: for write `i`'s pending argument `j`, its declared type's stand-in, if
+    /// it has one (a `print` of a pending value is a store only for a stand-in of plain data).
+    fn read_passes(&mut self, _read: CtrlId, _writes: &[CtrlId], _stand_ins: &[Vec<Option<Self::Prim>>]) -> bool {
         false
     }
     /// For a call whose arguments are known except the pending ones: if it touches nothing but

@@ -6,7 +6,7 @@
 //! are comes from the evaluator through `Env`.
 use super::env::{Env, Partial, Peek};
 use super::state::{CtrlId, ObjInfo, Phase, SlotId, WorkId};
-use super::wait::{ask_again, producer_along, resolve_fut, wait_fut, wake_askers};
+use super::wait::{ask_again, hint_of, producer_along, resolve_fut, wait_fut, wake_askers};
 use super::order::{predecessor, Pred};
 use super::policy::Policy;
 use super::FutId;
@@ -640,6 +640,7 @@ pub(super) fn read_order<E: Env>(e: &mut E, cid: CtrlId, r: FutId, w: WorkId) ->
         return r;
     }
     let mut writes: Vec<CtrlId> = Vec::new();
+    let mut stand_ins: Vec<Vec<Option<E::Prim>>> = Vec::new();
     let mut best = r;
     let mut cur = cid;
     for _ in 0..256 {
@@ -668,10 +669,36 @@ pub(super) fn read_order<E: Env>(e: &mut E, cid: CtrlId, r: FutId, w: WorkId) ->
             // Not classified yet (its arguments pending, without stand-ins so far): it may
             // still turn out to pass the order on at once (`try_hint`); walk again then.
             let unclassified = ctrl.early.is_none() && matches!(ctrl.phase, Phase::WaitArgs | Phase::WaitCallee);
-            if store {
+            let mut ok = false;
+            if store && writes.len() < 16 {
                 writes.push(c);
+                stand_ins.push(Vec::new());
+                ok = e.read_passes(cid, &writes, &stand_ins);
+                if !ok {
+                    // Again with its pending arguments' stand-ins (a declared type's): a
+                    // `print` of them prints plain data only by the declaration, which the
+                    // order then relies on (a mismatch at arrival is an error).
+                    let mut roots = Vec::new();
+                    let mut hinted = Vec::new();
+                    for a in e.ctl_ref()[c].args.clone() {
+                        hinted.push(match e.peek(a) {
+                            Peek::Pending => hint_of(e, a, w, &mut roots),
+                            _ => None,
+                        });
+                    }
+                    if hinted.iter().any(|h| h.is_some()) {
+                        *stand_ins.last_mut().expect("pushed") = hinted;
+                        ok = e.read_passes(cid, &writes, &stand_ins);
+                        if ok {
+                            let line = e.ctl_ref()[cid].line;
+                            for r in roots {
+                                e.ctl()[r].relied_by.get_or_insert((line, false));
+                            }
+                        }
+                    }
+                }
             }
-            if !store || writes.len() > 16 || !e.read_passes(cid, &writes) {
+            if !ok {
                 if unclassified {
                     ask_again(e, c, w);
                 }

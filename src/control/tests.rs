@@ -207,7 +207,7 @@ impl Env for Mock {
     }
     // GETK(d, k) runs before earlier pending SETK(d, k', v) stores into the same dict with
     // another key (`Env::read_passes`).
-    fn read_passes(&mut self, read: CtrlId, writes: &[CtrlId]) -> bool {
+    fn read_passes(&mut self, read: CtrlId, writes: &[CtrlId], _stand_ins: &[Vec<Option<i64>>]) -> bool {
         let r = &self.ctl[read];
         if r.func != Some(GETK) {
             return false;

@@ -1,7 +1,7 @@
 //! Waiting on the controllers' futures, and finding which call will produce a pending
 //! variable — the primitives `order`, `objects` and the controller state machine share.
 use super::env::Env;
-use super::state::{CtrlId, SlotId, WorkId};
+use super::state::{CtrlId, Phase, SlotId, WorkId};
 use super::FutId;
 
 /// Have work item `w` stepped again when call `c`'s callee, body, result hint or per-object
@@ -52,4 +52,34 @@ pub(super) fn resolve_fut<E: Env>(e: &mut E, f: FutId) {
     for w in e.ctl().futs.resolve(f) {
         e.wake(w);
     }
+}
+
+/// The stand-in for a pending slot's value: its producing call's result hint; the calls with a
+/// declared result type it was derived from are added to `roots`. None when one of those
+/// arrived without its declared type (the stand-in was wrong). If that call may still get one
+/// (its callee or arguments are not known yet), `w` is woken when it does.
+pub(super) fn hint_of<E: Env>(e: &mut E, s: SlotId, w: WorkId, roots: &mut Vec<CtrlId>) -> Option<E::Prim> {
+    // Through an inlined call to its body's result (the same value): its producer's hint.
+    let Some(c) = producer_along(e, s, true) else {
+        // Bound to nothing yet (a component of an `ite` whose branch has not returned, e.g. a
+        // variable both branches of an `if` assign): asked again once it is.
+        e.wait_bound(s, w);
+        return None;
+    };
+    let p = &e.ctl_ref()[c];
+    if p.hint.is_some() {
+        if p.hint_roots.iter().any(|&r| e.ctl_ref()[r].declared_ok == Some(false)) {
+            return None;
+        }
+        for &r in &p.hint_roots {
+            if !roots.contains(&r) {
+                roots.push(r);
+            }
+        }
+        return p.hint.clone();
+    }
+    if matches!(p.phase, Phase::WaitCallee | Phase::WaitArgs | Phase::Inlined { .. }) {
+        ask_again(e, c, w);
+    }
+    None
 }

@@ -365,18 +365,21 @@ impl<'a, H: Host> Env for Eval<'a, H> {
         self.host.scope(c.func.as_ref().expect("callee known"), args, &c.kwnames)
     }
 
-    fn read_passes(&mut self, read: CtrlId, writes: &[CtrlId]) -> bool {
+    fn read_passes(&mut self, read: CtrlId, writes: &[CtrlId], stand_ins: &[Vec<Option<H::Prim>>]) -> bool {
         use crate::control::Partial;
         let mut ws = Vec::with_capacity(writes.len());
-        for &c in writes {
+        for (i, &c) in writes.iter().enumerate() {
             let ctrl = &self.ctl[c];
             if !ctrl.kwnames.is_empty() {
                 return false;
             }
             let Some(f) = ctrl.func.clone() else { return false };
-            let args = ctrl.args.iter().map(|&a| match self.value(a) {
+            let args = ctrl.args.iter().enumerate().map(|(j, &a)| match self.value(a) {
                 Some(Value::Prim(p)) => Partial::Known(p.clone()),
-                _ => Partial::Pending,
+                _ => match stand_ins.get(i).and_then(|s| s.get(j)).cloned().flatten() {
+                    Some(h) => Partial::Known(h),
+                    None => Partial::Pending,
+                },
             });
             ws.push((f, args.collect()));
         }
