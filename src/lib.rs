@@ -11,6 +11,7 @@ pub mod host;
 pub mod lambda_o;
 pub mod lift;
 pub mod lower;
+pub mod oom;
 pub mod pipeline;
 pub mod py311;
 pub mod py312;
@@ -20,6 +21,9 @@ pub mod pyver;
 pub mod stats;
 
 use pyo3::prelude::*;
+
+#[global_allocator]
+static ALLOCATOR: oom::Guarded = oom::Guarded;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

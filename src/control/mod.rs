@@ -52,8 +52,9 @@
 //! (waiting on futures, the producer of a pending variable), `order` (program-order walks),
 //! `objects` (per-object ordering), `controller` (`advance`, dispatch/complete/fail).
 //!
-//! Dependencies: none in this crate (`stats`, `lambda_o` and `host` depend on this module, not
-//! the other way round). The evaluator's variables and work items are opaque ids here.
+//! Dependencies: only `oom` (the table of a long run's controllers grows fallibly); `stats`,
+//! `lambda_o` and `host` depend on this module, not the other way round. The evaluator's
+//! variables and work items are opaque ids here.
 mod controller;
 mod env;
 mod futures;

@@ -286,6 +286,8 @@ impl<P, E> Controllers<P, E> {
     pub fn add(&mut self, ctrl: Ctrl<P>, w: WorkId) -> CtrlId {
         let cid = self.ctrls.len();
         let r = ctrl.out.r;
+        crate::oom::grow(&mut self.ctrls);
+        crate::oom::grow(&mut self.work);
         self.ctrls.push(ctrl);
         if self.fut_owner.len() <= r {
             self.fut_owner.resize(r + 1, NONE);

@@ -11,6 +11,11 @@ impl<'a, H: Host> Eval<'a, H> {
                 }
                 self.steps_left -= 1;
                 self.step(w);
+                if crate::oom::failed() {
+                    // An allocation failed (the reserve let it go on): end the run as CPython
+                    // would have ended the program, with a MemoryError.
+                    return Err(self.host.internal_error("MemoryError", "poppy_jit: out of memory in the runtime"));
+                }
             }
             if self.ctl.in_flight == 0 {
                 return Ok(());
