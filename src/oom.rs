@@ -1,22 +1,30 @@
 //! An allocation failure inside the runtime becomes the program's MemoryError, as under CPython,
 //! instead of Rust's default of aborting the process.
 //!
-//! The extension's global allocator is the system's, with a reserve: while a run is evaluated
-//! (`arm`), a block of address space (`RESERVE`, never written: it costs no resident memory) is
-//! held back. When an allocation fails, the block is given back, the allocation is tried again
+//! The extension's global allocator is the system's, with a reserve: once a run has grown large
+//! (`grow`, past `ARM_AT` controllers), a block of address space (`RESERVE`, never written: it
+//! costs no resident memory) is held back. (Held from every run's start, it made small programs
+//! fail under a tight address-space limit — a process's threads reserve most of it — where they
+//! had run.) When an allocation fails, the block is given back, the allocation is tried again
 //! (it then fits, unless it alone is larger than the reserve), and `failed` says so; the
 //! evaluator checks it after every step and ends the run with a MemoryError (`lambda_o::eval`),
-//! releasing its buffers. The next run holds the reserve back again if it can. A single allocation larger
-//! than the reserve (doubling the vector of a long run's controllers) is asked for fallibly
-//! (`grow`), with the same outcome.
+//! releasing its buffers. A run gives the reserve back when it ends (`run_ended`). A single allocation
+//! larger than the reserve (doubling the vector of a long run's controllers) is asked for
+//! fallibly (`grow`), with the same outcome. (Tested end to end, in a child process under an
+//! address-space limit, by tests/test_out_of_memory.py: the flag is process-wide, and a unit
+//! test setting it would fail the evaluator runs of tests running beside it.)
 //!
 //! Depends on nothing in this crate.
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
-/// Bytes of address space held back for unwinding a run whose allocation failed.
+/// Bytes of address space held back for unwinding a run whose allocation failed (64 MiB was
+/// measured too little: the retried allocation still failed).
 const RESERVE: usize = 128 << 20;
+
+/// The number of a run's controllers from which the reserve is held back.
+const ARM_AT: usize = 1 << 16;
 
 static RESERVED: AtomicPtr<u8> = AtomicPtr::new(null_mut());
 static FAILED: AtomicBool = AtomicBool::new(false);
@@ -73,8 +81,7 @@ unsafe impl GlobalAlloc for Guarded {
     }
 }
 
-/// Hold the reserve back (before a run), if it is not held already and the address space has
-/// room for it.
+/// Hold the reserve back, if it is not held already and the address space has room for it.
 pub fn arm() {
     if !RESERVED.load(Ordering::Relaxed).is_null() {
         return;
@@ -105,6 +112,9 @@ pub fn grow<T>(v: &mut Vec<T>) {
     if v.len() < v.capacity() {
         return;
     }
+    if v.len() >= ARM_AT {
+        arm();
+    }
     let n = v.len().max(8);
     if v.try_reserve_exact(n).is_ok() {
         return;
@@ -115,25 +125,14 @@ pub fn grow<T>(v: &mut Vec<T>) {
     }
 }
 
-/// Forget a failure once the run it happened in has ended.
-pub fn clear() {
+/// A run has ended: forget a failure it had, and give the reserve back (the next large run
+/// holds it back again), so that no address space stays held between runs.
+pub fn run_ended() {
     FAILED.store(false, Ordering::SeqCst);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failed_allocation_uses_the_reserve_once() {
-        arm();
-        assert!(!RESERVED.load(Ordering::SeqCst).is_null());
-        assert!(release_reserve());
-        assert!(failed());
-        assert!(!release_reserve(), "nothing left to give back");
-        clear();
-        arm();
-        assert!(!RESERVED.load(Ordering::SeqCst).is_null(), "held back again");
-        assert!(!failed());
+    let r = RESERVED.swap(null_mut(), Ordering::SeqCst);
+    if !r.is_null() {
+        // SAFETY: allocated by `System` with `reserve_layout()` in `arm`; the swap made this
+        // the only owner.
+        unsafe { System.dealloc(r, reserve_layout()) };
     }
 }

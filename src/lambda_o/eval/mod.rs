@@ -272,7 +272,6 @@ pub fn run_with<H: Host>(
     opts: &RunOptions,
 ) -> Result<H::Prim, H::Error> {
     let max_steps = opts.max_steps;
-    crate::oom::arm();
     let b = take_buffers::<H::Prim, H::Error>();
     let mut ev = Eval {
         host,
@@ -308,9 +307,10 @@ pub fn run_with<H: Host>(
         ev.host.record_calls(records);
     }
     let out = driven.and_then(|()| ev.outcome(ret));
-    if crate::oom::failed() {
+    let failed = crate::oom::failed();
+    crate::oom::run_ended();
+    if failed {
         // Out of memory: let go of this run's buffers rather than keep them for the next.
-        crate::oom::clear();
         return out;
     }
     keep_buffers(Buffers {

@@ -127,6 +127,11 @@ impl<'a, H: Host> Eval<'a, H> {
             }
             self.steps_left -= 1;
             self.step(w);
+            if crate::oom::failed() {
+                // As in `drive`: an allocation failed, the reserve let the step finish.
+                let e = self.host.internal_error("MemoryError", "poppy_jit: out of memory in the runtime");
+                return self.end(ret, Err(e));
+            }
         }
         if self.ctl.in_flight > 0 {
             return Progress::Waiting(Parked {
@@ -156,6 +161,11 @@ impl<'a, H: Host> Eval<'a, H> {
             self.host.record_calls(records);
         }
         let out = driven.and_then(|()| self.outcome(ret));
+        let failed = crate::oom::failed();
+        crate::oom::run_ended();
+        if failed {
+            return Progress::Done(out); // its buffers are let go, not kept (`run_with`)
+        }
         keep_buffers(Buffers {
             slots: std::mem::take(&mut self.slots),
             refs: std::mem::take(&mut self.refs),
