@@ -23,12 +23,10 @@
 //! the outer `as` name's clean-up after it; first in a body, it starts the outer body too:
 //! `body_starts`). A `try: B finally: F` is recognised when B has no return, break or continue
 //! (`finally_shape`), statements with handlers in B included — try/except/else/finally is a
-//! try/except statement as B. Every other use of the table falls back, naming the
-//! construct: try/finally with an exit in B, with, except*, async with/for, other nestings, a bare `except:` or a
-//! handler naming
-//! BaseException/KeyboardInterrupt/SystemExit/GeneratorExit (the runtime delivers a
-//! KeyboardInterrupt by aborting the run, and a SystemExit from an external aborts it too:
-//! such a handler would not see them where CPython's does), and any other handler shape.
+//! try/except statement as B. A `with` (`with_stmt`) is one more kind of statement, nested like
+//! the others (in a try or with body, a try in its body). Every other use of the table falls
+//! back, naming the construct: try/finally with an exit in B, except*, async with/for, other
+//! nestings, and any other handler shape.
 //!
 //! What the recogniser yields (`Tries`) is used by `cfg` (leaders, the handler chains as
 //! exceptional successors of the try's first block) and `structure` (`Translator::translate_try`).
@@ -174,7 +172,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         // The code of statements nested in this one's body.
         let nested = |i: usize| spans.iter().any(|sp| sp.contains(&i) && *sp != own && sp.start >= own.start && sp.end <= own.end);
         if with_stmt::is_with(instrs, c.push) {
-            with_stmt::body_shape(ci, instrs, c, &es, &upto)?;
+            with_stmt::body_shape(ci, instrs, c, &es, &nested, &upto)?;
             continue;
         }
         if c.finally {
@@ -355,7 +353,9 @@ fn finally_shape(
             // Unprotected code that is no nested statement: a copy of F before an exit.
             return Err(fb());
         }
-        if ins.opcode == RETURN_VALUE || (!inner && matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH)) {
+        // (A nested `with`'s `BEFORE_WITH` is right before its code.)
+        let nested_with = ins.opcode == BEFORE_WITH && nested(i + 1);
+        if ins.opcode == RETURN_VALUE || (!inner && !nested_with && matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH)) {
             return Err(fb());
         }
         if let Some(t) = ins.jump_target() {
@@ -527,9 +527,6 @@ impl Translator<'_> {
         if with_stmt::is_with(instrs, t.push) {
             return self.translate_with(t, stack, out);
         }
-        if self.try_bodies.contains(&true) {
-            return Err(reason("a try inside a with body (nested try)", try_line));
-        }
         let bad = |line: u32| Err(shape(line));
         if stack.len() != t.depth {
             return bad(try_line);
@@ -565,9 +562,7 @@ impl Translator<'_> {
         };
         // (Nor may the body's regions run past the statement's join.)
         self.try_follows.push(join);
-        self.try_bodies.push(false);
         let r = self.part(entry, body_end, stack.clone(), at_head);
-        self.try_bodies.pop();
         self.try_follows.pop();
         let (body, end) = r?;
         let mut reached = false;
@@ -638,7 +633,7 @@ impl Translator<'_> {
 
     /// `region` for a part of a try statement (its body, else clause or a handler) ending at
     /// `follow`: no region inside it may run past `follow`.
-    fn part(&mut self, entry: Node, follow: Node, stack: Stack, first: bool) -> Result<(Block, Option<Stack>)> {
+    pub(super) fn part(&mut self, entry: Node, follow: Node, stack: Stack, first: bool) -> Result<(Block, Option<Stack>)> {
         self.try_follows.push(follow);
         let r = self.region(entry, follow, stack, first);
         self.try_follows.pop();
