@@ -277,9 +277,28 @@ def test_methods_are_looked_up_on_the_type_like_cpython(tmp_path):
                          ids=lambda p: p.name)
 def test_with_programs_compile(path):
     """The differential programs of `with` compile every @poppy function (the differential test
-    checks that they behave as CPython does)."""
+    checks that they behave as CPython does), but for the layouts 3.12 and 3.13 do not give
+    3.11's form yet (docs/versions.md), which fall back with their reason."""
     run = difftest.run_program(path, poppy=True)
     assert run.rc == difftest.directives(path).get("expect_rc", 0), run.stderr
     stats = run.trace["poppy_stats"]
-    assert stats["fallbacks"] == [], stats["fallbacks"]
-    assert stats["functions_compiled"] == len(difftest.poppy_functions(path))
+    here = sys.version_info[:2]
+    expected = {f: r for f, (r, vs) in LATER_VERSION_FALLBACKS.get(path.name[:4], {}).items() if here in vs}
+    got = {f["function"]: f["reason"].rsplit(" at line ", 1)[0] for f in stats["fallbacks"]}
+    assert got == expected, stats["fallbacks"]
+    assert stats["functions_compiled"] == len(difftest.poppy_functions(path)) - len(expected)
+
+
+# The functions of those programs that fall back on 3.12 and 3.13 (docs/versions.md): why, where.
+LATER_VERSION_FALLBACKS = {
+    "p630": {
+        # A try/except whose handlers all raise (no join to place its handler code before), in a
+        # with body: its handler code stays after the function, outside the with's.
+        "handler_raises": ("exception handling (with: statement shape)", {(3, 12), (3, 13)}),
+        "try_in_nested_with": ("exception handling (with: statement shape)", {(3, 12), (3, 13)}),
+        "try_around_loop": ("exception handling (a branch leaving a part of a try statement)", {(3, 13)}),
+    },
+    "p631": {
+        "loop_try_with": ("exception handling (nested try)", {(3, 13)}),
+    },
+}
