@@ -107,6 +107,8 @@ pub(super) fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryS
         line,
         inner: Vec::new(),
         finally: false,
+        exits: Vec::new(),
+        normal: 0..0,
     })
 }
 
@@ -297,7 +299,7 @@ impl Translator<'_> {
         self.end_with_raise(Intrinsic::Reraise, Vec::new(), exc_line, &mut reraise);
         hbody.push(stmt(StmtKind::If { cond: ok, then_body: Vec::new(), else_body: reraise }, exc_line));
         let handlers = vec![Handler { test: None, name: Some(e), body: hbody }];
-        out.push(stmt(StmtKind::Try { body, handlers, orelse }, line));
+        out.push(stmt(StmtKind::Try { body, handlers, orelse, finally: false }, line));
         *stack = outer;
         Ok(Some(join))
     }
