@@ -653,9 +653,9 @@ impl Translator<'_> {
         let handlers = vec![Handler { test: None, name: None, body: hbody }];
         let mut fstack = stack.clone();
         let mut orelse = Vec::new();
-        for k in t.push + 1..t.reraise {
-            self.line = instrs[k].line;
-            self.instr(&instrs[k], &mut fstack, &mut orelse)?;
+        for ins in &instrs[t.push + 1..t.reraise] {
+            self.line = ins.line;
+            self.instr(ins, &mut fstack, &mut orelse)?;
         }
         if fstack != *stack {
             return Err(fb(t.line));
