@@ -111,7 +111,8 @@ def test_p634_compiles():
     expected = {
         (3, 11): {"returned_value_kept", "nested_finally"},
         (3, 12): {"returned_value_kept", "nested_finally", "loop_exits", "discarded_exit"},
-        (3, 13): {"returned_value_kept", "nested_finally", "loop_exits", "discarded_exit", "return_in_loop"},
+        (3, 13): {"returned_value_kept", "nested_finally", "loop_exits", "discarded_exit", "return_in_loop",
+                  "nested_loop_return"},
     }.get(sys.version_info[:2])
     if expected is not None:
         assert fell == expected

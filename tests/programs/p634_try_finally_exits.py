@@ -66,6 +66,36 @@ def returned_value_kept(x):
 
 
 @poppy
+def kept_if_returned(x):
+    value = x
+    try:
+        if x > 1:
+            return value
+        value = 0
+    finally:
+        value = None
+        log(f"value reset {value}")
+    return value
+
+
+@poppy
+def nested_loop_return(items):
+    for it in items:
+        try:
+            for c in it:
+                if c == "r":
+                    return c + it
+                if c == "c":
+                    continue
+                if c == "b":
+                    break
+            log(f"after inner {it}")
+        finally:
+            log(f"fin {it}")
+    return "end"
+
+
+@poppy
 def unbound_at_exit(x):
     try:
         if x:
@@ -139,6 +169,10 @@ for x in (0, 1, 2, 3):
     attempt(returns, x)
     attempt(returns, x, 0)
 attempt(returned_value_kept, 4)
+for x in (1, 5):
+    attempt(kept_if_returned, x)
+attempt(nested_loop_return, ["abc", "xcy", "qrs"])
+attempt(nested_loop_return, ["a"])
 for x in (0, 1):
     attempt(unbound_at_exit, x)
 attempt(return_in_loop, ["a", "ab", "x", "c"])
