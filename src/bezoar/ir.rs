@@ -255,8 +255,10 @@ pub enum StmtKind {
     /// handlers or `orelse`) is caught: nothing after the raising operation runs, the handlers
     /// are tried in order with the locals as they were at the raising point, and an exception no
     /// handler matches propagates unchanged. `orelse` runs only when `body` completed normally
-    /// (not after break/continue/return).
-    Try { body: Block, handlers: Vec<Handler>, orelse: Block },
+    /// (not after break/continue/return) — unless `finally`: then `orelse` is a finally clause's
+    /// normal copy, run also after `body` left by break/continue/return (which then goes on,
+    /// unless `orelse` raised); it holds no break/continue/return itself (printed `finally:`).
+    Try { body: Block, handlers: Vec<Handler>, orelse: Block, finally: bool },
 }
 
 /// One `except` clause of a `Try`.
@@ -279,7 +281,7 @@ impl StmtKind {
         match self {
             StmtKind::If { then_body, else_body, .. } => vec![then_body, else_body],
             StmtKind::For { body, .. } | StmtKind::Loop { body } => vec![body],
-            StmtKind::Try { body, handlers, orelse } => {
+            StmtKind::Try { body, handlers, orelse, .. } => {
                 let mut out = vec![body];
                 for h in handlers {
                     if let Some((test, _)) = &h.test {
@@ -299,7 +301,7 @@ impl StmtKind {
         match self {
             StmtKind::If { then_body, else_body, .. } => vec![then_body, else_body],
             StmtKind::For { body, .. } | StmtKind::Loop { body } => vec![body],
-            StmtKind::Try { body, handlers, orelse } => {
+            StmtKind::Try { body, handlers, orelse, .. } => {
                 let mut out = vec![body];
                 for h in handlers {
                     if let Some((test, _)) = &mut h.test {

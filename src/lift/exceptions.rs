@@ -23,12 +23,10 @@
 //! the outer `as` name's clean-up after it; first in a body, it starts the outer body too:
 //! `body_starts`). A `try: B finally: F` is recognised when B has no return, break or continue
 //! (`finally_shape`), statements with handlers in B included — try/except/else/finally is a
-//! try/except statement as B. Every other use of the table falls back, naming the
-//! construct: try/finally with an exit in B, with, except*, async with/for, other nestings, a bare `except:` or a
-//! handler naming
-//! BaseException/KeyboardInterrupt/SystemExit/GeneratorExit (the runtime delivers a
-//! KeyboardInterrupt by aborting the run, and a SystemExit from an external aborts it too:
-//! such a handler would not see them where CPython's does), and any other handler shape.
+//! try/except statement as B. A `with` (`with_stmt`) is one more kind of statement, nested like
+//! the others (in a try or with body, a try in its body). Every other use of the table falls
+//! back, naming the construct: try/finally with an exit in B, except*, async with/for, other
+//! nestings, and any other handler shape.
 //!
 //! What the recogniser yields (`Tries`) is used by `cfg` (leaders, the handler chains as
 //! exceptional successors of the try's first block) and `structure` (`Translator::translate_try`).
@@ -72,6 +70,13 @@ pub(super) struct TryShape {
     /// which is what 3.11's code for it is — the exceptional copy of F is a bare handler ending in
     /// `RERAISE 0`, the normal copy follows the body. Its one handler's body starts at `F`.
     pub(super) finally: bool,
+    /// A finally's copies of F before the return, break or continue statements leaving its body
+    /// (unprotected, each followed by the exit's own pops and return or jump); skipped by the
+    /// translation, which then lifts F once, from the exceptional copy, as the `Try`'s
+    /// `finally` else clause (run after the body however it ended).
+    pub(super) exits: Vec<Range<usize>>,
+    /// With `exits`: the normal copy of F after the body (skipped too).
+    pub(super) normal: Range<usize>,
 }
 
 /// One `except E [as name]:` of a `TryShape`, or a bare `except:` (an empty `test`, `check` and
@@ -174,7 +179,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         // The code of statements nested in this one's body.
         let nested = |i: usize| spans.iter().any(|sp| sp.contains(&i) && *sp != own && sp.start >= own.start && sp.end <= own.end);
         if with_stmt::is_with(instrs, c.push) {
-            with_stmt::body_shape(ci, instrs, c, &es, &upto)?;
+            with_stmt::body_shape(ci, instrs, c, &es, &nested, &upto)?;
             continue;
         }
         if c.finally {
@@ -257,6 +262,9 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         if t.body.is_empty() || t.orelse > t.push {
             return Err(shape(t.line));
         }
+        for r in t.exits.iter().chain([&t.normal]) {
+            out.skip.extend(r.clone());
+        }
         for (k, h) in t.handlers.iter().enumerate() {
             if t.finally {
                 continue;
@@ -335,8 +343,51 @@ fn finally_shape(
 ) -> Result<()> {
     let fb = || reason("try/finally: a return, break or continue in its body", line);
     let (first, last) = (es[0], es[es.len() - 1]);
-    let orelse = upto(last.end);
     let fexc = &instrs[c.push + 1..c.reraise];
+    let covered = |i: usize| es.iter().any(|e| upto(e.start) <= i && i < upto(e.end));
+    // F may be copied before exits of the body when it is straight-line code that deletes no
+    // variable (what is defined at an exit is what is defined at the raising points:
+    // `lower_finally_normal`).
+    let copyable = fexc.iter().all(|i| {
+        i.jump_target().is_none() && !matches!(i.opcode, DELETE_FAST | DELETE_NAME | DELETE_GLOBAL | DELETE_DEREF)
+    });
+    let is_copy = |i: usize| {
+        copyable
+            && !fexc.is_empty()
+            && instrs.get(i..i + fexc.len()).is_some_and(|n| n.iter().zip(fexc).all(|(a, b)| (a.opcode, a.arg) == (b.opcode, b.arg)))
+    };
+    // A copy of F at `i` before an exit: then the exit's pops (a loop's iterator), a constant
+    // returned, and the return or a jump (out of the code before the handler, `push`): the index
+    // of that return or jump.
+    let exit_tail = |i: usize| {
+        if !is_copy(i) {
+            return None;
+        }
+        let mut e = i + fexc.len();
+        while instrs.get(e).is_some_and(|x| matches!(x.opcode, POP_TOP | SWAP | NOP)) {
+            e += 1;
+        }
+        if instrs.get(e).is_some_and(|x| x.opcode == LOAD_CONST) && instrs.get(e + 1).is_some_and(|x| x.opcode == RETURN_VALUE) {
+            e += 1;
+        }
+        let leaves = instrs.get(e).is_some_and(|x| {
+            x.opcode == RETURN_VALUE
+                || (is_unconditional_jump(x.opcode) && x.jump_target().and_then(at).is_some_and(|t| !(start..c.push).contains(&t)))
+        });
+        (leaves && e < c.push && (i..=e).all(|j| !covered(j) && !nested(j))).then_some(e)
+    };
+    let skip_nops = |mut j: usize| {
+        while instrs.get(j).is_some_and(|x| x.opcode == NOP) {
+            j += 1;
+        }
+        j
+    };
+    // The body's exits after its last protected instruction (a final `if …: break`): copies of F
+    // before exits, each followed by another copy — the last copy is the normal one.
+    let mut orelse = upto(last.end);
+    while let Some(e) = exit_tail(skip_nops(orelse)).filter(|&e| is_copy(skip_nops(e + 1))) {
+        orelse = e + 1;
+    }
     let mut k = orelse;
     if instrs.get(k).is_some_and(|i| i.opcode == NOP) && fexc.first().is_none_or(|i| i.opcode != NOP) {
         k += 1;
@@ -347,15 +398,25 @@ fn finally_shape(
     if start >= orelse || !same || k + fexc.len() > c.push || es.iter().any(|e| e.depth != first.depth) {
         return Err(fb());
     }
-    let covered = |i: usize| es.iter().any(|e| upto(e.start) <= i && i < upto(e.end));
-    for i in start..orelse {
+    let mut exits = Vec::new();
+    let mut i = start;
+    while i < orelse {
         let ins = &instrs[i];
         let inner = nested(i);
         if !(covered(i) || inner || ins.opcode == NOP) {
-            // Unprotected code that is no nested statement: a copy of F before an exit.
-            return Err(fb());
+            // Unprotected code that is no nested statement: a copy of F before an exit of the
+            // body — then the exit's pops (a loop's iterator), a constant returned, and the
+            // return or the jump out of the body.
+            let Some(e) = exit_tail(i).filter(|&e| e < orelse) else {
+                return Err(fb());
+            };
+            exits.push(i..i + fexc.len());
+            i = e + 1;
+            continue;
         }
-        if ins.opcode == RETURN_VALUE || (!inner && matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH)) {
+        // (A nested `with`'s `BEFORE_WITH` is right before its code.)
+        let nested_with = ins.opcode == BEFORE_WITH && nested(i + 1);
+        if ins.opcode == RETURN_VALUE || (!inner && !nested_with && matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH)) {
             return Err(fb());
         }
         if let Some(t) = ins.jump_target() {
@@ -364,10 +425,15 @@ fn finally_shape(
                 _ => return Err(fb()),
             }
         }
+        i += 1;
     }
     c.depth = first.depth as usize;
     c.body = start..orelse;
     c.orelse = orelse;
+    if !exits.is_empty() {
+        c.exits = exits;
+        c.normal = k..k + fexc.len();
+    }
     Ok(())
 }
 
@@ -441,6 +507,8 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
             line,
             inner: Vec::new(),
             finally: true,
+            exits: Vec::new(),
+            normal: 0..0,
         });
     }
     loop {
@@ -456,7 +524,7 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
                 .and_then(|e| at(e.target));
             let Some(cleanup) = cleanup.filter(|&k| k > p && is_cleanup(k)) else { return Err(shape(first.line)) };
             let end = cleanup + 3;
-            return Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: cleanup, cleanup, end, line, inner: Vec::new(), finally: false });
+            return Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: cleanup, cleanup, end, line, inner: Vec::new(), finally: false, exits: Vec::new(), normal: 0..0 });
         }
         // The test: straight-line code up to CHECK_EXC_MATCH.
         let mut c = p;
@@ -491,7 +559,7 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
     if !is_cleanup(p + 1) {
         return Err(shape(line));
     }
-    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, cleanup: p + 1, end: p + 4, line, inner: Vec::new(), finally: false })
+    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, cleanup: p + 1, end: p + 4, line, inner: Vec::new(), finally: false, exits: Vec::new(), normal: 0..0 })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -527,9 +595,6 @@ impl Translator<'_> {
         if with_stmt::is_with(instrs, t.push) {
             return self.translate_with(t, stack, out);
         }
-        if self.try_bodies.contains(&true) {
-            return Err(reason("a try inside a with body (nested try)", try_line));
-        }
         let bad = |line: u32| Err(shape(line));
         if stack.len() != t.depth {
             return bad(try_line);
@@ -537,14 +602,65 @@ impl Translator<'_> {
         let (Some(entry), Some(body_end)) = (cfg.node_at(t.body.start), cfg.node_at(t.orelse)) else {
             return bad(try_line);
         };
-        let join = self.try_join(t)?;
         let at_head = self.ctx.last().is_some_and(|c| c.head == entry);
+        if !t.exits.is_empty() {
+            self.open_tries.push(t.push);
+            let r = self.finally_parts(t, entry, body_end, at_head, stack);
+            self.open_tries.pop();
+            let (body, handlers, orelse, reached) = r?;
+            out.push(stmt(StmtKind::Try { body, handlers, orelse, finally: true }, try_line));
+            // (On after the normal copy of F, which is skipped.)
+            return Ok(reached.then_some(body_end));
+        }
+        let join = self.try_join(t)?;
         self.open_tries.push(t.push);
         let r = self.try_parts(t, entry, body_end, join, at_head, stack);
         self.open_tries.pop();
         let (body, handlers, orelse, reached) = r?;
-        out.push(stmt(StmtKind::Try { body, handlers, orelse }, try_line));
+        out.push(stmt(StmtKind::Try { body, handlers, orelse, finally: false }, try_line));
         Ok(reached.then_some(join))
+    }
+
+    /// The parts of a try/finally whose body leaves by return, break or continue (`t.exits`):
+    /// the body (each exit's copy of F skipped), the exceptional copy of F as a bare handler
+    /// ending in a bare raise, and F once more, translated from that copy (straight-line code),
+    /// as the `finally` else clause; whether the body's end is reached (then the translation goes
+    /// on at the normal copy of F, skipped, and what follows it).
+    #[allow(clippy::type_complexity)]
+    fn finally_parts(&mut self, t: &TryShape, entry: Node, body_end: Node, at_head: bool, stack: &Stack) -> Result<(Block, Vec<Handler>, Block, bool)> {
+        let instrs = self.code.instrs;
+        let cfg = self.code.cfg;
+        let fb = |line: u32| reason("try/finally: a return, break or continue in its body", line);
+        let (body, end) = self.part(entry, body_end, stack.clone(), at_head)?;
+        let reached = match end {
+            Some(s) if s == *stack => true,
+            None => false,
+            Some(_) => return Err(shape(t.line)),
+        };
+        let [h] = &t.handlers[..] else { return Err(fb(t.line)) };
+        let Some(start) = cfg.node_at(h.bind) else { return Err(shape(h.line)) };
+        let mut hstack = stack.clone();
+        hstack.extend([Val::Null, Val::Null]);
+        self.in_finally += 1;
+        self.in_handler += 1;
+        let r = self.part(start, cfg.exit(), hstack, false);
+        self.in_handler -= 1;
+        self.in_finally -= 1;
+        let (hbody, hend) = r?;
+        if hend.is_some() {
+            return Err(fb(h.line));
+        }
+        let handlers = vec![Handler { test: None, name: None, body: hbody }];
+        let mut fstack = stack.clone();
+        let mut orelse = Vec::new();
+        for ins in &instrs[t.push + 1..t.reraise] {
+            self.line = ins.line;
+            self.instr(ins, &mut fstack, &mut orelse)?;
+        }
+        if fstack != *stack {
+            return Err(fb(t.line));
+        }
+        Ok((body, handlers, orelse, reached))
     }
 
     #[allow(clippy::type_complexity)]
@@ -565,9 +681,7 @@ impl Translator<'_> {
         };
         // (Nor may the body's regions run past the statement's join.)
         self.try_follows.push(join);
-        self.try_bodies.push(false);
         let r = self.part(entry, body_end, stack.clone(), at_head);
-        self.try_bodies.pop();
         self.try_follows.pop();
         let (body, end) = r?;
         let mut reached = false;
@@ -638,7 +752,7 @@ impl Translator<'_> {
 
     /// `region` for a part of a try statement (its body, else clause or a handler) ending at
     /// `follow`: no region inside it may run past `follow`.
-    fn part(&mut self, entry: Node, follow: Node, stack: Stack, first: bool) -> Result<(Block, Option<Stack>)> {
+    pub(super) fn part(&mut self, entry: Node, follow: Node, stack: Stack, first: bool) -> Result<(Block, Option<Stack>)> {
         self.try_follows.push(follow);
         let r = self.region(entry, follow, stack, first);
         self.try_follows.pop();
@@ -791,6 +905,28 @@ mod tests {
     }
 
     #[test]
+    fn try_finally_with_exits_in_its_body() {
+        // The copies of F before a `return x` (in a loop: the iterator popped after it), a
+        // `return None`, a `break` and a `continue`, and a final `if …: break` after the last
+        // protected instruction; the normal copy last.
+        for (src, n) in [
+            (
+                "def f(xs):\n    for x in xs:\n        try:\n            if x:\n                return g(x)\n            if h(x):\n                \
+                 return None\n            if k(x):\n                continue\n            y = 1\n        finally:\n            log(x)\n    return 0\n",
+                3,
+            ),
+            ("def f(xs):\n    for x in xs:\n        try:\n            if g(x):\n                break\n        finally:\n            log(x)\n", 1),
+        ] {
+            let t = recognised(src).unwrap();
+            let [s] = &t.tries[..] else { panic!("{src}") };
+            assert!(s.finally, "{src}");
+            assert_eq!(s.exits.len(), n, "{src}");
+            assert!(s.exits.iter().all(|e| e.end <= s.normal.start && e.len() == s.normal.len()), "{src}");
+            assert!(s.normal.end < s.push && s.exits.iter().chain([&s.normal]).all(|r| r.clone().all(|i| t.skip.contains(&i))));
+        }
+    }
+
+    #[test]
     fn other_statements_fall_back_with_their_reason() {
         let cases = [
             (
@@ -798,7 +934,9 @@ mod tests {
                 "exception handling (try/finally: a return, break or continue in its body) at line 3",
             ),
             (
-                "def f(xs):\n    for x in xs:\n        try:\n            if g(x):\n                break\n        finally:\n            h(x)\n",
+                // (A finally clause copied before an exit must be straight-line code deleting no
+                // variable.)
+                "def f(xs):\n    for x in xs:\n        try:\n            if g(x):\n                break\n        finally:\n            del xs\n",
                 "exception handling (try/finally: a return, break or continue in its body) at line 4",
             ),
             (

@@ -317,10 +317,6 @@ pub(super) struct Translator<'a> {
     /// its handlers and else): a region inside one that reaches it without stopping there would
     /// carry code after the part into it (`structure::region` declines).
     pub(super) try_follows: Vec<super::cfg::Node>,
-    /// The try and with bodies being translated around the current instruction, innermost last
-    /// (true: a with body). A with statement inside either, and a try statement inside a with
-    /// body, fall back ("nested try"): not yet tested nested.
-    pub(super) try_bodies: Vec<bool>,
     /// The try and with statements translated (their `PUSH_EXC_INFO` index): every recognised
     /// one must be, or the structure recovery lost its handlers (`lift_code` falls back).
     pub(super) tries_done: std::collections::HashSet<usize>,

@@ -27,9 +27,10 @@
 //!
 //! A body ending with `return x` has `SWAP 2` and the exit call after its protected range, then
 //! the return: x goes to the else clause through a temporary. Any other `return`, a `break` or
-//! `continue` (each leaves through a copy of the exit call, outside the protected range, which
-//! cuts it) or a statement with handlers of its own in the body falls back, named; so does a
-//! `with` inside a try or with body (the nested-try rule). The
+//! `continue` leaving the body (each leaves through a copy of the exit call, outside the protected
+//! range, which cuts it) falls back, named. Statements with handlers of their own may be nested in
+//! the body (a try statement, another `with` — `with a, b:` is one inside the other): their code
+//! cuts the body's protected range, as in a try body. The
 //! recogniser (`chain`, `body_shape`) makes a `TryShape` that `exceptions::recognise` checks like
 //! the others (its `depth` is the stack at `s`: d + 2, with the exit and the enter result), and
 //! `Translator::translate_with` builds the statement. Depends on `py311` only.
@@ -106,18 +107,32 @@ pub(super) fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryS
         line,
         inner: Vec::new(),
         finally: false,
+        exits: Vec::new(),
+        normal: 0..0,
     })
 }
 
-/// The body of the `with` statement `c` (its table entries `es`): one protected range right
-/// after `BEFORE_WITH`, followed (after line `NOP`s) by the exit call `__exit__(None, None, None)`;
-/// no jump out of the body but to its end, no return, nothing with handlers inside.
-pub(super) fn body_shape(ci: &CodeInfo, instrs: &[Instr], c: &mut TryShape, es: &[Entry], upto: &dyn Fn(u32) -> usize) -> Result<()> {
+/// The body of the `with` statement `c` (its table entries `es`): protected ranges starting right
+/// after `BEFORE_WITH`, cut only by unprotected `NOP`s and by the code of statements with handlers
+/// nested in it (`nested`: their own handler code is protected by their own entries), followed
+/// (after line `NOP`s) by the exit call `__exit__(None, None, None)`; no jump out of the body but
+/// to its end and no return.
+pub(super) fn body_shape(
+    ci: &CodeInfo,
+    instrs: &[Instr],
+    c: &mut TryShape,
+    es: &[Entry],
+    nested: &dyn Fn(usize) -> bool,
+    upto: &dyn Fn(u32) -> usize,
+) -> Result<()> {
     let leaves = |l: u32| reason("a return, break, continue or statement with handlers in its body", l);
     let line = instrs.get(c.push + 1).map_or(c.line, |i| i.line);
-    let [e] = es else { return Err(leaves(line)) };
-    let (start, orelse) = (upto(e.start), upto(e.end));
+    let (Some(first), Some(last)) = (es.first(), es.last()) else { return Err(shape(line)) };
+    let (start, orelse) = (upto(first.start), upto(last.end));
     if start == 0 || start >= orelse || instrs[start - 1].opcode != BEFORE_WITH {
+        return Err(shape(line));
+    }
+    if es.iter().any(|e| e.depth != first.depth) {
         return Err(shape(line));
     }
     let mut k = orelse;
@@ -141,9 +156,21 @@ pub(super) fn body_shape(ci: &CodeInfo, instrs: &[Instr], c: &mut TryShape, es: 
         return Err(shape(line));
     }
     let at = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();
+    let covered = |i: usize| es.iter().any(|e| upto(e.start) <= i && i < upto(e.end));
     for i in start..orelse {
         let ins = &instrs[i];
-        if matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH | WITH_EXCEPT_START | RETURN_VALUE) {
+        let inner = nested(i);
+        if !(covered(i) || inner || ins.opcode == NOP) {
+            // Unprotected code that is no nested statement: a copy of the exit call before a
+            // return, break or continue.
+            return Err(leaves(ins.line));
+        }
+        // (Handler opcodes belong to nested statements only — a nested `with`'s `BEFORE_WITH`
+        // right before its code —; a return anywhere leaves through a copy of the exit call.)
+        let nested_with = ins.opcode == BEFORE_WITH && nested(i + 1);
+        if ins.opcode == RETURN_VALUE
+            || (!inner && !nested_with && matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH | WITH_EXCEPT_START))
+        {
             return Err(leaves(ins.line));
         }
         if let Some(t) = ins.jump_target() {
@@ -153,7 +180,7 @@ pub(super) fn body_shape(ci: &CodeInfo, instrs: &[Instr], c: &mut TryShape, es: 
             }
         }
     }
-    c.depth = e.depth as usize + 1;
+    c.depth = first.depth as usize + 1;
     c.body = start..orelse;
     c.orelse = orelse;
     Ok(())
@@ -198,9 +225,6 @@ impl Translator<'_> {
         let cfg = self.code.cfg;
         let line = instrs[t.body.start - 1].line;
         let exc_line = instrs[t.push + 1].line;
-        if !self.try_bodies.is_empty() {
-            return Err(reason("inside a try or with body (nested try)", line));
-        }
         let exit = match stack.len().checked_sub(2).map(|k| &stack[k]) {
             Some(Val::Reg(r)) if stack.len() == t.depth => *r,
             _ => return Err(shape(line)),
@@ -223,9 +247,10 @@ impl Translator<'_> {
         let outer: Stack = after[..after.len() - 1].to_vec();
         let at_head = self.ctx.last().is_some_and(|c| c.head == entry);
         self.open_tries.push(t.push);
-        self.try_bodies.push(true);
-        let r = self.region(entry, body_end, stack.clone(), at_head);
-        self.try_bodies.pop();
+        // (No region inside the body may run past its end or the statement's join: `part`.)
+        self.try_follows.push(join);
+        let r = self.part(entry, body_end, stack.clone(), at_head);
+        self.try_follows.pop();
         let returns = instrs[t.orelse].opcode == SWAP;
         let r = r.and_then(|(mut body, end)| match end {
             Some(s) if returns && s.len() == after.len() + 1 && s[..after.len()] == after[..] => {
@@ -274,7 +299,7 @@ impl Translator<'_> {
         self.end_with_raise(Intrinsic::Reraise, Vec::new(), exc_line, &mut reraise);
         hbody.push(stmt(StmtKind::If { cond: ok, then_body: Vec::new(), else_body: reraise }, exc_line));
         let handlers = vec![Handler { test: None, name: Some(e), body: hbody }];
-        out.push(stmt(StmtKind::Try { body, handlers, orelse }, line));
+        out.push(stmt(StmtKind::Try { body, handlers, orelse, finally: false }, line));
         *stack = outer;
         Ok(Some(join))
     }

@@ -242,7 +242,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             // block, and no exit status records it (`bezoar::ir::StmtKind::Raise`).
             StmtKind::Raise(_) => {}
             StmtKind::Loop { body } => self.lower_loop(st, body, line)?,
-            StmtKind::Try { body, handlers, orelse } => self.lower_try(st, body, handlers, orelse, line)?,
+            StmtKind::Try { body, handlers, orelse, finally } => self.lower_try(st, body, handlers, orelse, *finally, line)?,
             StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => {
                 let Some(exit) = st.exit else {
                     return Err(format!("break/continue/return outside a lowered loop at line {line}"));

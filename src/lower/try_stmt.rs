@@ -63,6 +63,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         body: &[bz::Stmt],
         handlers: &[bz::Handler],
         orelse: &[bz::Stmt],
+        finally: bool,
         line: u32,
     ) -> Result<(), String> {
         if st.exit.is_none() {
@@ -100,6 +101,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         let f = self.helper("is_raised", line);
         let raised = self.xcall(st, f, &[exit.status], &[], "raised", line);
         let args = self.carried(st, &vars, line);
+        let at_exit = at_raise.clone();
         let except = self.lower_branch_with(st, "except", &vars, line, |lw, inner| {
             inner.defined = at_raise;
             // The chain runs with the status 0 (its own operations may raise, for an enclosing
@@ -117,6 +119,9 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
             if !body_may_leave {
                 return lw.lower_block(inner, orelse);
             }
+            if finally {
+                return lw.lower_finally_normal(inner, orelse, at_exit, line);
+            }
             // The else runs only when the body completed normally (status 0).
             let ovars: Vec<bz::VarName> =
                 assigned(orelse).into_iter().filter(|v| lw.promoted.contains(v)).collect();
@@ -130,6 +135,29 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         })?;
         self.ite_branches(st, raised, &except, &noraise, &args, &vars, line);
         st.defined = except.defined.meet(&noraise.defined);
+        Ok(())
+    }
+
+    /// A finally clause's normal copy (`Try::finally`), after a body that completed or left by
+    /// break/continue/return: it runs with the status 0 (the body's exit saved), from what is
+    /// defined at every way out of the body (`at_exit`: what a handler may assume); then the saved
+    /// exit goes on — unless the clause raised (in a catching scope: the status RAISED stays; outside
+    /// one the run failed), as CPython discards a pending return or break then.
+    fn lower_finally_normal(&mut self, st: &mut State, orelse: &[bz::Stmt], at_exit: DefinedSet, line: u32) -> Result<(), String> {
+        let saved = st.exit.expect("exit threaded");
+        let zero = self.int(NORMAL, line);
+        st.exit = Some(Exit { status: zero, ..saved });
+        st.defined = at_exit;
+        self.lower_block(st, orelse)?;
+        let after = st.exit.expect("exit threaded");
+        let args = self.carried(st, &[], line);
+        let keep = self.lower_branch(st, "fraised", &[], &[], line)?;
+        let restore = self.lower_branch_with(st, "fexit", &[], line, |_, inner| {
+            inner.exit = Some(saved);
+            Ok(())
+        })?;
+        self.ite_branches(st, after.status, &keep, &restore, &args, &[], line);
+        st.defined = keep.defined.meet(&restore.defined);
         Ok(())
     }
 

@@ -148,7 +148,19 @@ pub(super) fn place(
     let mut chains: Vec<Chain> = heads.iter().rev().filter_map(|t| chain(raw, at, consts, entries, at[t], 0)).collect();
     // Where each body ends: after its last protected instruction outside the handler chains (a
     // statement nested in the body has its chain elsewhere, which the body's entries cover too).
-    let spans: Vec<(u32, u32)> = chains.iter().map(|c| (raw[c.push].offset, raw[c.end - 1].offset)).collect();
+    // (And a `with` nested in the body: its handler code, from `PUSH_EXC_INFO` to its clean-up
+    // block, which `place_with` may have left after the function.)
+    let with_spans = (0..raw.len()).filter(|&p| raw[p].opcode == v12::PUSH_EXC_INFO && raw.get(p + 1).is_some_and(|i| i.opcode == v12::WITH_EXCEPT_START)).filter_map(|p| {
+        let push_off = raw[p].offset;
+        let e = entries.iter().find(|e| e.lasti && e.start <= push_off && push_off < e.end)?;
+        let c = *at.get(&e.target)?;
+        if c > p {
+            Some((push_off, raw.get(c + 2)?.offset))
+        } else {
+            None
+        }
+    });
+    let spans: Vec<(u32, u32)> = chains.iter().map(|c| (raw[c.push].offset, raw[c.end - 1].offset)).chain(with_spans).collect();
     for c in chains.iter_mut() {
         let push_off = raw[c.push].offset;
         c.body_end = raw
@@ -382,7 +394,10 @@ pub(super) fn table(
 /// falls through; `S`'s jump dropped), or after the normal path's own jump when `J` is elsewhere
 /// (the head of an enclosing loop: `S` keeps its jump). Every moved instruction keeps its
 /// exception-table entry; a chain not in this shape stays where it is (the lifter then falls back
-/// with its reason).
+/// with its reason). The normal path is found from the body's entry followed by the exit call (a
+/// statement nested in the body has handler code after the function, whose clean-up block the
+/// body's entry protects too), and the handler code of a try/finally nested in the body moves into
+/// the body first (`finally_chains_into_body`).
 pub(super) fn place_with(
     raw: &[RawInstr],
     at: &BTreeMap<u32, usize>,
@@ -417,13 +432,28 @@ pub(super) fn place_with(
         if !shape {
             continue;
         }
-        // The normal path: the end of the protected body, line NOPs, `__exit__(None, None, None)`.
-        let Some(body_end) = entries.iter().filter(|e| e.lasti && e.target == push_off).map(|e| e.end).max() else { continue };
-        let Some(mut n) = at.get(&body_end).copied() else { continue };
-        while raw.get(n).is_some_and(|i| i.opcode == v12::NOP) {
-            n += 1;
-        }
+        // The normal path: the end of the protected body, line NOPs, `__exit__(None, None, None)`
+        // (after `SWAP 2` for a final `return x`). (The body's last entry in code order need not
+        // be its end: the handler code of a statement nested in the body comes after it, its
+        // clean-up protected by this body's entry.)
         let exit_call = |n: usize| (n..n + 3).all(none) && ops(n + 3, 2).as_deref() == Some(&[(v12::CALL, 2), (v12::POP_TOP, 0)][..]);
+        let mut ends: Vec<u32> = entries.iter().filter(|e| e.lasti && e.target == push_off).map(|e| e.end).collect();
+        ends.sort_unstable_by(|a, b| b.cmp(a));
+        let normal_end = |end: u32| {
+            let mut n = at.get(&end).copied()?;
+            while raw.get(n).is_some_and(|i| i.opcode == v12::NOP) {
+                n += 1;
+            }
+            let swap = ops(n, 1).as_deref() == Some(&[(v12::SWAP, 2)][..]);
+            (n < p && exit_call(if swap { n + 1 } else { n })).then_some(n)
+        };
+        let found = ends.iter().find_map(|&e| normal_end(e));
+        let Some(n) = found.or_else(|| ends.first().and_then(|&e| at.get(&e).copied())) else {
+            continue;
+        };
+        if found.is_some() {
+            finally_chains_into_body(raw, at, entries, &mut placed.stream, &mut placed.cover_as, &mut next_key, p, n);
+        }
         let st = &mut placed.stream;
         let pos = |st: &Vec<(u32, Vec<Out>)>, key: u32| st.iter().position(|(k, _)| *k == key);
         if ops(n, 1).as_deref() == Some(&[(v12::SWAP, 2)][..]) && exit_call(n + 1) {
@@ -524,4 +554,75 @@ pub(super) fn place_with(
         st.splice(at_j..at_j, insert);
     }
     std::mem::replace(placed, Placed { stream: Vec::new(), cover_as: BTreeMap::new() })
+}
+
+/// The handler code of the try/finally statements nested in the body of the `with` whose
+/// `PUSH_EXC_INFO` is `raw[p]` (its normal exit call at `raw[n]`, after line `NOP`s), moved into
+/// the body, as 3.11 lays it out: 3.12 puts a finally's exceptional copy `PUSH_EXC_INFO; … F …;
+/// RERAISE 0; COPY 3; POP_EXCEPT; RERAISE 1` after the function (its clean-up block protected by
+/// the with's handler), 3.11 after the statement's normal copy, inside the with body, the normal
+/// path jumping over it to the exit call (`place` does not move these chains). Each moved
+/// instruction keeps its table entry; the added jump is protected as the instruction before it.
+#[allow(clippy::too_many_arguments)]
+fn finally_chains_into_body(
+    raw: &[RawInstr],
+    at: &BTreeMap<u32, usize>,
+    entries: &[Entry],
+    st: &mut Vec<(u32, Vec<Out>)>,
+    cover_as: &mut BTreeMap<u32, u32>,
+    next_key: &mut u32,
+    p: usize,
+    n: usize,
+) {
+    let push_off = raw[p].offset;
+    let pos = |st: &Vec<(u32, Vec<Out>)>, key: u32| st.iter().position(|(k, _)| *k == key);
+    // The body's end: the line `NOP`s before the exit call.
+    let mut m = n;
+    while m > 0 && raw[m - 1].opcode == v12::NOP {
+        m -= 1;
+    }
+    let with_covers = |o: u32| entries.iter().find(|e| e.start <= o && o < e.end).is_some_and(|e| e.lasti && e.target == push_off);
+    let mut keys: Vec<u32> = Vec::new();
+    for q in (n + 1..raw.len()).filter(|&q| raw[q].opcode == v12::PUSH_EXC_INFO && q != p) {
+        let mut r = q + 1;
+        while raw.get(r).is_some_and(|i| {
+            !matches!(i.opcode, v12::RERAISE | v12::PUSH_EXC_INFO | v12::POP_EXCEPT | v12::CHECK_EXC_MATCH | v12::WITH_EXCEPT_START)
+        }) {
+            r += 1;
+        }
+        let cleanup = raw.get(r + 1..r + 4).map(|s| s.iter().map(|i| (i.opcode, i.arg)).collect::<Vec<_>>());
+        let finally = raw.get(r).is_some_and(|i| (i.opcode, i.arg) == (v12::RERAISE, 0))
+            && cleanup.as_deref() == Some(&[(v12::COPY, 3), (v12::POP_EXCEPT, 0), (v12::RERAISE, 1)][..])
+            // (Its jumps stay inside it.)
+            && raw[q..r].iter().all(|i| v12::jump_target(i.op_offset, i.opcode, i.arg).is_none_or(|t| at.get(&t).is_some_and(|&t| q < t && t <= r)));
+        if finally && with_covers(raw[r + 1].offset) && raw[q..r + 4].iter().all(|i| pos(st, i.offset).is_some()) {
+            keys.extend(raw[q..r + 4].iter().map(|i| i.offset));
+        }
+    }
+    if keys.is_empty() {
+        return;
+    }
+    let block: Vec<(u32, Vec<Out>)> = keys.iter().map(|&k| st[pos(st, k).expect("checked above")].clone()).collect();
+    st.retain(|(k, _)| !keys.contains(k));
+    let Some(mut at_m) = pos(st, raw[m].offset) else {
+        // (Not expected: put them back at the end.)
+        st.extend(block);
+        return;
+    };
+    // Before the instructions that emit nothing just before the body's end (a dropped `END_FOR`
+    // a loop's `FOR_ITER` targets): they stand for the next output, which must stay the end's.
+    while at_m > 0 && st[at_m - 1].1.is_empty() {
+        at_m -= 1;
+    }
+    let mut insert = Vec::new();
+    let before = st[..at_m].iter().rev().find_map(|(k, o)| o.last().map(|o| (*k, *o)));
+    if let Some((k, o)) = before.filter(|(_, o)| !ends_block(o)) {
+        // The body's fall-through, now a jump over the moved code to its end.
+        let key = *next_key;
+        *next_key += 2;
+        cover_as.insert(key, cover_as.get(&k).copied().unwrap_or(k));
+        insert.push((key, vec![Out { op: 0, arg: 0, line: o.line, jump: Some((Jump::Always, raw[m].offset)) }]));
+    }
+    insert.extend(block);
+    st.splice(at_m..at_m, insert);
 }

@@ -120,7 +120,7 @@ fn walk(b: &[Stmt], defined: &mut DefinedSet, ctx: Read, cf: &dyn Fn(u32) -> Opt
                 let mut inner = defined.clone();
                 walk(body, &mut inner, ctx, cf, out);
             }
-            StmtKind::Try { body, handlers, orelse } => {
+            StmtKind::Try { body, handlers, orelse, .. } => {
                 // A handler starts at any raising point of the body: what is defined there is
                 // what was before the try less what the body may delete.
                 let mut at_raise = defined.clone();

@@ -124,7 +124,7 @@ fn rename(b: &mut [Stmt], from: Reg, to: Reg) {
                 rename(body, from, to);
             }
             StmtKind::Loop { body } => rename(body, from, to),
-            StmtKind::Try { body, handlers, orelse } => {
+            StmtKind::Try { body, handlers, orelse, .. } => {
                 rename(body, from, to);
                 for h in handlers {
                     if let Some((test, r)) = &mut h.test {

@@ -218,6 +218,7 @@ mod tests {
                     Handler { test: None, name: Some("$c0.x".into()), body: vec![stmt(StmtKind::Break, 23)] },
                 ],
                 orelse: vec![stmt(StmtKind::Store("y".into(), 3), 25)],
+                finally: false,
             },
             19,
         ));
@@ -225,7 +226,8 @@ mod tests {
             StmtKind::Try {
                 body: vec![],
                 handlers: vec![Handler { test: None, name: None, body: vec![] }],
-                orelse: vec![],
+                orelse: vec![stmt(StmtKind::Store("y".into(), 3), 26)],
+                finally: true,
             },
             0,
         ));
@@ -296,7 +298,7 @@ mod tests {
             concat!(
                 "  try:  @19\n    r3 := r2(r0)  @20\n  except r4 as e:\n    r4 := global KeyError  @21\n  then:\n",
                 "    r5 := load e  @22\n  except r2:\n    pass\n  then:\n    pass\n  except as $c0.x:\n    break  @23\n",
-                "  else:\n    store y r3  @25\n  try:\n    pass\n  except:\n    pass\n  return r4  @14\n",
+                "  else:\n    store y r3  @25\n  try:\n    pass\n  except:\n    pass\n  finally:\n    store y r3  @26\n  return r4  @14\n",
             ),
         ] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");

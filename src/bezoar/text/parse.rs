@@ -175,14 +175,15 @@ impl<'a> Parser<'a> {
                     };
                     handlers.push(Handler { test, name, body: self.block(depth + 1)? });
                 }
-                let orelse = match self.peek() {
-                    Some(l) if l.depth == depth && l.text == "else:" => {
+                let (orelse, finally) = match self.peek() {
+                    Some(l) if l.depth == depth && (l.text == "else:" || l.text == "finally:") => {
                         self.pos += 1;
-                        self.block(depth + 1)?
+                        let finally = l.text == "finally:";
+                        (self.block(depth + 1)?, finally)
                     }
-                    _ => vec![],
+                    _ => (vec![], false),
                 };
-                block.push(Stmt { kind: StmtKind::Try { body, handlers, orelse }, line: src_line });
+                block.push(Stmt { kind: StmtKind::Try { body, handlers, orelse, finally }, line: src_line });
                 continue;
             } else if c.eat_keyword("break") {
                 StmtKind::Break

@@ -63,7 +63,7 @@ fn print_block(out: &mut String, block: &Block, depth: usize) {
                 }
             }
             StmtKind::For { body, .. } | StmtKind::Loop { body } => print_block(out, body, depth + 1),
-            StmtKind::Try { body, handlers, orelse } => {
+            StmtKind::Try { body, handlers, orelse, finally } => {
                 print_block(out, body, depth + 1);
                 for h in handlers {
                     let name = h.name.as_ref().map(|x| format!(" as {x}")).unwrap_or_default();
@@ -77,7 +77,10 @@ fn print_block(out: &mut String, block: &Block, depth: usize) {
                     }
                     print_block(out, &h.body, depth + 1);
                 }
-                if !orelse.is_empty() {
+                if *finally {
+                    writeln!(out, "{indent}finally:").unwrap();
+                    print_block(out, orelse, depth + 1);
+                } else if !orelse.is_empty() {
                     writeln!(out, "{indent}else:").unwrap();
                     print_block(out, orelse, depth + 1);
                 }

@@ -1,6 +1,6 @@
 def f(m):
     try:
-        with m:
-            g()
+        with m as v:
+            g(v)
     except KeyError:
         pass
