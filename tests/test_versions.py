@@ -225,13 +225,11 @@ def test_3_13_forms_compile_and_run_as_cpython(tmp_path):
 
 
 def test_conversion_with_a_computed_spec():
-    """3.13 converts before it evaluates the spec; 3.11's FORMAT_VALUE after (only 3.13 falls back)."""
+    """3.13 converts before it evaluates the spec, 3.11's and 3.12's FORMAT_VALUE after: each
+    version compiles it in its own order (p640 checks the order and the results)."""
     def f(x, w):
         return f"{x!r:>{w}}"
 
-    reason = _core.explain(f)["fallback"]
+    assert _core.explain(f)["fallback"] is None
     if VERSION == (3, 13):
-        line = f.__code__.co_firstlineno + 1
-        assert reason == f"conversion with a computed format spec (CONVERT_VALUE) at line {line}"
-    else:
-        assert reason is None
+        assert "op convert.repr(" in _core.explain(f)["bezoar"]
