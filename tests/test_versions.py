@@ -344,6 +344,31 @@ LAYOUTS = {
             except NameError as n:
                 return y, repr(n)
     """,
+    # Two try/finally statements in a try/except/finally's body (p623's `finally_inside`): 3.13
+    # drops the line NOP that ends the outer body in 3.12, so the second finally's normal copy is
+    # followed by the jump the normaliser adds for the outer statement; its exceptional copy goes
+    # before that jump, behind a jump of its own, as in 3.11.
+    "two try/finally statements in a try/except/finally's body, in a loop": """
+        def f(keys):
+            got = []
+            for k in keys:
+                try:
+                    try:
+                        got.append(k)
+                    except IndexError:
+                        got.append(1)
+                    finally:
+                        log(k)
+                    try:
+                        got.append(2)
+                    finally:
+                        log(3)
+                except (ValueError, ZeroDivisionError) as e:
+                    got.append(e)
+                finally:
+                    log(4)
+            return got
+    """,
 }
 
 

@@ -121,10 +121,18 @@ pub(super) fn place(raw: &[RawInstr], at: &BTreeMap<u32, usize>, entries: &[Entr
         };
         // What follows the normal copy: its own jump (3.11 puts the copy after it), or the code
         // after the statement (3.11 jumps over the copy to it).
+        // (Its own: protected as the normal copy is. A jump protected otherwise ends an
+        // enclosing statement's body — `handlers::place` adds one before the chain it places —:
+        // the copy goes before it, behind a jump of its own.)
         let next = st[l + 1..].iter().position(|(_, o)| !o.is_empty()).map(|k| l + 1 + k);
+        let own_jump = next.is_some_and(|k| {
+            st[k].1.len() == 1
+                && matches!(st[k].1[0].jump, Some((Jump::Always | Jump::NoInterrupt, _)))
+                && cover(*placed.cover_as.get(&st[k].0).unwrap_or(&st[k].0)) == cover(last)
+        });
         let mut insert = Vec::new();
         let at_ = match next {
-            Some(k) if st[k].1.len() == 1 && matches!(st[k].1[0].jump, Some((Jump::Always | Jump::NoInterrupt, _))) => k + 1,
+            Some(k) if own_jump => k + 1,
             Some(_) => {
                 let Some(&(join, _)) = st.get(l + 1) else { unreachable!("next is after l") };
                 let line = st[l].1.last().map_or(raw[q + n - 1].line, |o| o.line);
