@@ -25,18 +25,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 VERSIONS="${POPPY_TEST_VERSIONS:-3.11 3.12 3.13}"
 
 # On 3.12 and 3.13 the compiled path runs: the full suite but for these cases, each with why.
-DESELECT_312=(
-    # The finally clause's normal copy runs on into the code after the statement and a
-    # `continue` there (3.12's layout): the loop's iterations wait for each other (1 request in
-    # flight, not 12; the results and calls are CPython's).
-    --deselect "tests/test_difftest.py::test_program_differential[p624_try_except_finally_overlap.py]"
-    --deselect "tests/test_difftest.py::test_program_differential[p625_try_except_finally_classify_overlap.py]"
-)
-DESELECT_313=(
-    # As on 3.12.
-    --deselect "tests/test_difftest.py::test_program_differential[p624_try_except_finally_overlap.py]"
-    --deselect "tests/test_difftest.py::test_program_differential[p625_try_except_finally_classify_overlap.py]"
-)
+DESELECT_312=()
+DESELECT_313=()
 # Their golden suites: all but regions_golden, whose Bezoar numbers constants after the
 # comprehension code objects 3.11 has in co_consts (3.12's and 3.13's made ones come last); lift
 # goldens are per version (tests/golden/lift/3.12/, 3.13/), the regions one is 3.11's.

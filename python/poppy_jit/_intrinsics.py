@@ -57,6 +57,21 @@ def _format_ascii(x, spec=""):
     return format(ascii(x), spec)
 
 
+# A conversion alone (3.13's CONVERT_VALUE, before a computed format spec is evaluated): what
+# PyObject_Str/Repr/ASCII return, a str subclass included (the builtins called by their own
+# names here, never the module's).
+def _convert_str(x):
+    return str(x)
+
+
+def _convert_repr(x):
+    return repr(x)
+
+
+def _convert_ascii(x):
+    return ascii(x)
+
+
 # ---------------------------------------------------------------------------------------------
 # Iteration: what a `for` loop runs over (lowering: src/lower/control.rs, `lower_for`).
 
@@ -243,6 +258,7 @@ INTRINSICS = {
     "build_string": _build_string,
     "format_none": _format_none, "format_str": _format_str,
     "format_repr": _format_repr, "format_ascii": _format_ascii,
+    "convert_str": _convert_str, "convert_repr": _convert_repr, "convert_ascii": _convert_ascii,
     "iter": _iter_snapshot,
     "iter_private": _iter_private,
     "next_or_stop": _next_or_stop,

@@ -181,6 +181,7 @@ _SHALLOW_READS = frozenset({id(INTRINSICS[k]) for k in ("truth", "not", "iter", 
 
 
 _TO_STR = frozenset({id(INTRINSICS[k]) for k in ("format_none", "format_str", "format_repr", "format_ascii",
+                                                  "convert_str", "convert_repr", "convert_ascii",
                                                   "build_string")} | {id(str), id(repr), id(format)})
 
 

@@ -362,6 +362,10 @@ pub enum Intrinsic {
     BuildList,
     /// f-string piece: `format(conv(x), spec)`. Operands: [x] or [x, spec] when `has_spec`.
     FormatValue { conv: Conversion, has_spec: bool },
+    /// f-string conversion alone: `str(x)`, `repr(x)` or `ascii(x)` (never `Conversion::None`).
+    /// 3.13 converts (`CONVERT_VALUE`) before it evaluates a computed format spec, then formats
+    /// the converted value (`FormatValue { conv: None, has_spec: true }`). Operands: [x].
+    Convert(Conversion),
     /// f-string concatenation of n strings.
     BuildString,
     /// `GET_ITER` of a `for` loop: a tuple of the iterable's items when nothing can change them
@@ -551,6 +555,13 @@ impl Intrinsic {
                 Conversion::Str => "format_str",
                 Conversion::Repr => "format_repr",
                 Conversion::Ascii => "format_ascii",
+            }
+            .into(),
+            Intrinsic::Convert(conv) => match conv {
+                Conversion::Str => "convert_str",
+                Conversion::Repr => "convert_repr",
+                Conversion::Ascii => "convert_ascii",
+                Conversion::None => unreachable!("a conversion alone converts"),
             }
             .into(),
             Intrinsic::BuildString => "build_string".into(),

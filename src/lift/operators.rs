@@ -35,6 +35,14 @@ pub(super) fn translate(em: &mut Emitter, ins: &Instr, stack: &mut Stack, out: &
             };
             (Intrinsic::Unary(op), 1)
         }
+        FORMAT_VALUE if oparg::format_convert_only(arg) => {
+            // (The normalised form of 3.13's CONVERT_VALUE before a computed spec.)
+            let (conv, _) = oparg::format_value(arg);
+            if conv == Conversion::None {
+                return Err(Fallback::unsupported(ins));
+            }
+            (Intrinsic::Convert(conv), 1)
+        }
         FORMAT_VALUE => {
             let (conv, has_spec) = oparg::format_value(arg);
             (Intrinsic::FormatValue { conv, has_spec }, 1 + has_spec as usize)

@@ -51,6 +51,18 @@ pub fn format_value(arg: u32) -> (Conversion, bool) {
     (conv, arg & 4 != 0)
 }
 
+/// A `FORMAT_VALUE` flag 3.11's compiler never sets (its mask is 7), used by the normalised form
+/// of a later version's bytecode (`py313::normalise`): convert only, with the conversion in the
+/// low bits (`str`, `repr` or `ascii` of the value, which is what 3.13's `CONVERT_VALUE` does
+/// before it evaluates a computed format spec). Never executed by CPython: the lifter alone
+/// reads the normalised code.
+pub const FVC_CONVERT_ONLY: u32 = 8;
+
+/// Whether `FORMAT_VALUE arg` is a conversion alone (`FVC_CONVERT_ONLY`).
+pub fn format_convert_only(arg: u32) -> bool {
+    arg & FVC_CONVERT_ONLY != 0
+}
+
 /// `UNPACK_EX arg`: the number of targets before and after the starred one.
 pub fn unpack_ex(arg: u32) -> (u32, u32) {
     (arg & 0xff, arg >> 8)

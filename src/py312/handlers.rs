@@ -111,8 +111,23 @@ fn chain(
     Some(Chain { push, end: p + 4, exits, body_end })
 }
 
+/// Whether the instruction at `o` is protected by the statement whose handler starts at `push`:
+/// by one of its entries, or by the handlers of a statement nested in it, whose handler code its
+/// entries protect (followed through the entries' targets, at most 8 deep).
+pub(super) fn protected_by(entries: &[Entry], o: u32, push: u32) -> bool {
+    let mut t = o;
+    for _ in 0..8 {
+        match entries.iter().find(|e| e.start <= t && t < e.end) {
+            Some(e) if e.target == push => return true,
+            Some(e) => t = e.target,
+            None => return false,
+        }
+    }
+    false
+}
+
 /// Whether `o` ends a block (nothing falls through it).
-fn ends_block(o: &Out) -> bool {
+pub(super) fn ends_block(o: &Out) -> bool {
     matches!(o.jump, Some((Jump::Always | Jump::NoInterrupt, _)))
         || (o.jump.is_none() && matches!(o.op, v11::RETURN_VALUE | v11::RAISE_VARARGS | v11::RERAISE))
 }
@@ -142,6 +157,16 @@ pub(super) fn place(
         .collect();
     heads.sort_unstable();
     heads.dedup();
+    // The instructions the normalisation turned into jumps (a `break`'s copy of the code after
+    // its loop, `breaks`): they leave, as 3.11's jump does.
+    let made_jumps: HashSet<u32> = stream
+        .iter()
+        .filter(|(k, o)| {
+            matches!(o[..], [Out { jump: Some((Jump::Always, _)), .. }])
+                && at.get(k).is_some_and(|&i| !v12::is_unconditional_jump(raw[i].opcode))
+        })
+        .map(|(k, _)| *k)
+        .collect();
     // Innermost first (a chain nested in a handler comes after the outer chain's start): an
     // inner handler's copy of the outer handler's continuation moves out of the inner chain
     // before the outer chain is placed.
@@ -160,7 +185,17 @@ pub(super) fn place(
             None
         }
     });
-    let spans: Vec<(u32, u32)> = chains.iter().map(|c| (raw[c.push].offset, raw[c.end - 1].offset)).chain(with_spans).collect();
+    // (With the finally statements' exceptional copies, which `finally::place` lays out after
+    // this: handler code too, protected by an enclosing statement's entry as its body is.)
+    let finally_spans = (0..raw.len())
+        .filter(|&p| raw[p].opcode == v12::PUSH_EXC_INFO)
+        .filter_map(|p| super::finally::exceptional_copy(raw, at, entries, p).map(|r| (raw[p].offset, raw[r + 3].offset)));
+    let spans: Vec<(u32, u32)> = chains
+        .iter()
+        .map(|c| (raw[c.push].offset, raw[c.end - 1].offset))
+        .chain(with_spans)
+        .chain(finally_spans)
+        .collect();
     for c in chains.iter_mut() {
         let push_off = raw[c.push].offset;
         c.body_end = raw
@@ -286,12 +321,14 @@ pub(super) fn place(
         // else clause fall through into it), or after the else clause's jump to where the
         // handlers jump too (the bottom of an enclosing loop: `continue`).
         let push_off = raw[c.push].offset;
-        let join = joins.iter().copied().filter(|&j| j >= c.body_end && j < push_off).min();
+        let mut join = joins.iter().copied().filter(|&j| j >= c.body_end && j < push_off).min();
         let after_jump = if join.is_some() {
             None
         } else {
             raw.iter()
                 .filter(|i| i.offset >= c.body_end && i.offset < push_off)
+                // (Not another statement's handler code, whose jumps are its own.)
+                .filter(|i| !spans.iter().any(|&(s, e)| s <= i.offset && i.offset <= e))
                 .find(|i| {
                     // (No handler continues after the statement — each breaks, returns or
                     // raises —: the statement ends a loop's body, which jumps back.)
@@ -307,11 +344,35 @@ pub(super) fn place(
                     let r = raw[k..c.push].iter().position(|i| !matches!(i.opcode, v12::NOP | v12::POP_TOP | v12::SWAP))? + k;
                     let i = raw[r];
                     let leaves = matches!(i.opcode, v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS)
-                        || v12::is_unconditional_jump(i.opcode);
+                        || v12::is_unconditional_jump(i.opcode)
+                        || made_jumps.contains(&i.offset);
                     (leaves && r + 1 < c.push)
                         .then_some(i.offset)
                 })
         };
+        if join.is_none() && after_jump.is_none() && joins.is_empty() {
+            // (No handler continues after the statement — each raises or returns —, and the
+            // body falls through into the code after it: 3.11 jumps over the chain to that code,
+            // right after the body. An else clause then reads as code after the statement, which
+            // means the same: only the body's normal completion reaches either. Not a body
+            // ending with a return, break or continue, whose unprotected pops and return or jump
+            // follow the protected code; nor one that goes on with a statement nested in it,
+            // whose code its own handlers protect: that body is not over at `body_end`.)
+            let k = raw.iter().position(|i| i.offset >= c.body_end).filter(|&k| k > 0 && k < c.push);
+            join = k
+                .filter(|&k| {
+                    !raw[k..c.push].iter().any(|i| !spans.iter().any(|&(s, e)| s <= i.offset && i.offset <= e) && protected_by(entries, i.offset, push_off))
+                })
+                .filter(|&k| {
+                    let r = raw[k..c.push].iter().find(|i| !matches!(i.opcode, v12::NOP | v12::POP_TOP | v12::SWAP));
+                    r.is_some_and(|i| {
+                        !(v12::is_unconditional_jump(i.opcode)
+                            || made_jumps.contains(&i.offset)
+                            || matches!(i.opcode, v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS | v12::RERAISE))
+                    })
+                })
+                .map(|k| raw[k].offset);
+        }
         if join.is_none() && after_jump.is_none() {
             continue;
         }

@@ -7,6 +7,8 @@
 //! lists the rewrites); `bytecode::lifter_code_info` applies it.
 //! Depends on `py311` (shared code-object reading, the target forms) and `pyver` (the table
 //! macro, the decoder).
+mod breaks;
+mod finally;
 mod handlers;
 pub mod normalise;
 pub mod opcode;

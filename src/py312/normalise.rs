@@ -183,8 +183,12 @@ fn translate(ci: &CodeInfo, path: &[u32]) -> Result<CodeInfo, String> {
     // try/except and with handler code in 3.11's layout (`handlers`): the with statements first
     // (a with in a handler is inside the try's chain, which then moves as a whole).
     let stream = super::handlers::place_with(&cx.raw, &cx.at, &ci.consts, &table12, stream, code_len);
-    let placed = super::handlers::place(&cx.raw, &cx.at, &ci.consts, &table12, &cx.targets, stream.stream, code_len);
+    // (A `break`'s copy of the code after its loop → 3.11's jump to it, `breaks`.)
+    let broken = super::breaks::rewrite(&cx.raw, &cx.at, &table12, &cx.targets, stream.stream);
+    let placed = super::handlers::place(&cx.raw, &cx.at, &ci.consts, &table12, &cx.targets, broken, code_len);
     let placed = super::handlers::Placed { cover_as: stream.cover_as.into_iter().chain(placed.cover_as).collect(), ..placed };
+    // Then each finally statement's exceptional copy after its normal copy (`finally`).
+    let placed = super::finally::place(&cx.raw, &cx.at, &table12, placed, code_len);
     let (code, offsets, lines) = encode(&placed.stream, code_len)?;
     let entries = super::handlers::table(&placed, &table12, &offsets, code.len() as u32);
     let mut children = cx.children;

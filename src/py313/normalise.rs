@@ -27,6 +27,7 @@
 //! normalisation), `pyver::layout` and this version's `opcode` and `decode`.
 use super::opcode as v13;
 use crate::py311::exception_table::{self, Entry};
+use crate::py311::oparg;
 use crate::py311::{CodeInfo, CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR};
 use crate::py312::opcode as v12;
 use crate::pyver::layout;
@@ -235,7 +236,7 @@ fn rewrite(ci: &CodeInfo) -> Result<Vec<(u32, Vec<Out>)>, String> {
                 outs.push(Out::new(v12::STORE_FAST, arg & 15, line));
             }
             // f-strings: the conversion fused with the formatting that follows it (3.12 converts
-            // in FORMAT_VALUE, after the spec is evaluated: only a constant spec keeps the order).
+            // in FORMAT_VALUE, after the spec is evaluated: a constant spec keeps the order).
             v13::CONVERT_VALUE if op(i + 1) == Some(v13::FORMAT_SIMPLE) && free(i + 1) => {
                 stream.push((r.offset, vec![Out::new(v12::FORMAT_VALUE, arg & 3, line)]));
                 stream.push((raw[i + 1].offset, Vec::new()));
@@ -252,7 +253,11 @@ fn rewrite(ci: &CodeInfo) -> Result<Vec<(u32, Vec<Out>)>, String> {
                 i += 3;
                 continue;
             }
-            v13::CONVERT_VALUE => return Err(fail("conversion with a computed format spec")),
+            // Before a computed spec: the conversion alone, where 3.13 does it (before the spec's
+            // own formatting runs), then `FORMAT_WITH_SPEC` formats the converted value. 3.11 has
+            // no instruction for it: `FORMAT_VALUE` with a flag of the normalised form only
+            // (`py311::oparg::FVC_CONVERT_ONLY`), which the lifter reads as a conversion.
+            v13::CONVERT_VALUE => outs.push(Out::new(v12::FORMAT_VALUE, (arg & 3) | oparg::FVC_CONVERT_ONLY, line)),
             v13::FORMAT_SIMPLE => outs.push(Out::new(v12::FORMAT_VALUE, 0, line)),
             v13::FORMAT_WITH_SPEC => outs.push(Out::new(v12::FORMAT_VALUE, FVS_HAVE_SPEC, line)),
             v13::MAKE_FUNCTION => {
@@ -490,9 +495,23 @@ mod tests {
     }
 
     #[test]
+    fn a_conversion_before_a_computed_spec_comes_first() {
+        // 3.13 converts x before it formats w (3.12's FORMAT_VALUE would convert after): the
+        // conversion alone, then the spec, then the formatting of the converted value with it.
+        let ci = to_312(&code_info("def f(x, w):\n    return f\"{x!r:{w}}\"\n")).unwrap();
+        let ins = crate::py312::decode::instructions(&ci.code, &ci.lines);
+        let got: Vec<(&str, u32)> =
+            ins.iter().filter(|i| i.opcode != v12::RESUME).map(|i| (v12::name(i.opcode), i.arg)).collect();
+        let convert = 2 | oparg::FVC_CONVERT_ONLY;
+        assert_eq!(
+            got,
+            [("LOAD_FAST", 0), ("FORMAT_VALUE", convert), ("LOAD_FAST", 1), ("FORMAT_VALUE", 0), ("FORMAT_VALUE", 4), ("RETURN_VALUE", 0)]
+        );
+        well_formed(&normalise(&code_info("def f(x, w):\n    return f\"{x!r:{w}}\"\n")).unwrap());
+    }
+
+    #[test]
     fn constructs_without_a_3_12_form_name_themselves() {
-        let err = normalise(&code_info("def f(x, w):\n    return f\"{x!r:{w}}\"\n")).unwrap_err();
-        assert_eq!(err, "conversion with a computed format spec (CONVERT_VALUE) at line 2");
         pyo3::prepare_freethreaded_python();
         Python::with_gil(|py| {
             let ns = PyDict::new_bound(py);

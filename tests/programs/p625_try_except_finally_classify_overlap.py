@@ -1,8 +1,8 @@
 # Issue 16's loop as written, with its finally clause (p620's first call): `json.loads` is read
 # under the module-attribute guard, the check after each operation of the gated try body is
 # unordered, so the first requests of all 7 items are in flight together, the `log` lines of
-# `else` and `finally` in CPython's order. (3.12/3.13: one at a time — their layout puts the code
-# after the statement into the finally's normal copy, as for p624; deselected there.)
+# `else` and `finally` in CPython's order. (On 3.12/3.13 too: their layout, which puts the code
+# after the statement into the finally's normal copy, is normalised into 3.11's, as for p624.)
 # difftest: min_in_flight=7
 import asyncio
 import json

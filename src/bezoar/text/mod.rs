@@ -157,6 +157,9 @@ mod tests {
             for has_spec in [false, true] {
                 intrinsics.push(Intrinsic::FormatValue { conv, has_spec });
             }
+            if conv != Conversion::None {
+                intrinsics.push(Intrinsic::Convert(conv));
+            }
         }
         body.extend(intrinsics.into_iter().map(|i| op(4, i, vec![0, 1])));
         body.push(op(4, Intrinsic::BuildList, vec![]));

@@ -287,6 +287,7 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             let (before, after) = counts.split_once('.')?;
             Intrinsic::UnpackEx { before: before.parse().ok()?, after: after.parse().ok()? }
         }
+        ("convert", rest) => Intrinsic::Convert(rlookup(&CONVERSIONS, &format!(".{rest}"))?),
         ("format", rest) => {
             let rest = format!(".{rest}");
             let (conv_part, has_spec) = match rest.strip_suffix(".spec") {

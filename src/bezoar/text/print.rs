@@ -132,6 +132,7 @@ fn intrinsic_name(op: &Intrinsic) -> String {
             let conv = if *conv == Conversion::None { "" } else { lookup(&CONVERSIONS, *conv) };
             format!("format{conv}{}", if *has_spec { ".spec" } else { "" })
         }
+        Intrinsic::Convert(conv) => format!("convert{}", lookup(&CONVERSIONS, *conv)),
         Intrinsic::BuildString => "build_string".to_string(),
         Intrinsic::IterSnapshot => "iter_snapshot".to_string(),
         Intrinsic::IterPrivate => "iter_private".to_string(),
