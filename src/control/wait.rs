@@ -60,12 +60,10 @@ pub(super) fn resolve_fut<E: Env>(e: &mut E, f: FutId) {
 /// (its callee or arguments are not known yet), `w` is woken when it does.
 pub(super) fn hint_of<E: Env>(e: &mut E, s: SlotId, w: WorkId, roots: &mut Vec<CtrlId>) -> Option<E::Prim> {
     // Through an inlined call to its body's result (the same value): its producer's hint.
-    let Some(c) = producer_along(e, s, true) else {
-        // Bound to nothing yet (a component of an `ite` whose branch has not returned, e.g. a
-        // variable both branches of an `if` assign): asked again once it is.
-        e.wait_bound(s, w);
-        return None;
-    };
+    // (A variable bound to nothing yet — a component of an `ite` whose branch has not
+    // returned — has no producer: no stand-in. Waiting here for it to be bound made a
+    // controller woken for other reasons register again each time, without bound.)
+    let c = producer_along(e, s, true)?;
     let p = &e.ctl_ref()[c];
     if p.hint.is_some() {
         if p.hint_roots.iter().any(|&r| e.ctl_ref()[r].declared_ok == Some(false)) {
