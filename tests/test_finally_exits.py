@@ -110,9 +110,11 @@ def test_p634_compiles():
     fell = {f["function"] for f in run.trace["poppy_stats"]["fallbacks"]}
     expected = {
         (3, 11): {"returned_value_kept", "nested_finally"},
-        (3, 12): {"returned_value_kept", "nested_finally", "loop_exits", "discarded_exit"},
+        # On 3.12/3.13 `unbound_at_exit` too: the finally normalisation (`py312::finally`) lays
+        # its exits' copies out in a way the recogniser does not take yet (docs/versions.md).
+        (3, 12): {"returned_value_kept", "nested_finally", "loop_exits", "discarded_exit", "unbound_at_exit"},
         (3, 13): {"returned_value_kept", "nested_finally", "loop_exits", "discarded_exit", "return_in_loop",
-                  "nested_loop_return"},
+                  "nested_loop_return", "unbound_at_exit"},
     }.get(sys.version_info[:2])
     if expected is not None:
         assert fell == expected

@@ -292,9 +292,8 @@ def test_with_programs_compile(path):
 # The functions of those programs that fall back on 3.12 and 3.13 (docs/versions.md): why, where.
 LATER_VERSION_FALLBACKS = {
     "p630": {
-        # A try/except whose handlers all raise (no join to place its handler code before), in a
-        # with body: its handler code stays after the function, outside the with's.
-        "handler_raises": ("exception handling (with: statement shape)", {(3, 12), (3, 13)}),
+        # (A try/except whose handlers all raise, in a with body, compiles there too since its
+        # chain is placed right after its body, `py312::handlers::place`.)
         "try_in_nested_with": ("exception handling (with: statement shape)", {(3, 12), (3, 13)}),
         "try_around_loop": ("exception handling (a branch leaving a part of a try statement)", {(3, 13)}),
     },
