@@ -8,8 +8,8 @@
 //! had run.) When an allocation fails, the block is given back, the allocation is tried again
 //! (it then fits, unless it alone is larger than the reserve), and `failed` says so; the
 //! evaluator checks it after every step and ends the run with a MemoryError (`lambda_o::eval`),
-//! releasing its buffers. A run gives the reserve back when it ends (`run_ended`). A single allocation
-//! larger than the reserve (doubling the vector of a long run's controllers) is asked for
+//! releasing its buffers. A run gives the reserve back when it ends (`run_ended`). A single
+//! allocation larger than the reserve (doubling the vector of a long run's controllers) is asked for
 //! fallibly (`grow`), with the same outcome. (Tested end to end, in a child process under an
 //! address-space limit, by tests/test_out_of_memory.py: the flag is process-wide, and a unit
 //! test setting it would fail the evaluator runs of tests running beside it.)
@@ -36,8 +36,8 @@ fn reserve_layout() -> Layout {
 /// The system allocator, giving back the reserve and trying again when an allocation fails.
 pub struct Guarded;
 
-/// Give back the reserve, if it is held; then the failed allocation is tried again.
-fn release_reserve() -> bool {
+/// Give back the reserve, if it is held (whether it was).
+fn take_reserve() -> bool {
     let r = RESERVED.swap(null_mut(), Ordering::SeqCst);
     if r.is_null() {
         return false;
@@ -45,8 +45,17 @@ fn release_reserve() -> bool {
     // SAFETY: `r` was allocated by `System` with `reserve_layout()` in `arm`, and the swap above
     // made this the only owner of it.
     unsafe { System.dealloc(r, reserve_layout()) };
-    FAILED.store(true, Ordering::SeqCst);
     true
+}
+
+/// An allocation failed: give back the reserve, if it is held, and note the failure; then the
+/// allocation is tried again.
+fn release_reserve() -> bool {
+    let released = take_reserve();
+    if released {
+        FAILED.store(true, Ordering::SeqCst);
+    }
+    released
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments (the contract of each
@@ -97,7 +106,7 @@ pub fn arm() {
     }
 }
 
-/// Whether an allocation failed since the last `clear` (the reserve was used).
+/// Whether an allocation failed during this run (the reserve was used).
 #[inline]
 pub fn failed() -> bool {
     FAILED.load(Ordering::Relaxed)
@@ -125,14 +134,9 @@ pub fn grow<T>(v: &mut Vec<T>) {
     }
 }
 
-/// A run has ended: forget a failure it had, and give the reserve back (the next large run
-/// holds it back again), so that no address space stays held between runs.
-pub fn run_ended() {
-    FAILED.store(false, Ordering::SeqCst);
-    let r = RESERVED.swap(null_mut(), Ordering::SeqCst);
-    if !r.is_null() {
-        // SAFETY: allocated by `System` with `reserve_layout()` in `arm`; the swap made this
-        // the only owner.
-        unsafe { System.dealloc(r, reserve_layout()) };
-    }
+/// A run has ended: give the reserve back (the next large run holds it back again), so that no
+/// address space stays held between runs, and forget a failure it had. Whether it had one.
+pub fn run_ended() -> bool {
+    take_reserve();
+    FAILED.swap(false, Ordering::SeqCst)
 }

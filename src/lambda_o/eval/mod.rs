@@ -307,9 +307,7 @@ pub fn run_with<H: Host>(
         ev.host.record_calls(records);
     }
     let out = driven.and_then(|()| ev.outcome(ret));
-    let failed = crate::oom::failed();
-    crate::oom::run_ended();
-    if failed {
+    if crate::oom::run_ended() {
         // Out of memory: let go of this run's buffers rather than keep them for the next.
         return out;
     }

@@ -127,9 +127,7 @@ impl<'a, H: Host> Eval<'a, H> {
             }
             self.steps_left -= 1;
             self.step(w);
-            if crate::oom::failed() {
-                // As in `drive`: an allocation failed, the reserve let the step finish.
-                let e = self.host.internal_error("MemoryError", "poppy_jit: out of memory in the runtime");
+            if let Some(e) = self.out_of_memory() {
                 return self.end(ret, Err(e));
             }
         }
@@ -161,9 +159,7 @@ impl<'a, H: Host> Eval<'a, H> {
             self.host.record_calls(records);
         }
         let out = driven.and_then(|()| self.outcome(ret));
-        let failed = crate::oom::failed();
-        crate::oom::run_ended();
-        if failed {
+        if crate::oom::run_ended() {
             return Progress::Done(out); // its buffers are let go, not kept (`run_with`)
         }
         keep_buffers(Buffers {

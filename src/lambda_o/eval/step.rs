@@ -11,10 +11,8 @@ impl<'a, H: Host> Eval<'a, H> {
                 }
                 self.steps_left -= 1;
                 self.step(w);
-                if crate::oom::failed() {
-                    // An allocation failed (the reserve let it go on): end the run as CPython
-                    // would have ended the program, with a MemoryError.
-                    return Err(self.host.internal_error("MemoryError", "poppy_jit: out of memory in the runtime"));
+                if let Some(e) = self.out_of_memory() {
+                    return Err(e);
                 }
             }
             if self.ctl.in_flight == 0 {
@@ -29,6 +27,13 @@ impl<'a, H: Host> Eval<'a, H> {
                 control::finished(self, task as usize, result);
             }
         }
+    }
+
+    /// After a step: if an allocation failed during it (the reserve let it finish), the
+    /// MemoryError that ends the run, as CPython's would have ended the program.
+    #[inline]
+    pub(super) fn out_of_memory(&mut self) -> Option<H::Error> {
+        crate::oom::failed().then(|| self.host.internal_error("MemoryError", "poppy_jit: out of memory in the runtime"))
     }
 
     pub(super) fn next_ready(&mut self) -> Option<WorkId> {
