@@ -95,6 +95,7 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
     d.set_item("cancelled_calls", t.run.cancelled_calls)?;
     d.set_item("object_local_calls", t.run.object_local_calls)?;
     d.set_item("object_escapes", t.run.object_escapes)?;
+    d.set_item("fold_parks", t.run.fold_parks)?;
     d.set_item("nested_plain_runs", t.declined_nested)?;
     // Blocking externals and timers on the runtime's executor (docs/observability.md).
     let w = counters::worker_totals();

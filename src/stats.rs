@@ -65,6 +65,9 @@ pub struct RunStats {
     pub object_local_calls: u64,
     /// Calls that gave such an object to anything else (from then on it follows the global order).
     pub object_escapes: u64,
+    /// Times a fold stopped instantiating iterations at the bound on live variables (resumed
+    /// once they fell: memory of long loops stays bounded).
+    pub fold_parks: u64,
 }
 
 impl RunStats {
@@ -98,6 +101,7 @@ impl RunStats {
         self.cancelled_calls += o.cancelled_calls;
         self.object_local_calls += o.object_local_calls;
         self.object_escapes += o.object_escapes;
+        self.fold_parks += o.fold_parks;
     }
 }
 

@@ -183,7 +183,7 @@ impl AsyncRun {
                     let guard = ActiveGuard;
                     let progress = match (run.start.take(), run.parked.take()) {
                         (Some((program, args)), _) => {
-                            let opts = RunOptions { max_steps: u64::MAX, shuffle_seed: None };
+                            let opts = RunOptions::default();
                             eval::start(&mut run.host, program, args, &mut run.stats, &opts)
                         }
                         (None, Some(parked)) => eval::resume(&mut run.host, parked, &mut run.stats, finished),

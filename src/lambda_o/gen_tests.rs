@@ -335,6 +335,7 @@ fn generated_structured_programs_match_call_by_value() {
     let mut failing = 0;
     let mut cancelled = 0;
     let mut pruned_programs = 0;
+    let mut parked_runs = 0;
     for seed in 0..1000u64 {
         let src = generate(seed);
         let prog = text::parse::<TPrim>(&src).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"));
@@ -354,14 +355,22 @@ fn generated_structured_programs_match_call_by_value() {
         let removed = super::prune::prune(&mut pruned);
         pruned_programs += (removed > 0) as usize;
         let (prog, pruned) = (Rc::new(prog), Rc::new(pruned));
-        // The opportunistic runs: random latencies, FIFO and shuffled stepping, and the program
-        // with its dead statements pruned (as the compiler runs it) in shuffled order.
-        let runs = [(None, &prog), (Some(seed * 7 + 3), &prog), (Some(seed * 5 + 1), &pruned)];
-        for (i, (shuffle, prog)) in runs.into_iter().enumerate() {
+        // The opportunistic runs: random latencies, FIFO and shuffled stepping, the program with
+        // its dead statements pruned (as the compiler runs it) in shuffled order, and folds
+        // parked after every iteration (a bound on live variables every program exceeds).
+        let unbounded = RunOptions::default().slot_budget;
+        let runs = [
+            (None, &prog, unbounded),
+            (Some(seed * 7 + 3), &prog, unbounded),
+            (Some(seed * 5 + 1), &pruned, unbounded),
+            (if seed % 2 == 0 { None } else { Some(seed * 3 + 2) }, &pruned, 1),
+        ];
+        for (i, (shuffle, prog, slot_budget)) in runs.into_iter().enumerate() {
             let mut host = TestHost::with_random_latencies(seed * 31 + i as u64);
-            let opts = RunOptions { max_steps: 1_000_000, shuffle_seed: shuffle };
+            let opts = RunOptions { max_steps: 1_000_000, shuffle_seed: shuffle, slot_budget };
             let mut stats = RunStats::default();
             let got = run_with(&mut host, prog.clone(), vec![], &mut stats, &opts).map(|p| show(&p));
+            parked_runs += (stats.fold_parks > 0) as usize;
             assert_eq!(got, expected, "seed {seed} run {i}: result\n{src}");
             assert_eq!(host.output, want_output, "seed {seed} run {i}: printed output\n{src}");
             let calls: Vec<(String, Vec<TPrim>)> = host.trace.iter().map(|c| (c.name.clone(), c.args.clone())).collect();
@@ -382,7 +391,9 @@ fn generated_structured_programs_match_call_by_value() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 3000);
+    assert_eq!(checked, 4000);
+    // The small bound parks folds (their rest resumed later) in most programs.
+    assert!(parked_runs > 500, "folds parked in only {parked_runs} runs");
     assert!(pruned_programs > 500, "pruning removed statements from only {pruned_programs} programs");
     // The generator exercises failures, and speculative calls after them get cancelled.
     assert!(failing > 100, "only {failing} generated programs raise");

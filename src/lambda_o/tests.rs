@@ -16,6 +16,7 @@ struct Golden {
     output: Vec<String>,
     end: Option<u64>,
     budget: u64,
+    slot_budget: Option<u64>,
     peak_slots: Option<u64>,
     /// External name → function name: the external resolves to that function's λO expression.
     terms: Vec<(String, String)>,
@@ -29,6 +30,7 @@ fn headers(src: &str) -> Golden {
         output: vec![],
         end: None,
         budget: u64::MAX,
+        slot_budget: None,
         peak_slots: None,
         terms: vec![],
     };
@@ -49,6 +51,7 @@ fn headers(src: &str) -> Golden {
             "end" => g.end = Some(v.parse().unwrap()),
             "budget" => g.budget = v.parse().unwrap(),
             "peak-slots-at-most" => g.peak_slots = Some(v.parse().unwrap()),
+            "slot-budget" => g.slot_budget = Some(v.parse().unwrap()),
             "term" => {
                 for kv in v.split_whitespace() {
                     let (n, f) = kv.split_once('=').unwrap();
@@ -92,7 +95,11 @@ fn golden_lambda_o_programs() {
         assert_eq!(printed, text::print(&again), "{name}: print∘parse is not a fixpoint");
         let (mut host, prog) = golden_host(&g, prog);
         let mut stats = RunStats::default();
-        let got = run_bounded(&mut host, prog, g.args.clone(), &mut stats, g.budget).map(|p| show(&p));
+        let mut opts = RunOptions { max_steps: g.budget, ..RunOptions::default() };
+        if let Some(b) = g.slot_budget {
+            opts.slot_budget = b;
+        }
+        let got = run_with(&mut host, prog, g.args.clone(), &mut stats, &opts).map(|p| show(&p));
         assert_eq!(got, g.expect, "{name}: result");
         assert_eq!(host.output, g.output, "{name}: printed output");
         if let Some(end) = g.end {
@@ -239,7 +246,7 @@ fn random_stepping_orders_give_the_same_calls_and_result() {
         for order in 1..4u64 {
             let mut host = TestHost::with_random_latencies(seed);
             let prog = text::parse::<TPrim>(&g.text).unwrap();
-            let opts = RunOptions { max_steps: u64::MAX, shuffle_seed: Some(seed * 31 + order) };
+            let opts = RunOptions { shuffle_seed: Some(seed * 31 + order), ..RunOptions::default() };
             let r = run_with(&mut host, Rc::new(prog), vec![], &mut RunStats::default(), &opts);
             assert_eq!(r, reference.0, "seed {seed} order {order}");
             let mut a = host.trace.clone();
@@ -266,7 +273,7 @@ fn golden_programs_are_confluent() {
         for order in 0..20u64 {
             let prog = text::parse::<TPrim>(&src).unwrap();
             let (mut host, prog) = golden_host(&g, prog);
-            let opts = RunOptions { max_steps: u64::MAX, shuffle_seed: Some(order * 7919 + 1) };
+            let opts = RunOptions { shuffle_seed: Some(order * 7919 + 1), ..RunOptions::default() };
             let got = run_with(&mut host, prog, g.args.clone(), &mut RunStats::default(), &opts)
                 .map(|p| show(&p));
             assert_eq!(got, g.expect, "{} order {order}", path.display());

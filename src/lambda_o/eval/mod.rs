@@ -31,12 +31,14 @@ use std::time::Instant;
 
 mod blocked;
 mod calls;
+mod fold;
 mod instantiate;
 mod resume;
 mod slots;
 mod step;
 mod trace;
 
+pub use fold::SLOT_BUDGET;
 pub use resume::{abandon, resume, start, Parked, Progress};
 
 type SlotId = control::SlotId;
@@ -110,6 +112,9 @@ struct Frame<P> {
 enum Work<P> {
     Stmt { frame: Rc<Frame<P>>, index: usize },
     Ctrl(control::CtrlId),
+    /// The rest of a fold that stopped instantiating iterations at the bound on live
+    /// variables (`fold`); in `Eval::parked` until resumed.
+    Fold(Box<fold::FoldRest<P>>),
     /// A statement that has been reduced (its frame reference released).
     Done,
 }
@@ -140,6 +145,10 @@ struct Eval<'a, H: Host> {
     /// will bind that slot (NONE, or stale once the statement is reduced: checked when read).
     /// Per-object ordering looks through an undecided `ite` with it (`Env::ite_source`).
     blocked: Vec<u32>,
+    /// Folds waiting for the live variables to fall (`fold`), oldest first.
+    parked: VecDeque<WorkId>,
+    /// Live variables past which a fold stops instantiating iterations (`RunOptions`).
+    slot_budget: u64,
 }
 
 /// The evaluator's large vectors, kept (emptied) from one run to the next on the same thread,
@@ -253,15 +262,23 @@ pub fn run_bounded<H: Host>(
     stats: &mut RunStats,
     max_steps: u64,
 ) -> Result<H::Prim, H::Error> {
-    run_with(host, program, args, stats, &RunOptions { max_steps, shuffle_seed: None })
+    run_with(host, program, args, stats, &RunOptions { max_steps, ..RunOptions::default() })
 }
 
-/// Evaluation knobs (tests): a step budget, and stepping ready work in a pseudo-random order
-/// instead of FIFO (confluence: the result and the external calls must not depend on it).
+/// Evaluation knobs (tests): a step budget, stepping ready work in a pseudo-random order
+/// instead of FIFO (confluence: the result and the external calls must not depend on it), and
+/// the bound on live variables past which folds park (`fold`; small in tests, to park often).
 #[derive(Clone, Copy, Debug)]
 pub struct RunOptions {
     pub max_steps: u64,
     pub shuffle_seed: Option<u64>,
+    pub slot_budget: u64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { max_steps: u64::MAX, shuffle_seed: None, slot_budget: SLOT_BUDGET }
+    }
 }
 
 pub fn run_with<H: Host>(
@@ -291,6 +308,8 @@ pub fn run_with<H: Host>(
         steps_left: max_steps,
         shuffle: opts.shuffle_seed.map(|s| s | 1),
         blocked: Vec::new(),
+        parked: VecDeque::new(),
+        slot_budget: opts.slot_budget,
     };
     ev.ctl.tracing = ev.host.tracing();
     for k in ev.host.owned_from_start() {

@@ -20,6 +20,8 @@ pub struct Parked<H: Host> {
     steps_left: u64,
     shuffle: Option<u64>,
     blocked: Vec<u32>,
+    parked: VecDeque<WorkId>,
+    slot_budget: u64,
     ret: SlotId,
 }
 
@@ -56,6 +58,8 @@ pub fn start<H: Host>(
         steps_left: opts.max_steps,
         shuffle: opts.shuffle_seed.map(|s| s | 1),
         blocked: Vec::new(),
+        parked: VecDeque::new(),
+        slot_budget: opts.slot_budget,
     };
     ev.ctl.tracing = ev.host.tracing();
     for k in ev.host.owned_from_start() {
@@ -114,21 +118,28 @@ impl<'a, H: Host> Eval<'a, H> {
             steps_left: p.steps_left,
             shuffle: p.shuffle,
             blocked: p.blocked,
+            parked: p.parked,
+            slot_budget: p.slot_budget,
         };
         (ev, p.ret)
     }
 
     /// Reduce every ready work item; then either park (calls in flight) or end the run.
     fn proceed(mut self, ret: SlotId) -> Progress<H> {
-        while let Some(w) = self.next_ready() {
-            if self.steps_left == 0 {
-                let e = self.host.internal_error("RuntimeError", "step budget exhausted");
-                return self.end(ret, Err(e));
+        loop {
+            while let Some(w) = self.next_ready() {
+                if self.steps_left == 0 {
+                    let e = self.host.internal_error("RuntimeError", "step budget exhausted");
+                    return self.end(ret, Err(e));
+                }
+                self.steps_left -= 1;
+                self.step(w);
+                if let Some(e) = self.out_of_memory() {
+                    return self.end(ret, Err(e));
+                }
             }
-            self.steps_left -= 1;
-            self.step(w);
-            if let Some(e) = self.out_of_memory() {
-                return self.end(ret, Err(e));
+            if !self.unpark_folds() {
+                break;
             }
         }
         if self.ctl.in_flight > 0 {
@@ -145,6 +156,8 @@ impl<'a, H: Host> Eval<'a, H> {
                 steps_left: self.steps_left,
                 shuffle: self.shuffle,
                 blocked: std::mem::take(&mut self.blocked),
+                parked: std::mem::take(&mut self.parked),
+                slot_budget: self.slot_budget,
                 ret,
             });
         }

@@ -15,6 +15,9 @@ impl<'a, H: Host> Eval<'a, H> {
                     return Err(e);
                 }
             }
+            if self.unpark_folds() {
+                continue;
+            }
             if self.ctl.in_flight == 0 {
                 return Ok(());
             }
@@ -55,6 +58,7 @@ impl<'a, H: Host> Eval<'a, H> {
     pub(super) fn step(&mut self, w: WorkId) {
         match &self.work[w] {
             Work::Done => {}
+            Work::Fold(_) => self.fold_resume(w),
             Work::Ctrl(cid) => {
                 let cid = *cid;
                 control::advance(self, cid, w);
@@ -145,34 +149,14 @@ impl<'a, H: Host> Eval<'a, H> {
                         return true;
                     }
                 };
-                let Value::Closure(c) = need!(*body) else {
+                let Value::Closure(_) = need!(*body) else {
                     let e = self.error("TypeError", "poppy_jit: fold body is not a λO function");
                     self.resolve(dst, e);
                     return true;
                 };
-                // All iterations at once: iteration i+1's accumulator is iteration i's result slot.
-                // Each iteration's result is returned retained; it is released once the next
-                // iteration (or `dst`) holds it.
-                let mut acc_slot = env[*acc as usize];
-                let mut owned = false;
-                for item in items {
-                    let e = self.new_slot(Value::Prim(item));
-                    let next = self.instantiate(&c.prog, c.func, &c.env, &[e, acc_slot]);
-                    if owned {
-                        self.release(acc_slot);
-                    }
-                    match next {
-                        Ok(r) => (acc_slot, owned) = (r, true),
-                        Err(err) => {
-                            self.resolve(dst, Value::Error(err));
-                            return true;
-                        }
-                    }
-                }
-                self.follow(acc_slot, dst);
-                if owned {
-                    self.release(acc_slot);
-                }
+                // Iterations as far as the bound on live variables allows, the rest parked
+                // (`fold`).
+                self.fold_start(items, env[*body as usize], env[*acc as usize], dst);
             }
             Op::MemEmpty => self.resolve(dst, Value::Mem(Rc::new(BTreeMap::new()))),
             Op::MemLoad { mem, name, free } => match need!(*mem) {
