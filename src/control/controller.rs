@@ -17,7 +17,7 @@ use std::time::Instant;
 /// also compute its own result hint for the calls that consume it.
 fn try_hint<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
     let c = &e.ctl_ref()[cid];
-    if (c.func.is_none() && c.func_hint.is_none()) || (c.early.is_some() && c.hint.is_some()) {
+    if (c.func.is_none() && c.func_hint().is_none()) || (c.early.is_some() && c.hint().is_some()) {
         return;
     }
     // (A callee still pending has a stand-in of a declared type: not a method of an owned
@@ -64,11 +64,11 @@ fn try_hint<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
         stand_ins.push(if hinted { v.clone() } else { None });
         args.push(v);
     }
-    if e.ctl()[cid].hint.is_none() {
+    if e.ctl()[cid].hint().is_none() {
         let h = e.result_hint(cid, &args);
         if h.is_some() {
             let own = e.declares_result(cid);
-            let c = &mut e.ctl()[cid];
+            let c = e.ctl()[cid].hints_mut();
             c.hint = h;
             c.hint_roots = if own { vec![cid] } else { roots.clone() };
             wake_askers(e, cid);
@@ -81,14 +81,17 @@ fn try_hint<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                 // The order may pass on on the strength of these stand-ins: a mismatch of their
                 // declarations at arrival is an error from now on.
                 for &r in &roots {
-                    e.ctl()[r].relied_by.get_or_insert((line, false));
+                    e.ctl()[r].hints_mut().relied_by.get_or_insert((line, false));
                 }
             }
             let c = &mut e.ctl()[cid];
             c.early = Some(class);
             c.hinted = true;
-            c.early_roots = roots;
-            c.early_args = stand_ins;
+            if !roots.is_empty() || stand_ins.iter().any(Option::is_some) {
+                let h = c.hints_mut();
+                h.early_roots = roots;
+                h.early_args = stand_ins;
+            }
             // Reads walking back past unclassified calls (`objects::read_order`) may go on.
             wake_askers(e, cid);
         }
@@ -104,14 +107,15 @@ fn try_hint<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
 fn hinted_class_holds<E: Env>(e: &mut E, cid: CtrlId, argv: &[E::Prim]) -> Option<Class> {
     let c = &e.ctl_ref()[cid];
     let early = c.early?;
-    if c.early_roots.is_empty() || c.early_args.len() != argv.len() || c.func.is_none() {
+    let h = c.hints.as_ref()?;
+    if h.early_roots.is_empty() || h.early_args.len() != argv.len() || c.func.is_none() {
         return None;
     }
-    if !c.early_roots.iter().all(|&r| e.ctl_ref()[r].declared_ok == Some(true)) {
+    if !h.early_roots.iter().all(|&r| e.ctl_ref()[r].declared_ok() == Some(true)) {
         return None;
     }
     let args: Vec<Option<E::Prim>> =
-        c.early_args.iter().zip(argv).map(|(s, v)| Some(s.clone().unwrap_or_else(|| v.clone()))).collect();
+        h.early_args.iter().zip(argv).map(|(s, v)| Some(s.clone().unwrap_or_else(|| v.clone()))).collect();
     let class = e.classify_hinted(cid, &args)?;
     (!class.stricter_than(early)).then_some(early)
 }
@@ -241,13 +245,13 @@ pub fn advance<E: Env>(e: &mut E, cid: CtrlId, w: WorkId) {
                 Callee::Pending => {
                     // A pending callee with a stand-in (a method of a value of declared type):
                     // the call may be classified, and pass the order on, before it is known.
-                    if e.ctl_ref()[cid].func_hint.is_none() {
+                    if e.ctl_ref()[cid].func_hint().is_none() {
                         let callee = e.ctl_ref()[cid].callee;
                         if let Some(h) = hint_of(e, callee, w, &mut Vec::new()) {
-                            e.ctl()[cid].func_hint = Some(h);
+                            e.ctl()[cid].hints_mut().func_hint = Some(h);
                         }
                     }
-                    if e.ctl_ref()[cid].func_hint.is_some() {
+                    if e.ctl_ref()[cid].func_hint().is_some() {
                         try_hint(e, cid, w);
                         forward(e, cid, w);
                     }
@@ -473,7 +477,9 @@ fn dispatch<E: Env>(e: &mut E, cid: CtrlId) {
     let now = Instant::now();
     let ctl = e.ctl();
     let c = &mut ctl[cid];
-    c.dispatched_at = Some(now);
+    if let Some(t) = c.times.as_mut() {
+        t.dispatched = Some(now);
+    }
     c.dispatched = true;
     let queue_wait_ns = c.ready_at.map(|t| now.duration_since(t).as_nanos() as u64);
     let class = c.class;
@@ -530,7 +536,7 @@ fn complete<E: Env>(e: &mut E, cid: CtrlId, mut r: Result<E::Prim, E::Error>) {
         // A declared result type is checked at arrival: later operations may already have
         // been classified on its stand-in (`relied_by`). A return annotation nothing relied on
         // is not enforced: the value is used as it is, and its stand-in no longer (`hint_of`).
-        let relied = e.ctl_ref()[cid].relied_by.map(|(line, per_object)| {
+        let relied = e.ctl_ref()[cid].relied_by().map(|(line, per_object)| {
             if per_object {
                 format!("per-object ordering (which took the pending result, line {line}, for a value holding no object)")
             } else {
@@ -540,7 +546,7 @@ fn complete<E: Env>(e: &mut E, cid: CtrlId, mut r: Result<E::Prim, E::Error>) {
         match e.check_result(cid, v, relied.as_deref()) {
             Ok(ok) => {
                 if e.declares_result(cid) {
-                    e.ctl()[cid].declared_ok = Some(ok);
+                    e.ctl()[cid].hints_mut().declared_ok = Some(ok);
                 }
             }
             Err(err) => r = Err(err),
@@ -557,9 +563,11 @@ fn complete<E: Env>(e: &mut E, cid: CtrlId, mut r: Result<E::Prim, E::Error>) {
     }
     let ctl = e.ctl();
     if ctl.tracing {
-        ctl[cid].done_at = Some(Instant::now());
+        if let Some(t) = ctl[cid].times.as_mut() {
+            t.done = Some(Instant::now());
+        }
     } else {
-        ctl[cid].argv.clear();
+        ctl[cid].argv = Vec::new();
     }
     match r {
         Ok(v) => {

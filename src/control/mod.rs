@@ -69,5 +69,5 @@ mod tests;
 pub use controller::{advance, fail, finished, interrupt, raised};
 pub use env::{Callee, Count, Env, IteSource, Partial, Peek, Read, Scope};
 pub use futures::{FutId, Futures, Token};
-pub use state::{Controllers, Ctrl, CtrlId, ObjInfo, Phase, SlotId, WorkId};
+pub use state::{Controllers, Ctrl, CtrlId, Hints, ObjInfo, Phase, SlotId, Times, WorkId};
 pub use policy::{Class, Policy};

@@ -158,14 +158,14 @@ fn pending_may_involve<E: Env>(e: &mut E, p: SlotId, keys: &[u64], look: &mut Lo
     if let Some(pc) = producer {
         // A value whose stand-in says it will be an atom (a declared type, checked at arrival,
         // or a read of one) is no container and holds none.
-        if let Some(h) = e.ctl_ref()[pc].hint.clone() {
-            let roots = e.ctl_ref()[pc].hint_roots.clone();
-            let wrong = roots.iter().any(|&r| e.ctl_ref()[r].declared_ok == Some(false));
+        if let Some(h) = e.ctl_ref()[pc].hint().cloned() {
+            let roots = e.ctl_ref()[pc].hints.as_ref().map(|h| h.hint_roots.clone()).unwrap_or_default();
+            let wrong = roots.iter().any(|&r| e.ctl_ref()[r].declared_ok() == Some(false));
             if !wrong && e.is_atom(&h) {
                 // Relied on: a mismatch of those declarations at arrival is an error now.
                 let line = e.ctl_ref()[pc].line;
                 for r in roots {
-                    e.ctl()[r].relied_by.get_or_insert((line, true));
+                    e.ctl()[r].hints_mut().relied_by.get_or_insert((line, true));
                 }
                 return false;
             }
@@ -692,7 +692,7 @@ pub(super) fn read_order<E: Env>(e: &mut E, cid: CtrlId, r: FutId, w: WorkId) ->
                         if ok {
                             let line = e.ctl_ref()[cid].line;
                             for r in roots {
-                                e.ctl()[r].relied_by.get_or_insert((line, false));
+                                e.ctl()[r].hints_mut().relied_by.get_or_insert((line, false));
                             }
                         }
                     }

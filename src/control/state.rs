@@ -47,9 +47,6 @@ pub struct Ctrl<P> {
     /// Source line of the call (0 when unknown).
     pub line: u32,
     pub func: Option<P>,
-    /// While the callee is pending: a stand-in for it (its producer's result hint, e.g. the
-    /// bound `split` of a declared str), so the call can be classified before it is known.
-    pub func_hint: Option<P>,
     pub args: Vec<SlotId>,
     pub kwnames: Vec<String>,
     pub result: SlotId,
@@ -61,27 +58,8 @@ pub struct Ctrl<P> {
     pub early: Option<Class>,
     /// `early` came from type hints: the real class must not be stricter.
     pub hinted: bool,
-    /// A stand-in for this call's result, for hinting calls that consume it.
-    pub hint: Option<P>,
-    /// Work items of consumers that asked for `hint` before it was known, and of per-object
-    /// walks that stopped at this call while its callee was pending, its body or its body's
-    /// order not linked in, or its per-object decision not made (`objects`): woken when that
-    /// changes (`wait::ask_again`, `wait::wake_askers`).
-    pub hint_waiters: Vec<WorkId>,
-    /// The calls with a declared result type whose stand-ins `hint` was derived from (this call
-    /// itself when it declares one).
-    pub hint_roots: Vec<CtrlId>,
-    /// Those the hinted class (`hinted`) was derived from, and the stand-ins it was classified
-    /// on, per argument (None: the argument was known).
-    pub early_roots: Vec<CtrlId>,
-    pub early_args: Vec<Option<P>>,
-    /// For a call with a declared result type: the first thing ordered on the strength of its
-    /// stand-in before the value arrived (a call classified from it at `line`, or, `per_object`,
-    /// a per-object walk that took it for an atom). A mismatch at arrival is then an error.
-    pub relied_by: Option<(u32, bool)>,
-    /// At arrival its value matched the declaration (`Some(true)`), or did not and nothing
-    /// relied on it (`Some(false)`: the stand-in is wrong and no longer used).
-    pub declared_ok: Option<bool>,
+    /// Stand-ins and who waits for them (`Hints`): most calls have none, so out of line.
+    pub hints: Option<Box<Hints<P>>>,
     pub argv: Vec<P>,
     /// The input order, once read (kept for program-order positions after `seq` is released).
     pub in_tok: Option<Token>,
@@ -106,11 +84,63 @@ pub struct Ctrl<P> {
     pub early_local: Option<u64>,
     /// With `early_local`: the part of the receiver it touches (`Scope::part`).
     pub early_part: Option<u64>,
-    /// Timings: queued and done only when tracing; ready and dispatched for queue-wait stats.
-    pub queued_at: Option<Instant>,
+    /// When its class and order were first waited for (queue-wait stats).
     pub ready_at: Option<Instant>,
-    pub dispatched_at: Option<Instant>,
-    pub done_at: Option<Instant>,
+    /// Queued, dispatched and done, for the call records: only when tracing.
+    pub times: Option<Box<Times>>,
+}
+
+/// A call's timings for its call record (tracing).
+#[derive(Default)]
+pub struct Times {
+    pub queued: Option<Instant>,
+    pub dispatched: Option<Instant>,
+    pub done: Option<Instant>,
+}
+
+/// What a call knows from stand-ins of pending values (declared result types), and who asked
+/// about it. Kept out of the controller's record (`Ctrl::hints`): most calls have none, and a
+/// run holds one record per call.
+pub struct Hints<P> {
+    /// While the callee is pending: a stand-in for it (its producer's result hint, e.g. the
+    /// bound `split` of a declared str), so the call can be classified before it is known.
+    pub func_hint: Option<P>,
+    /// A stand-in for this call's result, for hinting calls that consume it.
+    pub hint: Option<P>,
+    /// Work items of consumers that asked for `hint` before it was known, and of per-object
+    /// walks that stopped at this call while its callee was pending, its body or its body's
+    /// order not linked in, or its per-object decision not made (`objects`): woken when that
+    /// changes (`wait::ask_again`, `wait::wake_askers`).
+    pub hint_waiters: Vec<WorkId>,
+    /// The calls with a declared result type whose stand-ins `hint` was derived from (this call
+    /// itself when it declares one).
+    pub hint_roots: Vec<CtrlId>,
+    /// Those the hinted class (`Ctrl::hinted`) was derived from, and the stand-ins it was
+    /// classified on, per argument (None: the argument was known).
+    pub early_roots: Vec<CtrlId>,
+    pub early_args: Vec<Option<P>>,
+    /// For a call with a declared result type: the first thing ordered on the strength of its
+    /// stand-in before the value arrived (a call classified from it at `line`, or, `per_object`,
+    /// a per-object walk that took it for an atom). A mismatch at arrival is then an error.
+    pub relied_by: Option<(u32, bool)>,
+    /// At arrival its value matched the declaration (`Some(true)`), or did not and nothing
+    /// relied on it (`Some(false)`: the stand-in is wrong and no longer used).
+    pub declared_ok: Option<bool>,
+}
+
+impl<P> Default for Hints<P> {
+    fn default() -> Self {
+        Hints {
+            func_hint: None,
+            hint: None,
+            hint_waiters: Vec::new(),
+            hint_roots: Vec::new(),
+            early_roots: Vec::new(),
+            early_args: Vec::new(),
+            relied_by: None,
+            declared_ok: None,
+        }
+    }
 }
 
 impl<P> Ctrl<P> {
@@ -138,7 +168,6 @@ impl<P> Ctrl<P> {
             callee,
             line,
             func,
-            func_hint: None,
             args,
             kwnames,
             result,
@@ -147,13 +176,7 @@ impl<P> Ctrl<P> {
             class: Class::Sequential,
             early,
             hinted: false,
-            hint: None,
-            hint_waiters: Vec::new(),
-            hint_roots: Vec::new(),
-            early_roots: Vec::new(),
-            early_args: Vec::new(),
-            relied_by: None,
-            declared_ok: None,
+            hints: None,
             argv: Vec::new(),
             in_tok: None,
             held,
@@ -165,11 +188,37 @@ impl<P> Ctrl<P> {
             obj: None,
             early_local: None,
             early_part: None,
-            queued_at,
             ready_at: None,
-            dispatched_at: None,
-            done_at: None,
+            times: queued_at.map(|t| Box::new(Times { queued: Some(t), ..Times::default() })),
         }
+    }
+
+    /// Its stand-ins' record, made when first written.
+    #[inline]
+    pub fn hints_mut(&mut self) -> &mut Hints<P> {
+        self.hints.get_or_insert_with(Box::default)
+    }
+
+    /// The stand-in for its callee, if any.
+    #[inline]
+    pub fn func_hint(&self) -> Option<&P> {
+        self.hints.as_ref().and_then(|h| h.func_hint.as_ref())
+    }
+
+    /// The stand-in for its result, if any.
+    #[inline]
+    pub fn hint(&self) -> Option<&P> {
+        self.hints.as_ref().and_then(|h| h.hint.as_ref())
+    }
+
+    #[inline]
+    pub fn declared_ok(&self) -> Option<bool> {
+        self.hints.as_ref().and_then(|h| h.declared_ok)
+    }
+
+    #[inline]
+    pub fn relied_by(&self) -> Option<(u32, bool)> {
+        self.hints.as_ref().and_then(|h| h.relied_by)
     }
 }
 

@@ -7,14 +7,15 @@ use super::FutId;
 /// Have work item `w` stepped again when call `c`'s callee, body, result hint or per-object
 /// decision changes (`Ctrl::hint_waiters`; `wake_askers`).
 pub(super) fn ask_again<E: Env>(e: &mut E, c: CtrlId, w: WorkId) {
-    if !e.ctl_ref()[c].hint_waiters.contains(&w) {
-        e.ctl()[c].hint_waiters.push(w);
+    if !e.ctl_ref()[c].hints.as_ref().is_some_and(|h| h.hint_waiters.contains(&w)) {
+        e.ctl()[c].hints_mut().hint_waiters.push(w);
     }
 }
 
 /// Call `c` changed in a way `ask_again` waits for: wake those work items.
 pub(super) fn wake_askers<E: Env>(e: &mut E, c: CtrlId) {
-    for x in std::mem::take(&mut e.ctl()[c].hint_waiters) {
+    let Some(h) = e.ctl()[c].hints.as_mut() else { return };
+    for x in std::mem::take(&mut h.hint_waiters) {
         e.wake(x);
     }
 }
@@ -65,16 +66,16 @@ pub(super) fn hint_of<E: Env>(e: &mut E, s: SlotId, w: WorkId, roots: &mut Vec<C
     // controller woken for other reasons register again each time, without bound.)
     let c = producer_along(e, s, true)?;
     let p = &e.ctl_ref()[c];
-    if p.hint.is_some() {
-        if p.hint_roots.iter().any(|&r| e.ctl_ref()[r].declared_ok == Some(false)) {
+    if let Some(h) = p.hints.as_ref().filter(|h| h.hint.is_some()) {
+        if h.hint_roots.iter().any(|&r| e.ctl_ref()[r].declared_ok() == Some(false)) {
             return None;
         }
-        for &r in &p.hint_roots {
+        for &r in &h.hint_roots {
             if !roots.contains(&r) {
                 roots.push(r);
             }
         }
-        return p.hint.clone();
+        return h.hint.clone();
     }
     if matches!(p.phase, Phase::WaitCallee | Phase::WaitArgs | Phase::Inlined { .. }) {
         ask_again(e, c, w);

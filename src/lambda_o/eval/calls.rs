@@ -286,13 +286,13 @@ impl<'a, H: Host> Env for Eval<'a, H> {
 
     fn classify_hinted(&mut self, cid: CtrlId, args: &[Option<H::Prim>]) -> Option<Class> {
         let c = &self.ctl[cid];
-        let f = c.func.as_ref().or(c.func_hint.as_ref()).expect("callee or its stand-in known");
+        let f = c.func.as_ref().or(c.func_hint()).expect("callee or its stand-in known");
         self.host.classify_hinted(f, args, &c.kwnames)
     }
 
     fn result_hint(&mut self, cid: CtrlId, args: &[Option<H::Prim>]) -> Option<H::Prim> {
         let c = &self.ctl[cid];
-        let f = c.func.as_ref().or(c.func_hint.as_ref()).expect("callee or its stand-in known");
+        let f = c.func.as_ref().or(c.func_hint()).expect("callee or its stand-in known");
         self.host.result_hint(f, args, &c.kwnames)
     }
 
