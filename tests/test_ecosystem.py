@@ -580,3 +580,58 @@ def test_otel_switch_without_opentelemetry_warns(tmp_path):
     assert p.returncode == 0 and p.stdout == "ran\n", p.stderr
     assert ("PoppyConfigWarning: poppy_jit: PYTHONPOPPY_OTEL=1 needs OpenTelemetry: pip install "
             "'poppy_jit[otel]'; PYTHONPOPPY_OTEL=1 ignored") in p.stderr
+
+
+GATED = '''
+import contextlib
+from poppy_jit import poppy, unordered
+
+@unordered
+def ask(q):
+    return q.upper()
+
+def log(msg):
+    print(msg)
+
+class Section:
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+
+@poppy
+def around(items):                 # a with around the loop: its iterations are gated
+    out = []
+    with Section():
+        for it in items:
+            out.append(ask(it))
+    return out
+
+@poppy
+def inside(items):                 # a try inside the loop body: the iterations overlap
+    out = []
+    for it in items:
+        try:
+            out.append(ask(it))
+        except KeyError:
+            log("missing")
+    return out
+
+print(around(["a", "b", "c"]), inside(["d", "e"]))
+'''
+
+
+@needs_core
+def test_a_loop_gated_by_a_with_body_is_named_in_the_warning(tmp_path):
+    """One call at a time because the loop sits in a with body: the warning says so (and points
+    at that statement), instead of blaming an annotation that would not change anything; a try
+    inside the loop body, whose iterations overlap, is not blamed."""
+    p = run_py(tmp_path, GATED, PYTHONPOPPY="1")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "['A', 'B', 'C'] ['D', 'E']"
+    err = p.stderr
+    assert err.count("PoppySequentialWarning") == 1, err
+    assert "around made its external calls one at a time (peak in flight 1): the loop in the " \
+           "body of the try or with statement at line 21 runs its iterations one after another" in err
+    assert "not annotated" not in err    # Section and ask are not to blame
+    assert "inside made" not in err

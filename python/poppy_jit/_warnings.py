@@ -7,7 +7,9 @@ exception raised at the call):
 
 * `PoppyFallbackWarning`  — a @poppy function runs as plain CPython (the compiler's reason);
 * `PoppySequentialWarning` — a run made all its external calls one at a time (peak in flight 1)
-  and some of its callees are unannotated Python functions (so they count as @sequential);
+  and its calls that could overlap sit in a try or with body (whose operations run one after
+  another), or some of its callees are unannotated Python functions (so they count as
+  @sequential);
 * `PoppyEventLoopWarning` — a @poppy function was called inside a running event loop (a Jupyter
   cell, an async application), where it runs plainly: `await poppy_jit.run(fn, ...)` is the way;
 * `PoppyConfigWarning`    — an environment variable with a value poppy_jit does not know.
@@ -39,7 +41,8 @@ class PoppyFallbackWarning(PoppyWarning):
 
 
 class PoppySequentialWarning(PoppyWarning):
-    """A run made its external calls one at a time because its callees are not annotated."""
+    """A run made its external calls one at a time: a try or with body held its calls, or its
+    callees are not annotated."""
 
 
 class PoppyEventLoopWarning(PoppyWarning):
@@ -125,17 +128,21 @@ def declined_in_running_loop(fn) -> None:
                  "parallel", PoppyEventLoopWarning)
 
 
-def unannotated_callees(fn) -> list:
-    """Names of the calls in `fn` whose callee is a Python function without an annotation (so the
-    runtime treats it as @sequential), in the order they appear."""
+def _sites(fn) -> list:
+    """The call sites of `fn` as the static analysis sees them (no analysis: none)."""
     from . import _corelink
 
     try:
-        sites = _corelink.load().overlaps(fn, pairs=False)["sites"]  # the classes alone
+        return _corelink.load().overlaps(fn, pairs=False)["sites"]  # the classes alone
     except Exception:  # no analysis (e.g. a fallback): nothing to say
         return []
+
+
+def unannotated_callees(fn, sites=None) -> list:
+    """Names of the calls in `fn` whose callee is a Python function without an annotation (so the
+    runtime treats it as @sequential), in the order they appear."""
     names = []
-    for site in sites:
+    for site in _sites(fn) if sites is None else sites:
         if site.get("class") != "sequential":
             continue
         callee = site.get("callee")
@@ -148,19 +155,46 @@ def unannotated_callees(fn) -> list:
     return names
 
 
+def gated_statements(fn, sites=None) -> list:
+    """Lines of the try and with statements of `fn` around a loop whose calls could overlap
+    (unordered or readonly) but whose iterations run one after another there. A try or with
+    body's operations are gated: what follows an operation starts once it finished without
+    raising, because an exception must reach the handler or `__exit__` before anything after it
+    runs (docs/design-exceptions.md); a loop inside such a body is gated iteration by iteration."""
+    return sorted({site["gated_loop_by"] for site in (_sites(fn) if sites is None else sites)
+                   if site.get("gated_loop_by") is not None
+                   and site.get("class") in ("unordered", "readonly")})
+
+
 def one_at_a_time(fn, peak: int) -> None:
     """A run of `fn` finished with at most one external call in flight at any time."""
     if not _first((getattr(fn, "__code__", fn), "sequential")):
         return
-    names = unannotated_callees(fn)
-    if not names:
+    sites = _sites(fn)
+    gated = gated_statements(fn, sites)
+    names = unannotated_callees(fn, sites)
+    if not gated and not names:
         return
-    listed = ", ".join(names)
-    log.info("%s: external calls ran one at a time; unannotated callees: %s", _name(fn), listed)
+    reasons = []
+    if gated:
+        where = ", ".join(str(line) for line in gated)
+        log.info("%s: external calls ran one at a time; gated in try/with bodies at line(s) %s",
+                 _name(fn), where)
+        reasons.append(
+            f"the loop in the body of the try or with statement at line{'s' if len(gated) > 1 else ''} "
+            f"{where} runs its iterations one after another: in such a body each statement starts "
+            "once the one before it finished without raising, as an exception must reach the "
+            "handler or __exit__ before anything after it runs (a try or with inside the loop's "
+            "body keeps the iterations overlapping; around the loop it does not)")
+    if names:
+        listed = ", ".join(names)
+        log.info("%s: external calls ran one at a time; unannotated callees: %s", _name(fn), listed)
+        reasons.append(
+            f"{listed} {'is' if len(names) == 1 else 'are'} not annotated, so "
+            f"{'it runs' if len(names) == 1 else 'they run'} as @sequential; mark what may be "
+            "reordered @unordered or @readonly")
     _warn_at(fn, f"poppy_jit: {_name(fn)} made its external calls one at a time (peak in flight "
-                 f"{peak}): {listed} {'is' if len(names) == 1 else 'are'} not annotated, so "
-                 f"{'it runs' if len(names) == 1 else 'they run'} as @sequential; mark what may "
-                 "be reordered @unordered or @readonly", PoppySequentialWarning)
+                 f"{peak}): " + "; and ".join(reasons), PoppySequentialWarning)
 
 
 def config(message: str) -> None:

@@ -36,6 +36,10 @@ pub struct SiteReport {
     pub in_loop: bool,
     /// Sites whose result it uses, or that decide whether it runs (any iteration).
     pub waits_for: Vec<u32>,
+    /// In the body of the try or with statement at this line: gated (`build::Site::gated_by`).
+    pub gated_by: Option<u32>,
+    /// The outermost try or with statement whose body holds a loop around it (gated iterations).
+    pub gated_loop_by: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,6 +174,8 @@ fn site_report(built: &Built, s: usize, inst: &[Vec<CtrlId>]) -> SiteReport {
         concurrent: !ctrls.is_empty() && ctrls.iter().all(|c| c.concurrent),
         in_loop: site.loop_depth > 0,
         waits_for: waits,
+        gated_by: site.gated_by,
+        gated_loop_by: site.gated_loop_by,
     }
 }
 
@@ -395,7 +401,13 @@ impl Analysis {
             };
             let note = s.class_note.as_ref().map_or(String::new(), |n| format!(" ({n})"));
             let where_ = if s.line > 0 { format!("line {}", s.line) } else { "line ?".into() };
-            let loop_ = if s.in_loop { "  in a loop" } else { "" };
+            let loop_ = match (s.in_loop, s.gated_by, s.gated_loop_by) {
+                (_, _, Some(l)) => format!("  in a loop inside the try/with body of line {l} (iterations gated)"),
+                (true, Some(l), None) => format!("  in a loop, gated in the try/with body of line {l}"),
+                (false, Some(l), None) => format!("  gated in the try/with body of line {l}"),
+                (true, None, None) => "  in a loop".to_string(),
+                (false, None, None) => String::new(),
+            };
             let waits = if s.waits_for.is_empty() {
                 "nothing".to_string()
             } else {

@@ -318,6 +318,8 @@ fn overlaps(
         d.set_item("class", &s.class)?;
         d.set_item("concurrent", s.concurrent)?;
         d.set_item("in_loop", s.in_loop)?;
+        d.set_item("gated_by", s.gated_by)?;
+        d.set_item("gated_loop_by", s.gated_loop_by)?;
         d.set_item("waits_for", s.waits_for.clone())?;
         // The other sites it may be in flight with, and those it never is (with the reason).
         let other = |x: u32, y: u32| if x == s.index { y } else { x };

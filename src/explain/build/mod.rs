@@ -36,6 +36,13 @@ pub struct Site {
     pub callee: String,
     /// Number of loops around it.
     pub loop_depth: u32,
+    /// Inside the body of a try or with statement (the innermost one's line): its operations
+    /// are gated (the lowering instantiates what follows an operation once it finished without
+    /// raising), so its calls run one after another.
+    pub gated_by: Option<u32>,
+    /// The outermost try or with statement whose body holds a loop around it: that loop's
+    /// iterations run one after another (a try or with inside a loop body does not do that).
+    pub gated_loop_by: Option<u32>,
 }
 
 pub struct Built {
@@ -65,7 +72,7 @@ pub fn build(f: &bz::Function, oracle: &mut dyn Oracle) -> Built {
         nobjs: 0,
         norigins: 0,
     };
-    b.prepass(&f.body, 0);
+    b.prepass(&f.body, 0, &mut Vec::new());
     b.function();
     let mut graph = b.g;
     graph.close();
@@ -202,7 +209,9 @@ const SET_METHODS: [&str; 2] = ["add", "discard"];
 impl<'a> Builder<'a> {
     // ---- pre-pass: sites, names, loops ------------------------------------------------------
 
-    fn prepass(&mut self, body: &'a [bz::Stmt], depth: u32) {
+    /// `gates`: the line and loop depth of each try or with statement whose body this is in,
+    /// outermost first.
+    fn prepass(&mut self, body: &'a [bz::Stmt], depth: u32, gates: &mut Vec<(u32, u32)>) {
         for s in body {
             match &s.kind {
                 StmtKind::Let(r, e) => {
@@ -212,7 +221,13 @@ impl<'a> Builder<'a> {
                         Expr::Call { func, .. } => {
                             let callee = self.desc.get(func).cloned().unwrap_or_else(|| format!("r{func}"));
                             self.site_of.insert(*r, self.sites.len() as u32);
-                            self.sites.push(Site { line: s.line, callee, loop_depth: depth });
+                            self.sites.push(Site {
+                                line: s.line,
+                                callee,
+                                loop_depth: depth,
+                                gated_by: gates.last().map(|g| g.0),
+                                gated_loop_by: gates.iter().find(|g| depth > g.1).map(|g| g.0),
+                            });
                             Some(if s.line > 0 { format!("<result of line {}>", s.line) } else { format!("<r{r}>") })
                         }
                         Expr::Op(Intrinsic::GetAttr(name), args) => {
@@ -234,17 +249,25 @@ impl<'a> Builder<'a> {
                     }
                 }
                 StmtKind::If { then_body, else_body, .. } => {
-                    self.prepass(then_body, depth);
-                    self.prepass(else_body, depth);
+                    self.prepass(then_body, depth, gates);
+                    self.prepass(else_body, depth, gates);
                 }
                 StmtKind::For { body, .. } | StmtKind::Loop { body } => {
                     let id = self.loop_ids.len() as u32;
                     self.loop_ids.insert(s as *const bz::Stmt, id);
-                    self.prepass(body, depth + 1);
+                    self.prepass(body, depth + 1, gates);
                 }
-                StmtKind::Try { .. } => {
+                StmtKind::Try { body, .. } => {
+                    // The body is gated; the handlers and the else belong to the enclosing one.
                     for b in s.kind.blocks() {
-                        self.prepass(b, depth);
+                        let gated = std::ptr::eq(b, body);
+                        if gated {
+                            gates.push((s.line, depth));
+                        }
+                        self.prepass(b, depth, gates);
+                        if gated {
+                            gates.pop();
+                        }
                     }
                 }
                 _ => {}
