@@ -252,3 +252,47 @@ def test_container_statements_are_reported_by_their_names():
     assert not _why._is_intrinsic(_intrinsics._contains)
     assert not _why._is_intrinsic(_intrinsics._setitem)
     assert _why._is_intrinsic(_intrinsics._build_list)
+
+
+GATED_SCRIPT = """\
+    import time
+
+    class Section:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, t, e, tb):
+            return False
+
+    def ask(q):
+        time.sleep(0.05)
+        return q.upper()
+
+    def main():
+        out = []
+        with Section():
+            for i in range(3):
+                out.append(ask(f"q{i}"))
+        return out
+
+    print(main())  # module code: not compiled, so main runs as its own compiled run
+"""
+
+
+def test_why_names_a_loop_gated_by_a_with_body(tmp_path):
+    """No call waited (what follows a statement in a with body is not reached before it
+    finished), yet one ran at a time: the report names the with statement around the loop."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent(GATED_SCRIPT))
+    (tmp_path / "poppy.toml").write_text(textwrap.dedent("""\
+        [poppy]
+        functions = ["__main__:main"]
+        [externals]
+        "__main__:ask" = { kind = "unordered", blocking = true }
+    """))
+    r = subprocess.run([sys.executable, "-m", "poppy_jit", "run", "--why", "prog.py"],
+                       cwd=tmp_path, capture_output=True, text=True, env=poppy_env(False),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "['Q0', 'Q1', 'Q2']\n"
+    assert r.stderr.count("main: at most 1 call at a time: the loop in the body of the try or "
+                          "with statement at line(s) 16 runs its iterations one after another") == 1, r.stderr

@@ -232,6 +232,15 @@ def _peak(calls: list) -> int:
     return peak
 
 
+def _gated(func) -> list:
+    from . import _warnings
+
+    try:
+        return _warnings.gated_statements(func)
+    except Exception:  # no analysis for this function
+        return []
+
+
 def summary() -> dict:
     """Per call site (callee, line): calls, calls that waited, seconds waited, causes (kind →
     count); and per run whether calls could have overlapped but did not."""
@@ -265,10 +274,14 @@ def summary() -> dict:
         movable = [c for c in diagnosed if c["class"] in ("unordered", "readonly")]
         serialised = [c for c in movable if c["cause"] is not None and c["cause"][0] == "order"
                       and c["wait"] > 0]
-        runs.append({"function": qualname, "calls": len(diagnosed), "peak": _peak(diagnosed),
-                     "could_overlap": len(movable) >= 2 and _peak(diagnosed) <= 1
+        peak = _peak(diagnosed)
+        runs.append({"function": qualname, "calls": len(diagnosed), "peak": peak,
+                     "could_overlap": len(movable) >= 2 and peak <= 1
                      and bool(serialised), "file": getattr(getattr(func, "__code__", None),
-                                                           "co_filename", None)})
+                                                           "co_filename", None),
+                     # Loops in try/with bodies, whose iterations are gated (no wait shows it:
+                     # what follows a statement there is not even reached before it finished).
+                     "gated": _gated(func) if len(movable) >= 2 and peak <= 1 else []})
     for s in sites.values():
         s["causes"] = dict(s["causes"])
         s.setdefault("serialising_s", 0.0)
@@ -295,10 +308,19 @@ def report(top: int = 8) -> str:
                      "function fell back: see stats()['fallbacks'])")
         return "\n".join(lines + _remote_lines())
     files = [r["file"] for r in s["runs"] if r["file"]]
+    said = set()
     for r in s["runs"]:
         if r["could_overlap"]:
             lines.append(f"{r['function']}: calls could have overlapped but did not (at most "
                          f"{r['peak']} at a time of {r['calls']}); causes below")
+        if r["gated"] and (r["function"], tuple(r["gated"])) not in said:
+            said.add((r["function"], tuple(r["gated"])))
+            where = ", ".join(str(line) for line in r["gated"])
+            lines.append(f"{r['function']}: at most {r['peak']} call at a time: "
+                         f"the loop in the body of the try or with statement at line(s) {where} "
+                         "runs its iterations one after another (in such a body each statement "
+                         "starts once the one before it finished without raising; a try or with "
+                         "inside the loop's body keeps the iterations overlapping)")
     inline = _inline_lines(s["sites"])
     lines += inline
     waited = [x for x in s["sites"] if x["waited"]]
