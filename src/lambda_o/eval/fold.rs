@@ -105,19 +105,6 @@ impl<'a, H: Host> Eval<'a, H> {
         }
     }
 
-    pub(super) fn new_work(&mut self, item: Work<H::Prim>) -> WorkId {
-        match self.free_work.pop() {
-            Some(w) => {
-                self.work[w] = item;
-                w
-            }
-            None => {
-                self.work.push(item);
-                self.work.len() - 1
-            }
-        }
-    }
-
     /// Nothing is ready: put the parked folds back in the ready queue if the live variables fell
     /// to half the budget or nothing is in flight. Whether anything was put back.
     pub(super) fn unpark_folds(&mut self) -> bool {

@@ -83,20 +83,25 @@ impl<'a, H: Host> Eval<'a, H> {
         }
         let frame = Rc::new(Frame { prog: prog.clone(), func: fid, env, live: std::cell::Cell::new(deferred as u32) });
         for (index, _) in func.body.iter().enumerate().filter(|(_, s)| !immediate(&s.op)) {
-            let item = Work::Stmt { frame: frame.clone(), index };
-            let w = match self.free_work.pop() {
-                Some(w) => {
-                    self.work[w] = item;
-                    w
-                }
-                None => {
-                    self.work.push(item);
-                    self.work.len() - 1
-                }
-            };
+            let w = self.new_work(Work::Stmt { frame: frame.clone(), index });
             self.ready.push_back(w);
         }
         Ok(ret)
+    }
+
+    /// A work item (a reduced statement's reused, or a new one).
+    #[inline]
+    pub(super) fn new_work(&mut self, item: Work<H::Prim>) -> WorkId {
+        match self.free_work.pop() {
+            Some(w) => {
+                self.work[w] = item;
+                w
+            }
+            None => {
+                self.work.push(item);
+                self.work.len() - 1
+            }
+        }
     }
 
     /// Instantiate and make `dst` follow the result (errors become the value of `dst`).
