@@ -165,6 +165,9 @@ pub(super) fn finish<E: Env>(e: &mut E, cid: CtrlId) {
         }
     }
     let held = std::mem::take(&mut e.ctl()[cid].held);
+    // Its argument variables are released with `held` (or were at completion): the list of
+    // them is not read again. (A run keeps every call's record: this is its largest part.)
+    e.ctl()[cid].args = Vec::new();
     let keep_seq = e.ctl()[cid].in_tok.is_none();
     let mut kept = false;
     for &s in &held {
