@@ -230,6 +230,7 @@ fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> 
         };
         let shared = Shared {
             budget: patterns::budget_per_instr(&instrs) * instrs.len() + 64,
+            nesting: 0,
             ncomp: 0,
             comp_free: HashMap::new(),
             want_cells: HashSet::new(),

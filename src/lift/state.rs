@@ -265,6 +265,9 @@ pub(super) struct Shared {
     /// Instructions that may still be translated: blocks reached along several paths (shared
     /// short-circuit operands) are translated once per path, within this limit.
     pub(super) budget: usize,
+    /// Regions being translated inside one another (`Translator::region`), inlined code's
+    /// included: bounded by `MAX_NESTING`.
+    pub(super) nesting: u32,
     /// Inlined code objects so far (numbering their renamed locals).
     pub(super) ncomp: u32,
     /// The comprehensions among them, by number: true where CPython reads an enclosing local

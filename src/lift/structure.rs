@@ -13,6 +13,9 @@ use crate::bezoar::ir::*;
 use crate::py311::decode::Instr;
 use crate::py311::opcode::*;
 
+
+/// Deepest nesting of regions before the lifter gives up (`Translator::region`).
+const MAX_NESTING: u32 = 600;
 impl Translator<'_> {
     // -- Joins -----------------------------------------------------------------------------
 
@@ -104,7 +107,22 @@ impl Translator<'_> {
     /// the stack on reaching `follow`, or `None` for the stack when every path left (returned,
     /// broke out of or continued the innermost loop). `first`: `entry` is the head of the loop
     /// whose body this is (translate it even though it is also the follow).
-    pub(super) fn region(&mut self, entry: Node, follow: Node, mut stack: Stack, first: bool) -> Result<(Block, Option<Stack>)> {
+    pub(super) fn region(&mut self, entry: Node, follow: Node, stack: Stack, first: bool) -> Result<(Block, Option<Stack>)> {
+        // Every nested `if`, loop and statement part is a region inside its enclosing one, so
+        // this depth is the source's nesting (an `elif` chain counts one per `elif`). Far deeper
+        // means a structure the recovery goes round in (a CFG it does not understand), which
+        // would otherwise overflow the thread's stack and kill the process: fall back instead.
+        // (A level takes ~2 KB of stack: the bound stays under 1.5 MB.)
+        if self.shared.nesting >= MAX_NESTING {
+            return Err(Fallback::new("control flow too irregular (statements nested too deeply)", self.line));
+        }
+        self.shared.nesting += 1;
+        let r = self.region_in(entry, follow, stack, first);
+        self.shared.nesting -= 1;
+        r
+    }
+
+    fn region_in(&mut self, entry: Node, follow: Node, mut stack: Stack, first: bool) -> Result<(Block, Option<Stack>)> {
         let cfg = self.code.cfg;
         let instrs = self.code.instrs;
         let mut out = Vec::new();
