@@ -141,7 +141,16 @@ def place(exc: BaseException, top, args: tuple, inlined: list, line: int, on_sta
 
     found = _chain(top, inlined, line)
     if isinstance(found, list):
-        exc.__traceback__ = _strip_runtime(exc.__traceback__)
+        tb = _strip_runtime(exc.__traceback__)
+        if tb is None and not on_stack:
+            # Nothing left of the failing call's own frames (a builtin, or frames of poppy_jit's
+            # package): CPython's traceback has at least the entry of the function the exception
+            # passes through (a handler or an `__exit__` sees it), so the run's function gets
+            # one, at its `def` line (the note says what is missing).
+            first = _original(top).co_firstlineno
+            offsets = _at_line(_original(top), first)[0]
+            tb = types.TracebackType(None, _core._frame(top, args, offsets[0] if offsets else -1), -1, first)
+        exc.__traceback__ = tb
         names = " or ".join(f.__qualname__ for f in found or [top])
         return f"poppy_jit: raised by the external call at line {line} of {names}", None
     chain, complete = found
