@@ -64,6 +64,14 @@ WITH_CASES = {
                         break
             return x
     """, {(3, 11)}),
+    "an exit through two withs (with a, b:)": ("""
+        def f(a, b, xs):
+            with a, b:
+                for x in xs:
+                    if x:
+                        return g(x)
+            return 0
+    """, {(3, 11)}),
     "a with in a loop in a with": ("""
         def f(items):
             out = []
@@ -156,16 +164,7 @@ def test_finally_compiles(case):
 
 
 @pytest.mark.parametrize("src,reason", [
-    # An exit through two withs (`with a, b:` is one inside the other): a copy of each exit call.
-    ("""
-     def f(a, b, xs):
-         with a, b:
-             for x in xs:
-                 if x:
-                     return g(x)
-         return 0
-     """, WITH_FALLBACK),
-    # An exit through a with from a handler of a try in its body, through a finally and a with.
+    # An exit through a with from a handler of a try in its body, through a with and a finally.
     ("""
      def f(m, xs):
          with m:
@@ -200,6 +199,7 @@ PROGRAM_FALLBACKS = {
     # `finally: return` after other statements, or with a return in the middle of the body: the
     # finally clause's copies are no straight-line code the recogniser takes.
     "p651": {(3, 11): {"finally_returns", "finally_logs_and_returns"}, (3, 12): _P651_LATER, (3, 13): _P651_LATER},
+    "p652": {(3, 11): set()},
 }
 
 

@@ -77,6 +77,10 @@ pub(super) struct TryShape {
     pub(super) exits: Vec<Range<usize>>,
     /// With `exits`: the normal copy of F after the body (skipped too).
     pub(super) normal: Range<usize>,
+    /// A `with`'s exits that leave enclosing withs too (`with a, b:` with a return): the copies
+    /// of their exit calls after this statement's own copy, innermost first, and the index of
+    /// the exit's return or jump. An enclosing with takes the copy at its depth as its exit.
+    pub(super) onward: Vec<(Vec<usize>, usize)>,
 }
 
 /// One `except E [as name]:` of a `TryShape`, or a bare `except:` (an empty `test`, `check` and
@@ -186,6 +190,22 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
     let mut fin_code: HashSet<usize> = HashSet::new();
     let n = chains.len();
     for (pass, k) in (0..2).flat_map(|p| (0..n).map(move |k| (p, k))) {
+        // A with's copies of its exit call in the chains of exits of the withs nested in it (the
+        // copy at the depth of this one below them): (the copy, the exit's return or jump, the
+        // copies after it).
+        let is_with = |j: usize| chains[j].1 && with_stmt::is_with(instrs, chains[j].0.push);
+        let inside = |a: &Range<usize>, b: &Range<usize>| a != b && b.start <= a.start && a.end <= b.end;
+        let mut claims: Vec<(usize, usize, Vec<usize>)> = Vec::new();
+        if pass == 0 && is_with(k) {
+            for j in (0..n).filter(|&j| is_with(j) && inside(&spans[j], &spans[k])) {
+                let between = (0..n).filter(|&m| is_with(m) && inside(&spans[j], &spans[m]) && inside(&spans[m], &spans[k])).count();
+                for (o, e) in &chains[j].0.onward {
+                    if let Some(&copy) = o.get(between) {
+                        claims.push((copy, *e, o[between + 1..].to_vec()));
+                    }
+                }
+            }
+        }
         let (c, live) = &mut chains[k];
         let es = &bodies[k];
         if !*live || (pass == 0) != (c.finally || with_stmt::is_with(instrs, c.push)) {
@@ -195,7 +215,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         // The code of statements nested in this one's body.
         let nested = |i: usize| spans.iter().any(|sp| sp.contains(&i) && *sp != own && sp.start >= own.start && sp.end <= own.end);
         if with_stmt::is_with(instrs, c.push) {
-            with_stmt::body_shape(ci, instrs, c, es, &nested, &upto)?;
+            with_stmt::body_shape(ci, instrs, c, es, &nested, &upto, &claims)?;
             continue;
         }
         if c.finally {
@@ -588,6 +608,7 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
             finally: true,
             exits: Vec::new(),
             normal: 0..0,
+            onward: Vec::new(),
         });
     }
     loop {
@@ -603,7 +624,7 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
                 .and_then(|e| at(e.target));
             let Some(cleanup) = cleanup.filter(|&k| k > p && is_cleanup(k)) else { return Err(shape(first.line)) };
             let end = cleanup + 3;
-            return Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: cleanup, cleanup, end, line, inner: Vec::new(), finally: false, exits: Vec::new(), normal: 0..0 });
+            return Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: cleanup, cleanup, end, line, inner: Vec::new(), finally: false, exits: Vec::new(), normal: 0..0, onward: Vec::new() });
         }
         // The test: straight-line code up to CHECK_EXC_MATCH.
         let mut c = p;
@@ -638,7 +659,7 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
     if !is_cleanup(p + 1) {
         return Err(shape(line));
     }
-    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, cleanup: p + 1, end: p + 4, line, inner: Vec::new(), finally: false, exits: Vec::new(), normal: 0..0 })
+    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, cleanup: p + 1, end: p + 4, line, inner: Vec::new(), finally: false, exits: Vec::new(), normal: 0..0, onward: Vec::new() })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1051,6 +1072,14 @@ mod tests {
         let [w] = &t.tries[..] else { panic!() };
         assert_eq!(w.exits.len(), 3);
         assert!(w.exits.iter().all(|r| r.len() == 6 && t.exit_pops.get(&r.start) == Some(&w.push)));
+        // An exit through two withs: the inner one's copy, then the outer one's, which the outer
+        // statement takes as its exit.
+        let t = recognised("def f(a, b, xs):\n    for x in xs:\n        with a, b:\n            if x:\n                return g(x)\n            if xs:\n                break\n            h()\n    return 0\n").unwrap();
+        let [inner, outer] = &t.tries[..] else { panic!() };
+        assert_eq!((inner.exits.len(), outer.exits.len()), (2, 2));
+        assert_eq!(inner.onward.len(), 2);
+        assert!(inner.onward.iter().all(|(o, _)| o.len() == 1 && outer.exits.iter().any(|r| r.start == o[0])));
+        assert!(outer.exits.iter().all(|r| t.exit_pops.get(&r.start) == Some(&outer.push)));
         // A final return: the body runs up to it (no normal copy).
         let t = recognised("def f(m, x):\n    with m:\n        if x:\n            return 1\n        return g(x)\n").unwrap();
         let [w] = &t.tries[..] else { panic!() };
@@ -1080,9 +1109,9 @@ mod tests {
                 "exception handling (try/finally: a branch ending its finally clause, or a return, break, continue or try in it) at line 7",
             ),
             (
-                // (An exit through two withs: a copy of each exit call.)
-                "def f(a, b):\n    with a, b:\n        if b:\n            return g()\n        h()\n",
-                "exception handling (with: a return, break, continue or statement with handlers in its body) at line 2",
+                // (An exit through a with and a finally: the exit call's copy, then F's.)
+                "def f(a, x):\n    try:\n        with a:\n            if x:\n                return g(x)\n            h()\n    finally:\n        k()\n",
+                "exception handling (with: a return, break, continue or statement with handlers in its body) at line 3",
             ),
             ("def f(x):\n    try:\n        g(x)\n    except* E:\n        h(x)\n", "exception handling (except*) at line 3"),
             (

@@ -109,6 +109,7 @@ pub(super) fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryS
         finally: false,
         exits: Vec::new(),
         normal: 0..0,
+        onward: Vec::new(),
     })
 }
 
@@ -133,6 +134,7 @@ pub(super) fn body_shape(
     es: &[Entry],
     nested: &dyn Fn(usize) -> bool,
     upto: &dyn Fn(u32) -> usize,
+    claims: &[(usize, usize, Vec<usize>)],
 ) -> Result<()> {
     let leaves = |l: u32| reason("a return, break, continue or statement with handlers in its body", l);
     let line = instrs.get(c.push + 1).map_or(c.line, |i| i.line);
@@ -150,14 +152,27 @@ pub(super) fn body_shape(
     // A copy of the exit call at `i` leaving the statement: then the exit's pops (a loop's
     // iterator), a constant returned, and the return or a jump out of the statement's code — the
     // index of that return or jump. Nothing of it protected or nested.
+    // (Copies of enclosing withs' exit calls may follow, each after the pops of what lies on
+    // the stack above their bound `__exit__`: `onward`.)
+    let onward_of = |i: usize| {
+        let mut e = i + 6;
+        let mut onward = Vec::new();
+        loop {
+            while instrs.get(e).is_some_and(|x| matches!(x.opcode, POP_TOP | SWAP | NOP)) {
+                e += 1;
+            }
+            if !is_exit_call(e) {
+                return (e, onward);
+            }
+            onward.push(e);
+            e += 6;
+        }
+    };
     let exit_tail = |i: usize| {
         if !is_exit_call(i) {
             return None;
         }
-        let mut e = i + 6;
-        while instrs.get(e).is_some_and(|x| matches!(x.opcode, POP_TOP | SWAP | NOP)) {
-            e += 1;
-        }
+        let (mut e, _) = onward_of(i);
         if instrs.get(e).is_some_and(|x| x.opcode == LOAD_CONST) && instrs.get(e + 1).is_some_and(|x| x.opcode == RETURN_VALUE) {
             e += 1;
         }
@@ -199,6 +214,24 @@ pub(super) fn body_shape(
             continue;
         }
         i += 1;
+    }
+    // The copies of this statement's exit call in the exits of withs nested in it, which leave
+    // it too: each then leaves by a return or a jump out of this statement's code.
+    let mut claimed: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut onward = Vec::new();
+    for (copy, e, rest) in claims {
+        let out = instrs.get(*e).is_some_and(|x| {
+            x.opcode == RETURN_VALUE
+                || (is_unconditional_jump(x.opcode) && x.jump_target().and_then(at).is_some_and(|t| !(start..c.push).contains(&t)))
+        });
+        if !(out && start < *copy && *e < orelse && is_exit_call(*copy) && !covered(*copy) && nested(*copy)) {
+            return Err(leaves(instrs[*copy].line));
+        }
+        exits.push(*copy..*copy + 6);
+        claimed.push(*copy..*e + 1);
+        if !rest.is_empty() {
+            onward.push((rest.clone(), *e));
+        }
     }
     let exit_call = is_exit_call(k);
     // A body that always raises has no normal exit: the handler follows it.
@@ -253,7 +286,7 @@ pub(super) fn body_shape(
     }
     for i in start..orelse {
         let ins = &instrs[i];
-        if !(covered(i) || nested(i) || ins.opcode == NOP) {
+        if !(covered(i) || nested(i) || ins.opcode == NOP) || claimed.iter().any(|r| r.contains(&i)) {
             // (An exit's copy and what follows it, checked above.)
             continue;
         }
@@ -273,10 +306,19 @@ pub(super) fn body_shape(
             }
         }
     }
+    // The exits of this statement's own that leave enclosing withs too.
+    for r in exits.iter().filter(|r| !claimed.iter().any(|c| c.start == r.start)) {
+        let (e, o) = onward_of(r.start);
+        if !o.is_empty() {
+            let Some(e) = exit_tail(r.start).filter(|&t| t >= e) else { return Err(leaves(instrs[r.start].line)) };
+            onward.push((o, e));
+        }
+    }
     c.depth = first.depth as usize + 1;
     c.body = start..end;
     c.orelse = end;
     c.exits = exits;
+    c.onward = onward;
     Ok(())
 }
 
