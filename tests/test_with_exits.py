@@ -71,7 +71,7 @@ WITH_CASES = {
                     if x:
                         return g(x)
             return 0
-    """, {(3, 11)}),
+    """, ALL),
     "a with in a loop in a with": ("""
         def f(items):
             out = []
@@ -199,7 +199,8 @@ PROGRAM_FALLBACKS = {
     # `finally: return` after other statements, or with a return in the middle of the body: the
     # finally clause's copies are no straight-line code the recogniser takes.
     "p651": {(3, 11): {"finally_returns", "finally_logs_and_returns"}, (3, 12): _P651_LATER, (3, 13): _P651_LATER},
-    "p652": {(3, 11): set()},
+    "p652": {(3, 11): set(), (3, 12): {"nested_loop_exits", "three_deep", "inner_exit_fails"},
+             (3, 13): {"nested_loop_exits", "three_deep", "inner_exit_fails"}},
 }
 
 
