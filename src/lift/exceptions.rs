@@ -179,7 +179,6 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         })
         .collect();
     body_starts(instrs, &chains, &mut spans);
-    let mut bodies = bodies;
     for es in &mut bodies {
         es.sort_by_key(|e| e.start);
     }

@@ -275,7 +275,7 @@ pub(super) fn body_shape(
             let Some(e) = exit_tail(k) else { return Err(leaves(instrs[k].line)) };
             exits.push(k..k + 6);
             end = e + 1;
-        } else if !raises && !(exit_call && k + 6 <= c.push) {
+        } else if !raises && (!exit_call || k + 6 > c.push) {
             return Err(shape(line));
         }
     } else if !raises && !returns && (!exit_call || k + 6 > c.push) {
