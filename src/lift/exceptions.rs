@@ -21,12 +21,14 @@
 //! A statement may be nested in another one's body, else clause or handler (its code then lies
 //! inside that part; a POP_EXCEPT of the outer handler inside the inner statement is recognised by
 //! the outer `as` name's clean-up after it; first in a body, it starts the outer body too:
-//! `body_starts`). A `try: B finally: F` is recognised when B has no return, break or continue
-//! (`finally_shape`), statements with handlers in B included — try/except/else/finally is a
+//! `body_starts`). A `try: B finally: F` is recognised (`finally_shape`) with
+//! statements with handlers in B — try/except/else/finally is a
 //! try/except statement as B. A `with` (`with_stmt`) is one more kind of statement, nested like
-//! the others (in a try or with body, a try in its body). Every other use of the table falls
-//! back, naming the construct: try/finally with an exit in B, except*, async with/for, other
-//! nestings, and any other handler shape.
+//! the others (in a try or with body, a try in its body). A return, break or continue leaving
+//! B (also from a handler of the try/except that B is) passes a copy of F, skipped: the
+//! statement is a `Try` whose `finally` else clause is F (`TryShape::exits`). Every other use of
+//! the table falls back, naming the construct: an F copied before an exit that is no
+//! straight-line code, except*, async with/for, other nestings, and any other handler shape.
 //!
 //! What the recogniser yields (`Tries`) is used by `cfg` (leaders, the handler chains as
 //! exceptional successors of the try's first block) and `structure` (`Translator::translate_try`).

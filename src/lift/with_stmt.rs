@@ -27,8 +27,11 @@
 //!
 //! A body ending with `return x` has `SWAP 2` and the exit call after its protected range, then
 //! the return: x goes to the else clause through a temporary. Any other `return`, a `break` or
-//! `continue` leaving the body (each leaves through a copy of the exit call, outside the protected
-//! range, which cuts it) falls back, named. Statements with handlers of their own may be nested in
+//! `continue` leaving the body leaves through a copy of the exit call, outside the protected
+//! range, which cuts it: the copies are skipped (the bound `__exit__` popped) and the statement
+//! is a `Try` whose `finally` else clause calls the exit (run after the body's exits too); an
+//! exit through several withs runs their copies in a row, each statement taking its own
+//! (`TryShape::onward`). Statements with handlers of their own may be nested in
 //! the body (a try statement, another `with` — `with a, b:` is one inside the other): their code
 //! cuts the body's protected range, as in a try body. The
 //! recogniser (`chain`, `body_shape`) makes a `TryShape` that `exceptions::recognise` checks like
