@@ -21,12 +21,14 @@
 //! A statement may be nested in another one's body, else clause or handler (its code then lies
 //! inside that part; a POP_EXCEPT of the outer handler inside the inner statement is recognised by
 //! the outer `as` name's clean-up after it; first in a body, it starts the outer body too:
-//! `body_starts`). A `try: B finally: F` is recognised when B has no return, break or continue
-//! (`finally_shape`), statements with handlers in B included — try/except/else/finally is a
+//! `body_starts`). A `try: B finally: F` is recognised (`finally_shape`) with
+//! statements with handlers in B — try/except/else/finally is a
 //! try/except statement as B. A `with` (`with_stmt`) is one more kind of statement, nested like
-//! the others (in a try or with body, a try in its body). Every other use of the table falls
-//! back, naming the construct: try/finally with an exit in B, except*, async with/for, other
-//! nestings, and any other handler shape.
+//! the others (in a try or with body, a try in its body). A return, break or continue leaving
+//! B (also from a handler of the try/except that B is) passes a copy of F, skipped: the
+//! statement is a `Try` whose `finally` else clause is F (`TryShape::exits`). Every other use of
+//! the table falls back, naming the construct: an F copied before an exit that is no
+//! straight-line code, except*, async with/for, other nestings, and any other handler shape.
 //!
 //! What the recogniser yields (`Tries`) is used by `cfg` (leaders, the handler chains as
 //! exceptional successors of the try's first block) and `structure` (`Translator::translate_try`).
@@ -77,6 +79,10 @@ pub(super) struct TryShape {
     pub(super) exits: Vec<Range<usize>>,
     /// With `exits`: the normal copy of F after the body (skipped too).
     pub(super) normal: Range<usize>,
+    /// A `with`'s exits that leave enclosing withs too (`with a, b:` with a return): the copies
+    /// of their exit calls after this statement's own copy, innermost first, and the index of
+    /// the exit's return or jump. An enclosing with takes the copy at its depth as its exit.
+    pub(super) onward: Vec<(Vec<usize>, usize)>,
 }
 
 /// One `except E [as name]:` of a `TryShape`, or a bare `except:` (an empty `test`, `check` and
@@ -106,6 +112,11 @@ pub(super) struct Tries {
     /// exception, and the `name = None; del name` after each of its `POP_EXCEPT`s (Bezoar's
     /// `Handler` binds and unbinds the name itself).
     pub(super) skip: HashSet<usize>,
+    /// The first instruction of each copy of a `with`'s exit call before a return, break or
+    /// continue leaving its body (skipped: the statement's `finally` else clause calls the exit),
+    /// with the statement's `PUSH_EXC_INFO`: the translation pops the bound `__exit__` there, as
+    /// the copy does.
+    pub(super) exit_pops: std::collections::HashMap<usize, usize>,
 }
 
 fn reason(what: &str, line: u32) -> Fallback {
@@ -170,20 +181,57 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         })
         .collect();
     body_starts(instrs, &chains, &mut spans);
-    for (k, ((c, live), mut es)) in chains.iter_mut().zip(bodies).enumerate() {
-        if !*live {
+    for es in &mut bodies {
+        es.sort_by_key(|e| e.start);
+    }
+    // The copies of finally clauses before exits, with what follows them up to the exit's return
+    // or jump: in the body of a try/except nested in a finally body they cut its protected range
+    // as a return does. (Finally and with statements first: their shapes do not depend on the
+    // statements nested in them.)
+    let mut fin_code: HashSet<usize> = HashSet::new();
+    let n = chains.len();
+    for (pass, k) in (0..2).flat_map(|p| (0..n).map(move |k| (p, k))) {
+        // A with's copies of its exit call in the chains of exits of the withs nested in it (the
+        // copy at the depth of this one below them): (the copy, the exit's return or jump, the
+        // copies after it).
+        let is_with = |j: usize| chains[j].1 && with_stmt::is_with(instrs, chains[j].0.push);
+        let inside = |a: &Range<usize>, b: &Range<usize>| a != b && b.start <= a.start && a.end <= b.end;
+        let mut claims: Vec<(usize, usize, Vec<usize>)> = Vec::new();
+        if pass == 0 && is_with(k) {
+            for j in (0..n).filter(|&j| is_with(j) && inside(&spans[j], &spans[k])) {
+                let between = (0..n).filter(|&m| is_with(m) && inside(&spans[j], &spans[m]) && inside(&spans[m], &spans[k])).count();
+                for (o, e) in &chains[j].0.onward {
+                    if let Some(&copy) = o.get(between) {
+                        claims.push((copy, *e, o[between + 1..].to_vec()));
+                    }
+                }
+            }
+        }
+        let (c, live) = &mut chains[k];
+        let es = &bodies[k];
+        if !*live || (pass == 0) != (c.finally || with_stmt::is_with(instrs, c.push)) {
             continue;
         }
-        es.sort_by_key(|e| e.start);
         let own = spans[k].clone();
         // The code of statements nested in this one's body.
         let nested = |i: usize| spans.iter().any(|sp| sp.contains(&i) && *sp != own && sp.start >= own.start && sp.end <= own.end);
         if with_stmt::is_with(instrs, c.push) {
-            with_stmt::body_shape(ci, instrs, c, &es, &nested, &upto)?;
+            with_stmt::body_shape(ci, instrs, c, es, &nested, &upto, &claims)?;
             continue;
         }
         if c.finally {
-            finally_shape(instrs, c, &es, own.start, &nested, &upto, &at, ci.line_at(es[0].start))?;
+            // (Instructions that no entry of this statement or of one nested in it protects (an
+            // enclosing statement's may): a copy of the finally clause before an exit.)
+            let span = own.start..c.end;
+            let unprotected = |i: usize| {
+                !entries.iter().any(|e| upto(e.start) <= i && i < upto(e.end) && at(e.target).is_some_and(|t| span.contains(&t)))
+            };
+            finally_shape(instrs, c, es, own.start, &nested, &unprotected, &upto, &at, ci.line_at(es[0].start))?;
+            for r in &c.exits {
+                if let Some(e) = exit_end(instrs, r.end) {
+                    fin_code.extend(r.start..=e);
+                }
+            }
             continue;
         }
         let (first, last) = (es[0], es[es.len() - 1]);
@@ -192,7 +240,7 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         // statements nested in the body (the first of them may start the body: its own body is
         // protected by its handlers only).
         let gap_ok =
-            |w: &[Entry]| (upto(w[0].end)..upto(w[1].start)).all(|i| unwinding(instrs[i].opcode) || nested(i));
+            |w: &[Entry]| (upto(w[0].end)..upto(w[1].start)).all(|i| unwinding(instrs[i].opcode) || nested(i) || fin_code.contains(&i));
         let lead_ok = (own.start..upto(first.start)).all(|i| instrs[i].opcode == NOP || nested(i));
         if !lead_ok || es.windows(2).any(|w| !gap_ok(w)) || es.iter().any(|e| e.depth != first.depth) {
             // The body's protected range is cut: something inside it has its own handler.
@@ -215,6 +263,24 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
             }
         }
         c.body = start..end;
+    }
+    // A try/except whose body's last statement leaves through a copy of an enclosing finally
+    // clause (one of its exits, then the exit's pops, constant and return or jump): its body runs
+    // up to that return or jump (what follows is its else clause, or the jump to its end).
+    let fin_exits: Vec<Range<usize>> = chains.iter().filter(|(c, l)| *l && c.finally).flat_map(|(c, _)| c.exits.clone()).collect();
+    for (c, live) in chains.iter_mut() {
+        if !*live || c.finally || with_stmt::is_with(instrs, c.push) {
+            continue;
+        }
+        let mut k = c.orelse;
+        while instrs.get(k).is_some_and(|i| i.opcode == NOP) {
+            k += 1;
+        }
+        let Some(r) = fin_exits.iter().find(|r| r.start == k) else { continue };
+        if let Some(e) = exit_end(instrs, r.end).filter(|&e| e < c.push) {
+            c.body.end = e + 1;
+            c.orelse = e + 1;
+        }
     }
     for e in entries.iter().filter(|e| !body_entry(e)) {
         let (s, end) = (upto(e.start), upto(e.end));
@@ -264,6 +330,9 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
         }
         for r in t.exits.iter().chain([&t.normal]) {
             out.skip.extend(r.clone());
+            if with_stmt::is_with(instrs, t.push) {
+                out.exit_pops.insert(r.start, t.push);
+            }
         }
         for (k, h) in t.handlers.iter().enumerate() {
             if t.finally {
@@ -318,6 +387,18 @@ fn body_starts(instrs: &[Instr], chains: &[(TryShape, bool)], spans: &mut [Range
     }
 }
 
+/// After a copy of a finally clause ending at `e` (before an exit): the exit's pops, a constant
+/// returned, and its return or jump — the index of that return or jump.
+fn exit_end(instrs: &[Instr], mut e: usize) -> Option<usize> {
+    while instrs.get(e).is_some_and(|x| matches!(x.opcode, POP_TOP | SWAP | NOP)) {
+        e += 1;
+    }
+    if instrs.get(e).is_some_and(|x| x.opcode == LOAD_CONST) && instrs.get(e + 1).is_some_and(|x| x.opcode == RETURN_VALUE) {
+        e += 1;
+    }
+    instrs.get(e).is_some_and(|x| x.opcode == RETURN_VALUE || is_unconditional_jump(x.opcode)).then_some(e)
+}
+
 /// An instruction that unwinds the stack or leaves, and cannot raise.
 fn unwinding(op: u8) -> bool {
     matches!(op, NOP | POP_TOP | SWAP | RETURN_VALUE) || is_unconditional_jump(op)
@@ -337,6 +418,7 @@ fn finally_shape(
     es: &[Entry],
     start: usize,
     nested: &dyn Fn(usize) -> bool,
+    unprotected: &dyn Fn(usize) -> bool,
     upto: &dyn Fn(u32) -> usize,
     at: &dyn Fn(u32) -> Option<usize>,
     line: u32,
@@ -359,7 +441,10 @@ fn finally_shape(
     // A copy of F at `i` before an exit: then the exit's pops (a loop's iterator), a constant
     // returned, and the return or a jump (out of the code before the handler, `push`): the index
     // of that return or jump.
-    let exit_tail = |i: usize| {
+    // (`in_nested`: the copy lies in the code of a statement nested in the body — after the
+    // `POP_EXCEPT` of a return, break or continue in one of its handlers —, where no table entry
+    // protects it.)
+    let exit_tail_in = |i: usize, in_nested: bool| {
         if !is_copy(i) {
             return None;
         }
@@ -374,8 +459,10 @@ fn finally_shape(
             x.opcode == RETURN_VALUE
                 || (is_unconditional_jump(x.opcode) && x.jump_target().and_then(at).is_some_and(|t| !(start..c.push).contains(&t)))
         });
-        (leaves && e < c.push && (i..=e).all(|j| !covered(j) && !nested(j))).then_some(e)
+        let free = |j: usize| if in_nested { unprotected(j) } else { !covered(j) && !nested(j) };
+        (leaves && e < c.push && (i..=e).all(free)).then_some(e)
     };
+    let exit_tail = |i: usize| exit_tail_in(i, false);
     let skip_nops = |mut j: usize| {
         while instrs.get(j).is_some_and(|x| x.opcode == NOP) {
             j += 1;
@@ -395,7 +482,10 @@ fn finally_shape(
     let same = instrs
         .get(k..k + fexc.len())
         .is_some_and(|n| n.iter().zip(fexc).all(|(a, b)| (a.opcode, a.arg) == (b.opcode, b.arg)));
-    if start >= orelse || !same || k + fexc.len() > c.push || es.iter().any(|e| e.depth != first.depth) {
+    // A body every path of which leaves (by its exits or raising) has no normal copy: its
+    // protected code runs up to the handler. (Taken only with exits, below.)
+    let no_normal = !same && orelse == c.push;
+    if start >= orelse || !(same || no_normal) || (same && k + fexc.len() > c.push) || es.iter().any(|e| e.depth != first.depth) {
         return Err(fb());
     }
     let mut exits = Vec::new();
@@ -413,6 +503,14 @@ fn finally_shape(
             exits.push(i..i + fexc.len());
             i = e + 1;
             continue;
+        }
+        if inner && unprotected(i) {
+            // A copy of F before a return, break or continue in a handler of a nested statement.
+            if let Some(e) = exit_tail_in(i, true).filter(|&e| e < orelse) {
+                exits.push(i..i + fexc.len());
+                i = e + 1;
+                continue;
+            }
         }
         // (A nested `with`'s `BEFORE_WITH` is right before its code.)
         let nested_with = ins.opcode == BEFORE_WITH && nested(i + 1);
@@ -432,7 +530,9 @@ fn finally_shape(
     c.orelse = orelse;
     if !exits.is_empty() {
         c.exits = exits;
-        c.normal = k..k + fexc.len();
+        c.normal = if same { k..k + fexc.len() } else { orelse..orelse };
+    } else if no_normal {
+        return Err(fb());
     }
     Ok(())
 }
@@ -509,6 +609,7 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
             finally: true,
             exits: Vec::new(),
             normal: 0..0,
+            onward: Vec::new(),
         });
     }
     loop {
@@ -524,7 +625,7 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
                 .and_then(|e| at(e.target));
             let Some(cleanup) = cleanup.filter(|&k| k > p && is_cleanup(k)) else { return Err(shape(first.line)) };
             let end = cleanup + 3;
-            return Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: cleanup, cleanup, end, line, inner: Vec::new(), finally: false, exits: Vec::new(), normal: 0..0 });
+            return Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: cleanup, cleanup, end, line, inner: Vec::new(), finally: false, exits: Vec::new(), normal: 0..0, onward: Vec::new() });
         }
         // The test: straight-line code up to CHECK_EXC_MATCH.
         let mut c = p;
@@ -559,7 +660,7 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
     if !is_cleanup(p + 1) {
         return Err(shape(line));
     }
-    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, cleanup: p + 1, end: p + 4, line, inner: Vec::new(), finally: false, exits: Vec::new(), normal: 0..0 })
+    Ok(TryShape { body: 0..0, orelse: 0, depth: 0, push, handlers, reraise: p, cleanup: p + 1, end: p + 4, line, inner: Vec::new(), finally: false, exits: Vec::new(), normal: 0..0, onward: Vec::new() })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -580,6 +681,17 @@ impl Translator<'_> {
     /// Whether the translation skips instruction `i` (see `Tries::skip`).
     pub(super) fn skipped(&self, i: usize) -> bool {
         self.code.tries.is_some_and(|t| t.skip.contains(&i))
+    }
+
+    /// At a skipped copy of a `with`'s exit call (`Tries::exit_pops`): pops the statement's bound
+    /// `__exit__`, which must be on top of the stack.
+    pub(super) fn exit_pop(&mut self, i: usize, stack: &mut Stack) -> Result<()> {
+        let Some(push) = self.code.tries.and_then(|t| t.exit_pops.get(&i)).copied() else { return Ok(()) };
+        let want = self.with_exits.get(&push).copied();
+        match stack.pop() {
+            Some(Val::Reg(r)) if Some(r) == want => Ok(()),
+            _ => Err(reason("with: statement shape", self.line)),
+        }
     }
 
     /// Translates the try statement `t` (entered at its body's first block) into a `Try`;
@@ -927,11 +1039,65 @@ mod tests {
     }
 
     #[test]
+    fn exits_from_handlers_and_with_bodies() {
+        // A finally clause's copies before the returns of a handler and of the body of the
+        // try/except that is its body (no normal copy: every path leaves), and before a break and
+        // a continue of a named handler.
+        for (src, n) in [
+            (
+                "def f(x):\n    try:\n        if x:\n            return g(x)\n    except E:\n        return 2\n    \
+                 finally:\n        h(x)\n    return 1\n",
+                2,
+            ),
+            ("def f(x):\n    try:\n        return g(x)\n    except E:\n        return h(x)\n    finally:\n        k(x)\n", 2),
+            (
+                "def f(xs):\n    for x in xs:\n        try:\n            g(x)\n        except E as e:\n            if e.args:\n                \
+                 break\n            continue\n        finally:\n            k(x)\n",
+                2,
+            ),
+        ] {
+            let t = recognised(src).unwrap();
+            let [inner, outer] = &t.tries[..] else { panic!("{src}") };
+            assert!(outer.finally && !inner.finally, "{src}");
+            assert_eq!(outer.exits.len(), n, "{src}");
+            assert!(outer.exits.iter().all(|r| r.clone().all(|i| t.skip.contains(&i))), "{src}");
+        }
+        // A with's copies of its exit call before a return, a continue and a break; the last one
+        // (a final `if …: break` after the last protected instruction) followed by the normal
+        // copy, which goes on where the suppressed path does.
+        let t = recognised(
+            "def f(xs, m):\n    for x in xs:\n        with m as v:\n            if x:\n                return g(x)\n            if v:\n                \
+             continue\n            h(x)\n            if x is None:\n                break\n    return 0\n",
+        )
+        .unwrap();
+        let [w] = &t.tries[..] else { panic!() };
+        assert_eq!(w.exits.len(), 3);
+        assert!(w.exits.iter().all(|r| r.len() == 6 && t.exit_pops.get(&r.start) == Some(&w.push)));
+        // An exit through two withs: the inner one's copy, then the outer one's, which the outer
+        // statement takes as its exit.
+        let t = recognised("def f(a, b, xs):\n    for x in xs:\n        with a, b:\n            if x:\n                return g(x)\n            if xs:\n                break\n            h()\n    return 0\n").unwrap();
+        let [inner, outer] = &t.tries[..] else { panic!() };
+        assert_eq!((inner.exits.len(), outer.exits.len()), (2, 2));
+        assert_eq!(inner.onward.len(), 2);
+        assert!(inner.onward.iter().all(|(o, _)| o.len() == 1 && outer.exits.iter().any(|r| r.start == o[0])));
+        assert!(outer.exits.iter().all(|r| t.exit_pops.get(&r.start) == Some(&outer.push)));
+        // A final return: the body runs up to it (no normal copy).
+        let t = recognised("def f(m, x):\n    with m:\n        if x:\n            return 1\n        return g(x)\n").unwrap();
+        let [w] = &t.tries[..] else { panic!() };
+        assert_eq!(w.exits.len(), 2);
+        assert_eq!(w.body.end, w.orelse);
+        assert!(w.orelse <= w.push && w.exits.iter().all(|r| r.end < w.orelse));
+    }
+
+    #[test]
     fn other_statements_fall_back_with_their_reason() {
         let cases = [
             (
-                "def f(x):\n    try:\n        g(x)\n    except E:\n        return h(x)\n    finally:\n        h(x)\n",
-                "exception handling (try/finally: a return, break or continue in its body) at line 3",
+                // (An exit through two finally clauses: the copy of the inner one is followed by
+                // the outer one's.)
+                "def f(xs):\n    for x in xs:\n        try:\n            try:\n                if g(x):\n                    break\n            \
+                 finally:\n                h(x)\n        finally:\n            k(x)\n",
+                "exception handling (try/finally: a return, break or continue in its body) at line 5",
             ),
             (
                 // (A finally clause copied before an exit must be straight-line code deleting no
@@ -944,8 +1110,9 @@ mod tests {
                 "exception handling (try/finally: a branch ending its finally clause, or a return, break, continue or try in it) at line 7",
             ),
             (
-                "def f(m):\n    with m as v:\n        if v:\n            return v()\n        v.x()\n",
-                "exception handling (with: a return, break, continue or statement with handlers in its body) at line 2",
+                // (An exit through a with and a finally: the exit call's copy, then F's.)
+                "def f(a, x):\n    try:\n        with a:\n            if x:\n                return g(x)\n            h()\n    finally:\n        k()\n",
+                "exception handling (with: a return, break, continue or statement with handlers in its body) at line 3",
             ),
             ("def f(x):\n    try:\n        g(x)\n    except* E:\n        h(x)\n", "exception handling (except*) at line 3"),
             (

@@ -323,6 +323,9 @@ pub(super) struct Translator<'a> {
     /// The try and with statements translated (their `PUSH_EXC_INFO` index): every recognised
     /// one must be, or the structure recovery lost its handlers (`lift_code` falls back).
     pub(super) tries_done: std::collections::HashSet<usize>,
+    /// The bound `__exit__` of each `with` statement being translated whose body has exits (by
+    /// its `PUSH_EXC_INFO` index): what a copy of its exit call pops (`exit_pop`).
+    pub(super) with_exits: HashMap<usize, Reg>,
 }
 
 /// An inner function known by its code object: (the code object defining it, that code object's

@@ -138,7 +138,15 @@ impl Translator<'_> {
                     out.extend(exit);
                     return Ok((out, None));
                 }
-                if cur != cfg.exit() && self.try_follows.contains(&cur) {
+                // (Unless it is a `return` of a constant: `cfg` merges CPython's copies of those,
+                // so a path returning from inside the part may reach the join's copy; returning
+                // there, where nothing can raise, is the same.)
+                let merged_return = cur != cfg.exit() && {
+                    let b = &cfg.blocks[cur];
+                    matches!(b.term, Term::Return)
+                        && instrs[b.body.clone()].iter().filter(|i| i.opcode != NOP).map(|i| i.opcode).eq([LOAD_CONST])
+                };
+                if cur != cfg.exit() && self.try_follows.contains(&cur) && !merged_return {
                     // A branch inside a part of a try statement runs on past the part's end
                     // (its join was taken beyond it): the code after the part would run inside it.
                     return Err(Fallback::new("exception handling (a branch leaving a part of a try statement)", self.line));
@@ -181,6 +189,8 @@ impl Translator<'_> {
             self.spend(blk.body.len() + 1)?;
             for (k, ins) in instrs[blk.body.clone()].iter().enumerate() {
                 if self.skipped(blk.body.start + k) {
+                    self.line = ins.line;
+                    self.exit_pop(blk.body.start + k, &mut stack)?;
                     continue;
                 }
                 self.line = ins.line;

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 impl<'a> Translator<'a> {
     pub(super) fn new(em: Emitter, code: CodeScope<'a>, shared: Shared, line: u32) -> Self {
-        Translator { em, code, shared, ctx: Vec::new(), pdoms: HashMap::new(), kwnames: None, line, open_tries: Vec::new(), in_handler: 0, in_finally: 0, try_follows: Vec::new(), tries_done: Default::default() }
+        Translator { em, code, shared, ctx: Vec::new(), pdoms: HashMap::new(), kwnames: None, line, open_tries: Vec::new(), in_handler: 0, in_finally: 0, try_follows: Vec::new(), tries_done: Default::default(), with_exits: HashMap::new() }
     }
 
     pub(super) fn spend(&mut self, n: usize) -> Result<()> {

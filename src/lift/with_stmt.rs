@@ -27,8 +27,11 @@
 //!
 //! A body ending with `return x` has `SWAP 2` and the exit call after its protected range, then
 //! the return: x goes to the else clause through a temporary. Any other `return`, a `break` or
-//! `continue` leaving the body (each leaves through a copy of the exit call, outside the protected
-//! range, which cuts it) falls back, named. Statements with handlers of their own may be nested in
+//! `continue` leaving the body leaves through a copy of the exit call, outside the protected
+//! range, which cuts it: the copies are skipped (the bound `__exit__` popped) and the statement
+//! is a `Try` whose `finally` else clause calls the exit (run after the body's exits too); an
+//! exit through several withs runs their copies in a row, each statement taking its own
+//! (`TryShape::onward`). Statements with handlers of their own may be nested in
 //! the body (a try statement, another `with` — `with a, b:` is one inside the other): their code
 //! cuts the body's protected range, as in a try body. The
 //! recogniser (`chain`, `body_shape`) makes a `TryShape` that `exceptions::recognise` checks like
@@ -109,14 +112,24 @@ pub(super) fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryS
         finally: false,
         exits: Vec::new(),
         normal: 0..0,
+        onward: Vec::new(),
     })
 }
 
 /// The body of the `with` statement `c` (its table entries `es`): protected ranges starting right
-/// after `BEFORE_WITH`, cut only by unprotected `NOP`s and by the code of statements with handlers
-/// nested in it (`nested`: their own handler code is protected by their own entries), followed
-/// (after line `NOP`s) by the exit call `__exit__(None, None, None)`; no jump out of the body but
-/// to its end and no return.
+/// after `BEFORE_WITH`, cut only by unprotected `NOP`s, by the code of statements with handlers
+/// nested in it (`nested`: their own handler code is protected by their own entries) and by the
+/// copies of the exit call before a `return`, `break` or `continue` leaving the body (`exits`),
+/// followed (after line `NOP`s) by the exit call `__exit__(None, None, None)`; no other jump out
+/// of the body and no other return.
+///
+/// With exits (`c.exits`: each copy's `LOAD_CONST None ×3; PRECALL 2; CALL 2; POP_TOP`, after a
+/// `SWAP 2` that puts a returned value under the bound `__exit__`, and before the exit's own pops,
+/// constant and return or jump out of the statement) the statement is lifted as a `Try` whose
+/// `finally` else clause is the exit call (`translate_with`). The copy after the body is then its
+/// normal end when it goes on where the suppressed path does (the join), and otherwise the body's
+/// last statement leaving (a final `return`, `break` or `continue`): one more exit, the body
+/// running up to its return or jump.
 pub(super) fn body_shape(
     ci: &CodeInfo,
     instrs: &[Instr],
@@ -124,49 +137,165 @@ pub(super) fn body_shape(
     es: &[Entry],
     nested: &dyn Fn(usize) -> bool,
     upto: &dyn Fn(u32) -> usize,
+    claims: &[(usize, usize, Vec<usize>)],
 ) -> Result<()> {
     let leaves = |l: u32| reason("a return, break, continue or statement with handlers in its body", l);
     let line = instrs.get(c.push + 1).map_or(c.line, |i| i.line);
     let (Some(first), Some(last)) = (es.first(), es.last()) else { return Err(shape(line)) };
-    let (start, orelse) = (upto(first.start), upto(last.end));
+    let (start, mut orelse) = (upto(first.start), upto(last.end));
     if start == 0 || start >= orelse || instrs[start - 1].opcode != BEFORE_WITH {
         return Err(shape(line));
     }
     if es.iter().any(|e| e.depth != first.depth) {
         return Err(shape(line));
     }
-    let mut k = orelse;
-    while instrs.get(k).is_some_and(|i| i.opcode == NOP) {
-        k += 1;
+    let at = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();
+    let covered = |i: usize| es.iter().any(|e| upto(e.start) <= i && i < upto(e.end));
+    let is_exit_call = |i: usize| exit_call_at(ci, instrs, i);
+    // A copy of the exit call at `i` leaving the statement: then the exit's pops (a loop's
+    // iterator), a constant returned, and the return or a jump out of the statement's code — the
+    // index of that return or jump. Nothing of it protected or nested.
+    // (Copies of enclosing withs' exit calls may follow, each after the pops of what lies on
+    // the stack above their bound `__exit__`: `onward`.)
+    let onward_of = |i: usize| {
+        let mut e = i + 6;
+        let mut onward = Vec::new();
+        loop {
+            while instrs.get(e).is_some_and(|x| matches!(x.opcode, POP_TOP | SWAP | NOP)) {
+                e += 1;
+            }
+            if !is_exit_call(e) {
+                return (e, onward);
+            }
+            onward.push(e);
+            e += 6;
+        }
+    };
+    let exit_tail = |i: usize| {
+        if !is_exit_call(i) {
+            return None;
+        }
+        let (mut e, _) = onward_of(i);
+        if instrs.get(e).is_some_and(|x| x.opcode == LOAD_CONST) && instrs.get(e + 1).is_some_and(|x| x.opcode == RETURN_VALUE) {
+            e += 1;
+        }
+        let out = instrs.get(e).is_some_and(|x| {
+            x.opcode == RETURN_VALUE
+                || (is_unconditional_jump(x.opcode) && x.jump_target().and_then(at).is_some_and(|t| !(start..c.push).contains(&t)))
+        });
+        (out && e < c.push && (i..=e).all(|j| !covered(j) && !nested(j))).then_some(e)
+    };
+    let skip_nops = |mut j: usize| {
+        while instrs.get(j).is_some_and(|x| x.opcode == NOP) {
+            j += 1;
+        }
+        j
+    };
+    // The body's exits after its last protected instruction (a final `if …: break`): copies
+    // each followed by another copy — the last one is the normal end, or the last statement's.
+    loop {
+        let j = skip_nops(orelse);
+        let j = if instrs.get(j).is_some_and(|x| (x.opcode, x.arg) == (SWAP, 2)) { j + 1 } else { j };
+        match exit_tail(j) {
+            Some(e) if is_exit_call(skip_nops(e + 1)) => orelse = e + 1,
+            _ => break,
+        }
     }
-    let none = |i: &Instr| i.opcode == LOAD_CONST && matches!(ci.consts.get(i.arg as usize), Some(Const::None));
-    let exit_call = instrs.get(k..k + 6).is_some_and(|s| {
-        s[..3].iter().all(none)
-            && s[3..].iter().map(|i| (i.opcode, i.arg)).eq([(PRECALL, 2), (CALL, 2), (POP_TOP, 0)])
-    });
+    let k = skip_nops(orelse);
+    // The exits inside the body.
+    let mut exits = Vec::new();
+    let mut i = start;
+    while i < orelse {
+        let ins = &instrs[i];
+        if !(covered(i) || nested(i) || ins.opcode == NOP) {
+            // Unprotected code that is no nested statement: a copy of the exit call before a
+            // return, break or continue (a returned value swapped under the exit first).
+            let j = if (ins.opcode, ins.arg) == (SWAP, 2) { i + 1 } else { i };
+            let Some(e) = exit_tail(j).filter(|&e| e < orelse) else { return Err(leaves(ins.line)) };
+            exits.push(j..j + 6);
+            i = e + 1;
+            continue;
+        }
+        i += 1;
+    }
+    // The copies of this statement's exit call in the exits of withs nested in it, which leave
+    // it too: each then leaves by a return or a jump out of this statement's code.
+    let mut claimed: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut onward = Vec::new();
+    for (copy, e, rest) in claims {
+        let out = instrs.get(*e).is_some_and(|x| {
+            x.opcode == RETURN_VALUE
+                || (is_unconditional_jump(x.opcode) && x.jump_target().and_then(at).is_some_and(|t| !(start..c.push).contains(&t)))
+        });
+        if !(out && start < *copy && *e < orelse && is_exit_call(*copy) && !covered(*copy) && nested(*copy)) {
+            return Err(leaves(instrs[*copy].line));
+        }
+        exits.push(*copy..*copy + 6);
+        claimed.push(*copy..*e + 1);
+        if !rest.is_empty() {
+            onward.push((rest.clone(), *e));
+        }
+    }
+    let exit_call = is_exit_call(k);
     // A body that always raises has no normal exit: the handler follows it.
     let raises = !exit_call && instrs[orelse - 1].opcode == RAISE_VARARGS;
     // A body ending with `return x` (its only way out but raising): x goes under the exit, which
     // is called, then x is returned.
     let returns = !exit_call && returns_after(ci, instrs, orelse).is_some_and(|r| r < c.push);
-    if !raises && !returns && (!exit_call || k + 6 > c.push) {
+    let mut end = orelse;
+    if !exits.is_empty() {
+        // Where a path ends up after `i` and the unconditional jumps from there.
+        let dest = |mut i: usize| {
+            for _ in 0..8 {
+                match instrs.get(i) {
+                    Some(x) if x.opcode == NOP => i += 1,
+                    Some(x) if is_unconditional_jump(x.opcode) => match x.jump_target().and_then(at) {
+                        Some(t) => i = t,
+                        None => break,
+                    },
+                    _ => break,
+                }
+            }
+            i
+        };
+        // (The same place, or a copy of the same `return c`: CPython copies a short block after
+        // the statement to the end of its normal path.)
+        let same_place = |a: usize, b: usize| {
+            let ret = |i: usize| match instrs.get(i..i + 2) {
+                Some([l, r]) if l.opcode == LOAD_CONST && r.opcode == RETURN_VALUE => Some(l.arg),
+                _ => None,
+            };
+            a == b || ret(a).is_some_and(|x| ret(b) == Some(x))
+        };
+        let Some(s) = suppressed(instrs, c.push) else { return Err(shape(line)) };
+        if returns {
+            // The final `return x`: one more exit.
+            let Some(e) = exit_tail(orelse + 1) else { return Err(shape(line)) };
+            exits.push(orelse + 1..orelse + 7);
+            end = e + 1;
+        } else if exit_call && k + 6 <= c.push && !same_place(dest(k + 6), dest(s + 4)) {
+            // The last statement leaves (the suppressed path goes on elsewhere): one more exit.
+            let Some(e) = exit_tail(k) else { return Err(leaves(instrs[k].line)) };
+            exits.push(k..k + 6);
+            end = e + 1;
+        } else if !raises && (!exit_call || k + 6 > c.push) {
+            return Err(shape(line));
+        }
+    } else if !raises && !returns && (!exit_call || k + 6 > c.push) {
         if instrs.get(orelse).is_some_and(|i| (i.opcode, i.arg) == (SWAP, 2)) {
             return Err(leaves(instrs[orelse].line));
         }
         return Err(shape(line));
     }
-    let at = |off: u32| instrs.binary_search_by_key(&off, |i| i.offset).ok();
-    let covered = |i: usize| es.iter().any(|e| upto(e.start) <= i && i < upto(e.end));
     for i in start..orelse {
         let ins = &instrs[i];
-        let inner = nested(i);
-        if !(covered(i) || inner || ins.opcode == NOP) {
-            // Unprotected code that is no nested statement: a copy of the exit call before a
-            // return, break or continue.
-            return Err(leaves(ins.line));
+        if !(covered(i) || nested(i) || ins.opcode == NOP) || claimed.iter().any(|r| r.contains(&i)) {
+            // (An exit's copy and what follows it, checked above.)
+            continue;
         }
+        let inner = nested(i);
         // (Handler opcodes belong to nested statements only — a nested `with`'s `BEFORE_WITH`
-        // right before its code —; a return anywhere leaves through a copy of the exit call.)
+        // right before its code —; a return leaves through a copy of the exit call.)
         let nested_with = ins.opcode == BEFORE_WITH && nested(i + 1);
         if ins.opcode == RETURN_VALUE
             || (!inner && !nested_with && matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH | WITH_EXCEPT_START))
@@ -180,10 +309,29 @@ pub(super) fn body_shape(
             }
         }
     }
+    // The exits of this statement's own that leave enclosing withs too.
+    for r in exits.iter().filter(|r| !claimed.iter().any(|c| c.start == r.start)) {
+        let (e, o) = onward_of(r.start);
+        if !o.is_empty() {
+            let Some(e) = exit_tail(r.start).filter(|&t| t >= e) else { return Err(leaves(instrs[r.start].line)) };
+            onward.push((o, e));
+        }
+    }
     c.depth = first.depth as usize + 1;
-    c.body = start..orelse;
-    c.orelse = orelse;
+    c.body = start..end;
+    c.orelse = end;
+    c.exits = exits;
+    c.onward = onward;
     Ok(())
+}
+
+/// `LOAD_CONST None ×3; PRECALL 2; CALL 2; POP_TOP` at `i`: the call `__exit__(None, None, None)`
+/// of a `with` (the bound `__exit__` below the three Nones), its result dropped.
+fn exit_call_at(ci: &CodeInfo, instrs: &[Instr], i: usize) -> bool {
+    let none = |i: &Instr| i.opcode == LOAD_CONST && matches!(ci.consts.get(i.arg as usize), Some(Const::None));
+    instrs.get(i..i + 6).is_some_and(|s| {
+        s[..3].iter().all(none) && s[3..].iter().map(|i| (i.opcode, i.arg)).eq([(PRECALL, 2), (CALL, 2), (POP_TOP, 0)])
+    })
 }
 
 /// After a body ending with `return x` (at `orelse`): `SWAP 2`, the exit call, then pops and
@@ -246,6 +394,31 @@ impl Translator<'_> {
         after.pop();
         let outer: Stack = after[..after.len() - 1].to_vec();
         let at_head = self.ctx.last().is_some_and(|c| c.head == entry);
+        if !t.exits.is_empty() {
+            // A return, break or continue leaves the body (`body_shape`): each through a copy of
+            // the exit call, skipped (the bound `__exit__` popped). The statement is a `Try` whose
+            // `finally` else clause is the exit call, run after the body however it ended but by
+            // an exception; the code after the normal copy is the statement's join.
+            self.with_exits.insert(t.push, exit);
+            self.open_tries.push(t.push);
+            self.try_follows.push(join);
+            let r = self.part(entry, body_end, stack.clone(), at_head);
+            self.try_follows.pop();
+            self.open_tries.pop();
+            self.with_exits.remove(&t.push);
+            let (body, end) = r?;
+            if end.is_some_and(|s| s != after) {
+                return Err(shape(line));
+            }
+            let exit_line = instrs[t.orelse..t.push].iter().find(|i| i.opcode != NOP).map_or(line, |i| i.line);
+            let mut orelse = Vec::new();
+            let none = self.em.bind_const(Const::None, exit_line, &mut orelse);
+            self.em.bind(Expr::Call { func: exit, args: vec![none, none, none], kwnames: Vec::new() }, exit_line, &mut orelse);
+            let handlers = self.with_handler(exit, exc_line);
+            out.push(stmt(StmtKind::Try { body, handlers, orelse, finally: true }, line));
+            *stack = outer;
+            return Ok(Some(join));
+        }
         self.open_tries.push(t.push);
         // (No region inside the body may run past its end or the statement's join: `part`.)
         self.try_follows.push(join);
@@ -286,8 +459,16 @@ impl Translator<'_> {
         });
         self.open_tries.pop();
         let (body, orelse) = r?;
-        // The handler: `__exit__(type(e), e, e.__traceback__)` with `e` handled, then the
-        // exception again unless the result is true (its `__bool__` may raise).
+        let handlers = self.with_handler(exit, exc_line);
+        out.push(stmt(StmtKind::Try { body, handlers, orelse, finally: false }, line));
+        *stack = outer;
+        Ok(Some(join))
+    }
+
+    /// The handler of a `with` whose bound `__exit__` is `exit`: `__exit__(type(e), e,
+    /// e.__traceback__)` with `e` handled, then the exception again unless the result is true
+    /// (its `__bool__` may raise).
+    fn with_handler(&mut self, exit: crate::bezoar::ir::Reg, exc_line: u32) -> Vec<Handler> {
         let e = self.em.temp();
         let mut hbody = Vec::new();
         let ev = self.em.bind(Expr::Load(e.clone()), exc_line, &mut hbody);
@@ -298,9 +479,6 @@ impl Translator<'_> {
         let mut reraise = Vec::new();
         self.end_with_raise(Intrinsic::Reraise, Vec::new(), exc_line, &mut reraise);
         hbody.push(stmt(StmtKind::If { cond: ok, then_body: Vec::new(), else_body: reraise }, exc_line));
-        let handlers = vec![Handler { test: None, name: Some(e), body: hbody }];
-        out.push(stmt(StmtKind::Try { body, handlers, orelse, finally: false }, line));
-        *stack = outer;
-        Ok(Some(join))
+        vec![Handler { test: None, name: Some(e), body: hbody }]
     }
 }
