@@ -70,6 +70,14 @@ pub(super) fn exceptional_copy(raw: &[RawInstr], at: &BTreeMap<u32, usize>, entr
     Some(r)
 }
 
+/// Whether two instructions of F's copies are the same: 3.12 checks a variable that may be
+/// unbound with `LOAD_FAST_CHECK`, and the copies may differ there (a copy after the variable's
+/// assignment loads it with `LOAD_FAST`); both are 3.11's `LOAD_FAST`, which checks.
+fn same_op(a: &RawInstr, b: &RawInstr) -> bool {
+    let op = |i: &RawInstr| if i.opcode == v12::LOAD_FAST_CHECK { v12::LOAD_FAST } else { i.opcode };
+    (op(a), a.arg) == (op(b), b.arg)
+}
+
 pub(super) fn place(raw: &[RawInstr], at: &BTreeMap<u32, usize>, entries: &[Entry], mut placed: Placed, code_len: u32) -> Placed {
     let cover = |o: u32| entries.iter().find(|e| e.start <= o && o < e.end).map(|e| (e.target, e.depth, e.lasti));
     let mut next_key = placed.stream.iter().map(|(k, _)| *k).max().unwrap_or(0).max(code_len) + 2;
@@ -92,11 +100,13 @@ pub(super) fn place(raw: &[RawInstr], at: &BTreeMap<u32, usize>, entries: &[Entr
                     b -= 1;
                 }
                 in_body(raw[b].offset)
-                    && raw[q..q + n].iter().zip(f).all(|(a, b)| (a.opcode, a.arg) == (b.opcode, b.arg))
+                    && raw[q..q + n].iter().zip(f).all(|(a, b)| same_op(a, b))
                     && raw[q..q + n].iter().all(|i| !in_body(i.offset) && cover(i.offset) == cover(cleanup))
             })
             .collect();
-        let [q] = normal[..] else { continue };
+        // More than one: the body's exits (return, break, continue) each have a copy of F too,
+        // laid out where they leave; the normal copy is the one after the body's end, the last.
+        let Some(&q) = normal.last() else { continue };
         let st = &mut placed.stream;
         let pos = |st: &Vec<(u32, Vec<Out>)>, key: u32| st.iter().position(|(k, _)| *k == key);
         // The exceptional copy and its clean-up block, together in the stream, reached only
