@@ -549,6 +549,7 @@ pub(super) fn place_with(
     let ops = |k: usize, n: usize| raw.get(k..k + n).map(|s| s.iter().map(|i| (i.opcode, i.arg)).collect::<Vec<_>>());
     let none = |k: usize| raw.get(k).is_some_and(|i| i.opcode == v12::LOAD_CONST && matches!(consts.get(i.arg as usize), Some(Const::None)));
     let mut next_key = placed.stream.iter().map(|(k, _)| *k).max().unwrap_or(0).max(code_len) + 2;
+    let jump_targets: HashSet<u32> = raw.iter().filter_map(|i| v12::jump_target(i.op_offset, i.opcode, i.arg)).collect();
     for p in (0..raw.len()).filter(|&p| raw[p].opcode == v12::PUSH_EXC_INFO && raw.get(p + 1).is_some_and(|i| i.opcode == v12::WITH_EXCEPT_START)) {
         let (s, x) = (p + 4, p + 8);
         let push_off = raw[p].offset;
@@ -654,6 +655,7 @@ pub(super) fn place_with(
             None => continue,
         };
         // Where the chain goes, and whether `S`'s jump stays.
+        let mut fall_to_after = false;
         let (before_j, anchor) = match raw.get(after) {
             Some(i) if i.offset == j => (true, j),
             Some(i) if v12::is_unconditional_jump(i.opcode) && v12::jump_target(i.op_offset, i.opcode, i.arg) == Some(j) => (false, i.offset),
@@ -661,6 +663,13 @@ pub(super) fn place_with(
             // or raise (a body ending with `break` in a `while` loop, whose exit 3.12 copies into
             // it: `return n`): after that, as 3.11 has the chain after the `break`'s jump; `S`
             // keeps its jump to `J`.
+            // (Where that code is a join — the code after the loop, which the loop's test also
+            // reaches: the `break` falls into it —, before it, behind a jump to it, as 3.11's
+            // `break` jumps there over the chain.)
+            Some(i) if !copy && jump_targets.contains(&i.offset) => {
+                fall_to_after = true;
+                (false, i.offset)
+            }
             Some(_) if !copy => {
                 let Some(end) = (after..p).find(|&k| {
                     let i = raw[k];
@@ -676,7 +685,30 @@ pub(super) fn place_with(
             _ => continue,
         };
         let mut keys: Vec<u32> = [p, p + 1, p + 2, p + 3, c, c + 1, c + 2, s, s + 1, s + 2, s + 3].iter().map(|&k| raw[k].offset).collect();
-        if !before_j {
+        // (The loop's test at the bottom, which `S` jumps to and whose exit jumps back to the
+        // code after the loop: 3.12 lays it out after the function when only `S` reaches it. It
+        // comes with `S`, which falls into it, its exit falling into that code: 3.11's layout.)
+        let mut emptied: Option<u32> = None;
+        let test = at.get(&j).copied().filter(|&t| fall_to_after && t > c).and_then(|t| {
+            let e = (t..raw.len()).find(|&k| {
+                v12::is_unconditional_jump(raw[k].opcode) && v12::jump_target(raw[k].op_offset, raw[k].opcode, raw[k].arg) == Some(anchor)
+            })?;
+            let (lo, hi) = (raw[t].offset, raw[e].offset);
+            let inside = |o: u32| lo <= o && o <= hi;
+            let own = raw[t..e].iter().all(|i| {
+                !matches!(i.opcode, v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS | v12::RERAISE | v12::PUSH_EXC_INFO)
+                    && v12::jump_target(i.op_offset, i.opcode, i.arg).is_none_or(|g| inside(g) || i.opcode == v12::JUMP_BACKWARD && g < raw[p].offset)
+            });
+            // (Reached only from `S` and from itself.)
+            let reached_only = raw.iter().enumerate().all(|(k, i)| {
+                k == x || (t..=e).contains(&k) || v12::jump_target(i.op_offset, i.opcode, i.arg).is_none_or(|g| !inside(g))
+            });
+            (own && reached_only && raw[t..=e].iter().all(|i| pos(st, i.offset).is_some())).then_some((t, e))
+        });
+        if let Some((t, e)) = test {
+            keys.extend(raw[t..=e].iter().map(|i| i.offset));
+            emptied = Some(raw[e].offset);
+        } else if !before_j {
             keys.push(raw[x].offset);
         }
         let dropped: Vec<u32> = if copy { raw[x..c].iter().map(|i| i.offset).collect() } else { vec![raw[x].offset] };
@@ -687,12 +719,12 @@ pub(super) fn place_with(
         let mut block: Vec<(u32, Vec<Out>)> = Vec::new();
         for &k in &keys {
             let q = pos(st, k).expect("checked above");
-            block.push(st[q].clone());
+            block.push(if emptied == Some(k) { (k, Vec::new()) } else { st[q].clone() });
         }
         st.retain(|(k, _)| !moved.contains(k));
         let Some(mut at_j) = pos(st, anchor) else { continue };
         let mut insert = Vec::new();
-        if before_j {
+        if before_j || fall_to_after {
             // Before the instructions that emit nothing just before `J` (they stand for `J`).
             while at_j > 0 && st[at_j - 1].1.is_empty() {
                 at_j -= 1;
@@ -704,7 +736,8 @@ pub(super) fn place_with(
                 next_key += 2;
                 let covered_as = placed.cover_as.get(&k).copied().unwrap_or(k);
                 placed.cover_as.insert(key, covered_as);
-                insert.push((key, vec![Out { op: 0, arg: 0, line: o.line, jump: Some((Jump::Always, j)) }]));
+                let to = if fall_to_after { anchor } else { j };
+                insert.push((key, vec![Out { op: 0, arg: 0, line: o.line, jump: Some((Jump::Always, to)) }]));
             }
         } else {
             at_j += 1;

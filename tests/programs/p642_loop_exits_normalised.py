@@ -1,11 +1,12 @@
 # Loop exits whose 3.12/3.13 layout differs from 3.11's and is normalised into it (issue 21): a
-# with statement ending with `return` or `break` in a `while` loop (3.12 lays the loop's test out
-# after the function, reached only from the with's suppressed path, its exit jumping back to the
-# copy of the code after the loop); `break` and `continue` through a finally clause in a loop
-# (3.12 gives each exit its own copy of the clause); a comparison whose result's truth test raises
-# inside a try/finally in a loop (3.13 converts it to a bool in the comparison itself, which its
-# exception table covers, not the jump; in a try/except and a try/finally). Each runs with the manager suppressing or not, the
-# clause raising or not, and the trace, results and tracebacks are CPython's.
+# with statement ending with `return` or `break` in a `while` loop, followed by a return or by
+# another with (3.12 lays the loop's test out after the function, reached only from the with's
+# suppressed path, its exit jumping back to the code after the loop); `break` and `continue`
+# through a finally clause in a loop (3.12 gives each exit its own copy of the clause); a
+# comparison whose result's truth test raises, in a try/finally and a try/except in a loop (3.13
+# converts it to a bool in the comparison itself, which its exception table covers, not the jump).
+# Each runs with the manager suppressing or not, the clause raising or not, and the trace,
+# results and tracebacks are CPython's.
 import traceback
 
 from poppy_jit import poppy
@@ -49,6 +50,19 @@ def while_with_break(n, suppress):
             got.append(llm(f"yesno: {n}") + str(10 // n))
             break
     return n, got
+
+
+@poppy
+def while_with_break_then_with(n, suppress):
+    got = []
+    while n:
+        with Section(f"c{n}", suppress):
+            n -= 1
+            got.append(10 // n)
+            break
+    with Section("after", suppress):
+        got.append(llm(f"count: {n}"))
+        return got, 10 // n
 
 
 @poppy
@@ -125,6 +139,7 @@ for n in (0, 1, 3):
     for suppress in (False, True):
         attempt(while_with_return, n, suppress)
         attempt(while_with_break, n, suppress)
+        attempt(while_with_break_then_with, n, suppress)
 attempt(break_continue_finally, ["a", "skip", "bb", "stop", "dd"])
 attempt(break_continue_finally, ["a", "", "bb"])
 attempt(break_continue_finally, ["a", "stop", ""])
