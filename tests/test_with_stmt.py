@@ -3,7 +3,6 @@ compile, the reasons of those that fall back, and behaviour the differential pro
 and p630-p633 do not pin: how the manager's methods are looked up (on the type, bound through their
 descriptors) and CPython's TypeError for an object that is no context manager.
 """
-import sys
 import textwrap
 
 import pytest
@@ -123,6 +122,18 @@ COMPILED = {
             finally:
                 h()
     """,
+    "ending with a return or a break in a while loop": """
+        def f(n, m):
+            while n:
+                with m:
+                    n -= 1
+                    g()
+                    break
+            while n:
+                with m:
+                    return g(n)
+            return n
+    """,
     "several managers": """
         def f(a, b):
             with a as x, b as y:
@@ -140,15 +151,11 @@ COMPILED = {
 }
 
 
-# Shapes 3.12 and 3.13 lay out otherwise (their loops' jumps after the exit call), which
-# `py312::handlers::place_with` leaves alone: they fall back there (docs/versions.md).
-ONLY_311 = {"a body ending with a return of a constant, a break or a continue (after the exit call)"}
-
-
 @pytest.mark.parametrize("case", sorted(COMPILED))
 def test_compiles(case):
-    if case in ONLY_311 and sys.version_info >= (3, 12):
-        pytest.skip("falls back on 3.12 and 3.13 (docs/versions.md)")
+    # (On every version: 3.12 and 3.13 lay some of these out otherwise — a with's handler code
+    # after the function, a while loop's test there too, reached only from the suppressed path —,
+    # which `py312::handlers::place_with` puts back into 3.11's layout: docs/versions.md.)
     e = core.explain(define(COMPILED[case]))
     assert e["fallback"] is None, e["fallback"]
     assert "with_enter" in e["bezoar"] and "exc_traceback" in e["bezoar"]
@@ -262,29 +269,12 @@ def test_methods_are_looked_up_on_the_type_like_cpython(tmp_path):
 @pytest.mark.parametrize("path", [p for p in difftest.programs() if p.name[:4] in ("p600", "p601", "p602", "p603", "p630", "p631", "p632", "p633")],
                          ids=lambda p: p.name)
 def test_with_programs_compile(path):
-    """The differential programs of `with` compile every @poppy function (the differential test
-    checks that they behave as CPython does), but for the layouts 3.12 and 3.13 do not give
-    3.11's form yet (docs/versions.md), which fall back with their reason."""
+    """The differential programs of `with` compile every @poppy function on every version (the
+    differential test checks that they behave as CPython does). (On 3.12/3.13 p630's
+    `try_in_nested_with` and, on 3.13, p630's `try_around_loop` and p631's `loop_try_with` fell
+    back until their layouts were normalised into 3.11's: docs/versions.md.)"""
     run = difftest.run_program(path, poppy=True)
     assert run.rc == difftest.directives(path).get("expect_rc", 0), run.stderr
     stats = run.trace["poppy_stats"]
-    here = sys.version_info[:2]
-    expected = {f: r for f, (r, vs) in LATER_VERSION_FALLBACKS.get(path.name[:4], {}).items() if here in vs}
-    got = {f["function"]: f["reason"].rsplit(" at line ", 1)[0] for f in stats["fallbacks"]}
-    assert got == expected, stats["fallbacks"]
-    assert stats["functions_compiled"] == len(difftest.poppy_functions(path)) - len(expected)
-
-
-# The functions of those programs that fall back on 3.12 and 3.13 (docs/versions.md): why, where.
-LATER_VERSION_FALLBACKS = {
-    "p630": {
-        # (A try/except whose handlers all raise, in a with body, compiles there too since its
-        # chain is placed right after its body, `py312::handlers::place`.)
-        "try_in_nested_with": ("exception handling (with: a return, break, continue or statement with handlers in its body)",
-                               {(3, 12), (3, 13)}),
-        "try_around_loop": ("exception handling (a branch leaving a part of a try statement)", {(3, 13)}),
-    },
-    "p631": {
-        "loop_try_with": ("exception handling (nested try)", {(3, 13)}),
-    },
-}
+    assert stats["fallbacks"] == [], stats["fallbacks"]
+    assert stats["functions_compiled"] == len(difftest.poppy_functions(path))

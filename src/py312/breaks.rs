@@ -35,8 +35,12 @@ pub(super) fn rewrite(
         if raw[end_for].opcode != v12::END_FOR {
             continue;
         }
-        // The code after the loop: straight-line up to its return or raise.
-        let a0 = end_for + 1;
+        // The code after the loop: straight-line up to its return or raise. (After the line
+        // `NOP`s that may follow the `END_FOR`, which the copy has not: the jump goes past them.)
+        let mut a0 = end_for + 1;
+        while raw.get(a0).is_some_and(|r| r.opcode == v12::NOP) && !targets.contains(&raw[a0].offset) {
+            a0 += 1;
+        }
         let mut a1 = a0;
         let exit = loop {
             let Some(r) = raw.get(a1) else { break false };

@@ -13,12 +13,14 @@
 //!
 //! `place` moves the exceptional copy, as a whole block (each instruction keeping its key, its
 //! outputs and its exception-table entry), to 3.11's place: after the normal copy — found as the
-//! same instructions right after the body's last protected instruction, protected as the
-//! statement is — with a jump to the code after it (protected as the normal copy; the normal
-//! copy's own jumps to that code, an `if` ending F, then go to it, as the exceptional copy's go to
-//! its `RERAISE 0`), or after the normal copy's own unconditional jump. Only that block moves and nothing falls through into it
-//! or out of it, so the code means what it meant; a statement not in this shape (F empty, an exit
-//! in the body placing more copies of F, a handler reached otherwise) stays where it is.
+//! same instructions right after the body's last protected instruction (or jumped to from the
+//! body), protected as the statement is, the last such copy (the body's exits — return, break,
+//! continue — each have a copy of F of their own, laid out where they leave, before it) — with a
+//! jump to the code after it (protected as the normal copy; the normal copy's own jumps to that
+//! code, an `if` ending F, then go to it, as the exceptional copy's go to its `RERAISE 0`), or
+//! after the normal copy's own unconditional jump. Only that block moves and nothing falls through
+//! into it or out of it, so the code means what it meant; a statement not in this shape (F empty,
+//! a handler reached otherwise) stays where it is.
 //! Depends on this version's `opcode` and the stream types of `normalise`/`handlers`.
 use super::decode::RawInstr;
 use super::handlers::{ends_block, protected_by, Placed};
@@ -70,6 +72,14 @@ pub(super) fn exceptional_copy(raw: &[RawInstr], at: &BTreeMap<u32, usize>, entr
     Some(r)
 }
 
+/// Whether two instructions of F's copies are the same: 3.12 checks a variable that may be
+/// unbound with `LOAD_FAST_CHECK`, and the copies may differ there (a copy after the variable's
+/// assignment loads it with `LOAD_FAST`); both are 3.11's `LOAD_FAST`, which checks.
+fn same_op(a: &RawInstr, b: &RawInstr) -> bool {
+    let op = |i: &RawInstr| if i.opcode == v12::LOAD_FAST_CHECK { v12::LOAD_FAST } else { i.opcode };
+    (op(a), a.arg) == (op(b), b.arg)
+}
+
 pub(super) fn place(raw: &[RawInstr], at: &BTreeMap<u32, usize>, entries: &[Entry], mut placed: Placed, code_len: u32) -> Placed {
     let cover = |o: u32| entries.iter().find(|e| e.start <= o && o < e.end).map(|e| (e.target, e.depth, e.lasti));
     let mut next_key = placed.stream.iter().map(|(k, _)| *k).max().unwrap_or(0).max(code_len) + 2;
@@ -83,20 +93,28 @@ pub(super) fn place(raw: &[RawInstr], at: &BTreeMap<u32, usize>, entries: &[Entr
         let n = f.len();
         let cleanup = raw[r + 1].offset;
         // The normal copy: F's instructions right after a protected instruction of the body (line
-        // `NOP`s between), not protected by the statement, protected as its clean-up block is (by
-        // the enclosing statement's handler, or none). Exactly one.
+        // `NOP`s between), or jumped to from one, not protected by the statement, protected as its
+        // clean-up block is (by the enclosing statement's handler, or none); the last of them (the
+        // body's exits have their own copies, before it).
+        let jumped_from_body = |o: u32| {
+            raw.iter().any(|i| in_body(i.offset) && v12::jump_target(i.op_offset, i.opcode, i.arg) == Some(o))
+        };
         let normal: Vec<usize> = (1..(push + 1).saturating_sub(n))
             .filter(|&q| {
                 let mut b = q - 1;
+                // (Reached from the body by falling through, or by a jump from it to the copy or
+                // to the line `NOP`s before it: an `if` ending the body, after an exit's copy.)
+                let mut reached = false;
                 while b > 0 && raw[b].opcode == v12::NOP && !in_body(raw[b].offset) {
+                    reached |= jumped_from_body(raw[b].offset);
                     b -= 1;
                 }
-                in_body(raw[b].offset)
-                    && raw[q..q + n].iter().zip(f).all(|(a, b)| (a.opcode, a.arg) == (b.opcode, b.arg))
+                (in_body(raw[b].offset) || reached || jumped_from_body(raw[q].offset))
+                    && raw[q..q + n].iter().zip(f).all(|(a, b)| same_op(a, b))
                     && raw[q..q + n].iter().all(|i| !in_body(i.offset) && cover(i.offset) == cover(cleanup))
             })
             .collect();
-        let [q] = normal[..] else { continue };
+        let Some(&q) = normal.last() else { continue };
         let st = &mut placed.stream;
         let pos = |st: &Vec<(u32, Vec<Out>)>, key: u32| st.iter().position(|(k, _)| *k == key);
         // The exceptional copy and its clean-up block, together in the stream, reached only

@@ -206,6 +206,26 @@ pub(super) fn place(
             .max()
             .unwrap_or(0);
     }
+    // A statement nested in another's body before the enclosing one (3.12 puts the nested chain
+    // first, and both may jump back to the same join): the enclosing chain then goes after it,
+    // behind the enclosing body's own jump (below). (The order is kept otherwise: stable.)
+    let depth = |c: &Chain| chains.iter().filter(|o| o.push != c.push && protected_by(entries, raw[c.push].offset, raw[o.push].offset)).count();
+    let depths: Vec<usize> = chains.iter().map(depth).collect();
+    let mut order: Vec<usize> = (0..chains.len()).collect();
+    order.sort_by_key(|&k| std::cmp::Reverse(depths[k]));
+    let mut slots: Vec<Option<Chain>> = chains.into_iter().map(Some).collect();
+    let chains: Vec<Chain> = order.iter().map(|&k| slots[k].take().expect("each once")).collect();
+    // The handler code of each with statement (`PUSH_EXC_INFO` to its clean-up block), by the
+    // offset of that clean-up block.
+    let with_code: Vec<(u32, Vec<u32>)> = (0..raw.len())
+        .filter(|&p| raw[p].opcode == v12::PUSH_EXC_INFO && raw.get(p + 1).is_some_and(|i| i.opcode == v12::WITH_EXCEPT_START))
+        .filter_map(|p| {
+            let push_off = raw[p].offset;
+            let e = entries.iter().find(|e| e.lasti && e.start <= push_off && push_off < e.end)?;
+            let c = *at.get(&e.target)?;
+            (c > p && c + 2 < raw.len()).then(|| (raw[c].offset, raw[p..=c + 2].iter().map(|i| i.offset).collect()))
+        })
+        .collect();
     let mut placed = Placed { stream, cover_as: BTreeMap::new() };
     if chains.is_empty() {
         return placed;
@@ -395,21 +415,78 @@ pub(super) fn place(
                 // Before the instructions that emit nothing just before the join (a dropped
                 // `END_FOR` a loop's `FOR_ITER` targets): a key that emits nothing stands for the
                 // next output, which must stay the join's.
+                let j0 = j;
                 let mut j = j;
                 while j > 0 && st[j - 1].1.is_empty() {
                     j -= 1;
                 }
+                // (Unless the body jumps there — a loop in the body ending it: 3.13 ends a loop
+                // with `END_FOR; POP_TOP`, both dropped, where 3.12 has a line `NOP` after its
+                // `END_FOR` —: the chain goes after them, behind the jump to the join added below,
+                // which the body's jump there then reaches, as 3.11's loop exit reaches its jump
+                // over the chain.)
+                let body_jumps_in = j < j0 && {
+                    let dropped: HashSet<u32> = st[j..j0].iter().map(|(k, _)| *k).collect();
+                    st.iter().any(|(k, o)| {
+                        o.iter().any(|o| o.jump.is_some_and(|(_, t)| dropped.contains(&t)))
+                            && protected_by(entries, placed.cover_as.get(k).copied().unwrap_or(*k), push_off)
+                    })
+                };
+                if body_jumps_in {
+                    j = j0;
+                }
                 let before = st[..j].iter().rev().find_map(|(k, o)| o.last().map(|o| (*k, *o)));
-                if let Some((_, o)) = before.filter(|(_, o)| !ends_block(o)) {
+                // (The chain of a statement nested in the body, placed before the same join: the
+                // body ends with that statement, then its own jump over the chain, as 3.11's, to
+                // which the nested statement's jumps to the join go — 3.12 jumps straight on.)
+                let nested_before = before.is_some_and(|(k, o)| {
+                    o.jump.is_none()
+                        && o.op == v11::RERAISE
+                        && chains.iter().any(|n| n.push != c.push && raw[n.end - 1].offset == k && protected_by(entries, raw[n.push].offset, push_off))
+                });
+                if let Some((_, o)) = before.filter(|(_, o)| !ends_block(o) || nested_before || body_jumps_in) {
                     let key = next_key;
                     next_key += 2;
                     // Protected as the statement is (by an enclosing try), as its clean-up block.
                     placed.cover_as.insert(key, raw[c.end - 1].offset);
                     insert.push((key, vec![Out { op: 0, arg: 0, line: o.line, jump: Some((Jump::Always, join)) }]));
+                    if nested_before {
+                        let own: HashSet<u32> = block.iter().map(|(k, _)| *k).collect();
+                        for (k, outs) in st.iter_mut() {
+                            let k0 = placed.cover_as.get(k).copied().unwrap_or(*k);
+                            if own.contains(k) || !protected_by(entries, k0, push_off) {
+                                continue;
+                            }
+                            for o in outs.iter_mut() {
+                                if matches!(o.jump, Some((_, t)) if t == join) {
+                                    o.jump = Some((o.jump.unwrap().0, key));
+                                }
+                            }
+                        }
+                    }
                 }
                 j
             }
-            None => j + 1,
+            None => {
+                // (After the handler code of a with nested in the body that `place_with` put
+                // right after this same jump — the with's normal path ending the body with it —:
+                // that code is part of the body, as in 3.11's layout.)
+                let nested_with: HashSet<u32> = with_code
+                    .iter()
+                    .filter(|(cleanup, _)| protected_by(entries, *cleanup, push_off))
+                    .flat_map(|(_, keys)| keys.iter().copied())
+                    .collect();
+                let mut k = j + 1;
+                while st.get(k).is_some_and(|(key, _)| nested_with.contains(key)) {
+                    k += 1;
+                }
+                let ends = st[j + 1..k].iter().rev().find_map(|(_, o)| o.last()).is_some_and(ends_block);
+                if k > j + 1 && ends {
+                    k
+                } else {
+                    j + 1
+                }
+            }
         };
         insert.extend(block);
         st.splice(j..j, insert);
@@ -472,6 +549,7 @@ pub(super) fn place_with(
     let ops = |k: usize, n: usize| raw.get(k..k + n).map(|s| s.iter().map(|i| (i.opcode, i.arg)).collect::<Vec<_>>());
     let none = |k: usize| raw.get(k).is_some_and(|i| i.opcode == v12::LOAD_CONST && matches!(consts.get(i.arg as usize), Some(Const::None)));
     let mut next_key = placed.stream.iter().map(|(k, _)| *k).max().unwrap_or(0).max(code_len) + 2;
+    let jump_targets: HashSet<u32> = raw.iter().filter_map(|i| v12::jump_target(i.op_offset, i.opcode, i.arg)).collect();
     for p in (0..raw.len()).filter(|&p| raw[p].opcode == v12::PUSH_EXC_INFO && raw.get(p + 1).is_some_and(|i| i.opcode == v12::WITH_EXCEPT_START)) {
         let (s, x) = (p + 4, p + 8);
         let push_off = raw[p].offset;
@@ -498,6 +576,11 @@ pub(super) fn place_with(
         // be its end: the handler code of a statement nested in the body comes after it, its
         // clean-up protected by this body's entry.)
         let exit_call = |n: usize| (n..n + 3).all(none) && ops(n + 3, 2).as_deref() == Some(&[(v12::CALL, 2), (v12::POP_TOP, 0)][..]);
+        // (The body's entries, and those of the statements nested in it — a try/except that ends
+        // the body is followed by the exit call, its body's entry targeting its own handler.)
+        let mut nested_ends: Vec<u32> =
+            entries.iter().filter(|e| protected_by(entries, e.start, push_off)).map(|e| e.end).collect();
+        nested_ends.sort_unstable_by(|a, b| b.cmp(a));
         let mut ends: Vec<u32> = entries.iter().filter(|e| e.lasti && e.target == push_off).map(|e| e.end).collect();
         ends.sort_unstable_by(|a, b| b.cmp(a));
         let normal_end = |end: u32| {
@@ -508,7 +591,7 @@ pub(super) fn place_with(
             let swap = ops(n, 1).as_deref() == Some(&[(v12::SWAP, 2)][..]);
             (n < p && exit_call(if swap { n + 1 } else { n })).then_some(n)
         };
-        let found = ends.iter().find_map(|&e| normal_end(e));
+        let found = ends.iter().find_map(|&e| normal_end(e)).or_else(|| nested_ends.iter().find_map(|&e| normal_end(e)));
         let Some(n) = found.or_else(|| ends.first().and_then(|&e| at.get(&e).copied())) else {
             continue;
         };
@@ -572,13 +655,60 @@ pub(super) fn place_with(
             None => continue,
         };
         // Where the chain goes, and whether `S`'s jump stays.
+        let mut fall_to_after = false;
         let (before_j, anchor) = match raw.get(after) {
             Some(i) if i.offset == j => (true, j),
             Some(i) if v12::is_unconditional_jump(i.opcode) && v12::jump_target(i.op_offset, i.opcode, i.arg) == Some(j) => (false, i.offset),
+            // The normal path leaves otherwise, by straight-line code up to its own jump, return
+            // or raise (a body ending with `break` in a `while` loop, whose exit 3.12 copies into
+            // it: `return n`): after that, as 3.11 has the chain after the `break`'s jump; `S`
+            // keeps its jump to `J`.
+            // (Where that code is a join — the code after the loop, which the loop's test also
+            // reaches: the `break` falls into it —, before it, behind a jump to it, as 3.11's
+            // `break` jumps there over the chain.)
+            Some(i) if !copy && jump_targets.contains(&i.offset) => {
+                fall_to_after = true;
+                (false, i.offset)
+            }
+            Some(_) if !copy => {
+                let Some(end) = (after..p).find(|&k| {
+                    let i = raw[k];
+                    v12::is_unconditional_jump(i.opcode) || matches!(i.opcode, v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS)
+                }) else {
+                    continue;
+                };
+                if raw[after..end].iter().any(|i| v12::is_jump(i.opcode) || i.opcode == v12::PUSH_EXC_INFO) {
+                    continue;
+                }
+                (false, raw[end].offset)
+            }
             _ => continue,
         };
         let mut keys: Vec<u32> = [p, p + 1, p + 2, p + 3, c, c + 1, c + 2, s, s + 1, s + 2, s + 3].iter().map(|&k| raw[k].offset).collect();
-        if !before_j {
+        // (The loop's test at the bottom, which `S` jumps to and whose exit jumps back to the
+        // code after the loop: 3.12 lays it out after the function when only `S` reaches it. It
+        // comes with `S`, which falls into it, its exit falling into that code: 3.11's layout.)
+        let mut emptied: Option<u32> = None;
+        let test = at.get(&j).copied().filter(|&t| fall_to_after && t > c).and_then(|t| {
+            let e = (t..raw.len()).find(|&k| {
+                v12::is_unconditional_jump(raw[k].opcode) && v12::jump_target(raw[k].op_offset, raw[k].opcode, raw[k].arg) == Some(anchor)
+            })?;
+            let (lo, hi) = (raw[t].offset, raw[e].offset);
+            let inside = |o: u32| lo <= o && o <= hi;
+            let own = raw[t..e].iter().all(|i| {
+                !matches!(i.opcode, v12::RETURN_VALUE | v12::RETURN_CONST | v12::RAISE_VARARGS | v12::RERAISE | v12::PUSH_EXC_INFO)
+                    && v12::jump_target(i.op_offset, i.opcode, i.arg).is_none_or(|g| inside(g) || i.opcode == v12::JUMP_BACKWARD && g < raw[p].offset)
+            });
+            // (Reached only from `S` and from itself.)
+            let reached_only = raw.iter().enumerate().all(|(k, i)| {
+                k == x || (t..=e).contains(&k) || v12::jump_target(i.op_offset, i.opcode, i.arg).is_none_or(|g| !inside(g))
+            });
+            (own && reached_only && raw[t..=e].iter().all(|i| pos(st, i.offset).is_some())).then_some((t, e))
+        });
+        if let Some((t, e)) = test {
+            keys.extend(raw[t..=e].iter().map(|i| i.offset));
+            emptied = Some(raw[e].offset);
+        } else if !before_j {
             keys.push(raw[x].offset);
         }
         let dropped: Vec<u32> = if copy { raw[x..c].iter().map(|i| i.offset).collect() } else { vec![raw[x].offset] };
@@ -589,12 +719,12 @@ pub(super) fn place_with(
         let mut block: Vec<(u32, Vec<Out>)> = Vec::new();
         for &k in &keys {
             let q = pos(st, k).expect("checked above");
-            block.push(st[q].clone());
+            block.push(if emptied == Some(k) { (k, Vec::new()) } else { st[q].clone() });
         }
         st.retain(|(k, _)| !moved.contains(k));
         let Some(mut at_j) = pos(st, anchor) else { continue };
         let mut insert = Vec::new();
-        if before_j {
+        if before_j || fall_to_after {
             // Before the instructions that emit nothing just before `J` (they stand for `J`).
             while at_j > 0 && st[at_j - 1].1.is_empty() {
                 at_j -= 1;
@@ -606,7 +736,8 @@ pub(super) fn place_with(
                 next_key += 2;
                 let covered_as = placed.cover_as.get(&k).copied().unwrap_or(k);
                 placed.cover_as.insert(key, covered_as);
-                insert.push((key, vec![Out { op: 0, arg: 0, line: o.line, jump: Some((Jump::Always, j)) }]));
+                let to = if fall_to_after { anchor } else { j };
+                insert.push((key, vec![Out { op: 0, arg: 0, line: o.line, jump: Some((Jump::Always, to)) }]));
             }
         } else {
             at_j += 1;

@@ -249,6 +249,40 @@ impl Remap {
 }
 
 impl Ctx<'_> {
+    /// Whether `raw[i]` is reached only as a while loop's exit from its test at the bottom: after
+    /// `POP_JUMP_IF_X raw[i]; JUMP_BACKWARD head`.
+    fn while_exit(&self, i: usize) -> bool {
+        i >= 2 && self.raw[i - 1].opcode == v12::JUMP_BACKWARD && {
+            let c = self.raw[i - 2];
+            v12::pop_jump_sense(c.opcode).is_some() && v12::jump_target(c.op_offset, c.opcode, c.arg) == Some(self.raw[i].offset)
+        }
+    }
+
+    /// The outputs of the small exit block the backward jump `j` goes to, when it is straight-line
+    /// code (at most 8 instructions, none of them a jump or dropped) up to a `return`, each
+    /// instruction protected as `j` is by the exception table, already in `stream`.
+    fn exit_block(&self, stream: &[(u32, Vec<Out>)], j: RawInstr) -> Option<Vec<Out>> {
+        let t = *self.at.get(&v12::jump_target(j.op_offset, j.opcode, j.arg)?)?;
+        let table = exception_table::entries(&self.ci.exceptiontable);
+        let cover = |o: u32| table.iter().find(|e| e.start <= o && o < e.end).map(|e| (e.target, e.depth, e.lasti));
+        let mut outs = Vec::new();
+        for k in t..(t + 8).min(self.raw.len()) {
+            let i = self.raw[k];
+            if v12::is_jump(i.opcode) || self.skip.contains(&i.offset) || cover(i.offset) != cover(j.offset) {
+                return None;
+            }
+            let (_, o) = stream.iter().rev().find(|(key, _)| *key == i.offset)?;
+            if o.is_empty() || o.iter().any(|o| o.jump.is_some()) {
+                return None;
+            }
+            outs.extend(o.iter().copied());
+            if matches!(i.opcode, v12::RETURN_VALUE | v12::RETURN_CONST) {
+                return Some(outs);
+            }
+        }
+        None
+    }
+
     /// The normalised instructions of `raw[lo..hi]`, each 3.12 instruction's outputs under its
     /// offset (none when it is dropped). With `remap`, the instructions are an inlined
     /// comprehension's body, its variables renumbered into the code object made for it.
@@ -386,6 +420,18 @@ impl Ctx<'_> {
                 v12::POP_JUMP_IF_FALSE | v12::POP_JUMP_IF_TRUE | v12::POP_JUMP_IF_NONE | v12::POP_JUMP_IF_NOT_NONE => {
                     let (none, when) = v12::pop_jump_sense(r.opcode).unwrap();
                     outs.push(Out { op: 0, arg: 0, line, jump: Some((Jump::Pop(none, when), target.unwrap())) });
+                }
+                // A while loop's exit from its test at the bottom (`POP_JUMP_IF_FALSE X; JUMP_BACKWARD
+                // head; X: here`) jumping back to a small exit block: 3.12 lays that test out after
+                // the function when only a with's suppressed path reaches it, and its exit jumps back
+                // to the copy of the code after the loop (`return n`; 3.13 with
+                // `JUMP_BACKWARD_NO_INTERRUPT`). A copy of that block, as 3.11 has it there, with the
+                // block's lines: the same instructions run, protected alike (checked); no loop is
+                // made of it.
+                v12::JUMP_BACKWARD | v12::JUMP_BACKWARD_NO_INTERRUPT
+                    if remap.is_none() && self.while_exit(i) && self.exit_block(&stream, r).is_some() =>
+                {
+                    outs = self.exit_block(&stream, r).expect("checked");
                 }
                 v12::JUMP_FORWARD | v12::JUMP_BACKWARD => {
                     outs.push(Out { op: 0, arg: 0, line, jump: Some((Jump::Always, target.unwrap())) })

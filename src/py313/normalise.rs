@@ -130,8 +130,8 @@ fn plain(op12: u8, arg: u32, line: u32) -> Out {
     Out::new(op12, if op12 >= v12::HAVE_ARGUMENT { arg } else { 0 }, line)
 }
 
-/// `table` with each conditional jump whose `TO_BOOL` is dropped (`rewrite`) protected as that
-/// `TO_BOOL` was: the jump then tests truth itself (which may raise, in `__bool__`), where 3.13's
+/// `table` with each conditional jump whose `TO_BOOL` is dropped (`rewrite`), or that follows a
+/// comparison with the to-bool bit, protected as that `TO_BOOL` or comparison was: the jump then tests truth itself (which may raise, in `__bool__`), where 3.13's
 /// jump on an exact bool cannot, and 3.13 leaves some of them outside the try body's entry (a
 /// `continue` at the end of an `if` in a loop in a try body). A jump protected otherwise than
 /// its `TO_BOOL` falls back.
@@ -140,7 +140,10 @@ fn truth_tests_protected(ci: &CodeInfo, mut table: Vec<Entry>) -> Result<Vec<Ent
     let cover = |t: &[Entry], o: u32| t.iter().position(|e| e.start <= o && o < e.end);
     for w in raw.windows(3) {
         let (b, j, next) = (w[0], w[1], w[2]);
-        if b.opcode != v13::TO_BOOL || !tested(Some(j.opcode)) {
+        // (And a comparison with the to-bool bit, whose result 3.13 converts in the comparison:
+        // the jump after it tests the comparison's result itself once normalised.)
+        let to_bool = b.opcode == v13::TO_BOOL || (b.opcode == v13::COMPARE_OP && b.arg & 16 != 0);
+        if !to_bool || !tested(Some(j.opcode)) {
             continue;
         }
         match (cover(&table, b.offset), cover(&table, j.offset)) {
