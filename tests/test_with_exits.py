@@ -191,16 +191,16 @@ def test_falls_back(src, reason):
 # The functions of p650/p651 that fall back, by version (docs/versions.md).
 # On 3.12/3.13 the layouts of a with's or a finally's copies before a break or continue, and of
 # a finally's copies in handlers, are not normalised into 3.11's yet.
-_P650_LATER = {"loop_exits", "exit_raises", "while_break", "suppressed_in_loop"}
+_P650_LATER = {"loop_exits", "while_break", "suppressed_in_loop"}
 _P651_LATER = {"handler_return", "body_and_handler_return", "loop_handlers", "finally_returns",
                "finally_logs_and_returns", "unbound_after", "handler_raises_then_finally", "typed_handlers"}
 PROGRAM_FALLBACKS = {
-    "p650": {(3, 11): set(), (3, 12): _P650_LATER, (3, 13): _P650_LATER | {"loops_inside"}},
+    "p650": {(3, 11): set(), (3, 12): _P650_LATER, (3, 13): _P650_LATER},
     # `finally: return` after other statements, or with a return in the middle of the body: the
     # finally clause's copies are no straight-line code the recogniser takes.
     "p651": {(3, 11): {"finally_returns", "finally_logs_and_returns"}, (3, 12): _P651_LATER, (3, 13): _P651_LATER},
-    "p652": {(3, 11): set(), (3, 12): {"nested_loop_exits", "three_deep", "inner_exit_fails"},
-             (3, 13): {"nested_loop_exits", "three_deep", "inner_exit_fails"}},
+    "p652": {(3, 11): set(), (3, 12): {"nested_loop_exits", "three_deep"},
+             (3, 13): {"nested_loop_exits", "three_deep"}},
 }
 
 
