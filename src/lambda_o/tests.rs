@@ -1,6 +1,6 @@
 //! Evaluator and controller tests on λO text: golden files (tests/golden/lambda_o/*.lo) and
 //! generated programs under random latencies whose exact schedule is predicted independently.
-use super::eval::{run, run_bounded, run_with, RunOptions};
+use super::eval::{run, run_with, RunOptions};
 use super::host::PrimText;
 use super::testhost::{show, TPrim, TestHost};
 use super::text;
