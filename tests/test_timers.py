@@ -400,3 +400,42 @@ def test_a_failure_before_a_pending_sleep_cancels_its_timer(tmp_path):
     out, stats = _same(body, tmp_path, timeout=30)
     assert out == ["raised bad 1"]
     assert stats == {"timers": 0, "cancelled": 0, "timer_tasks": 0}
+
+
+def test_ctrl_c_handled_on_another_thread_interrupts_the_wait(tmp_path):
+    """A process-directed SIGINT may be taken by any thread that does not block it (the pool's
+    and the timer driver's included); Python's handler then only sets a flag, and the main
+    thread, blocked in its loop's selector until the 60 s timer, would sleep on. The run's wait
+    wakes now and then to look at that flag (`_loop.wait`). Here the signal is sent to the
+    watcher thread itself, deterministically."""
+    path = tmp_path / "prog.py"
+    path.write_text(PRELUDE + textwrap.dedent(
+        """
+        import signal
+
+        @poppy
+        def main():
+            log("sleeping")
+            time.sleep(60)
+            log("woke")
+
+        def watch():
+            while _core.blocking_pool_info()["timers"] == 0:
+                time.sleep(0.01)
+            time.sleep(0.2)  # the main thread is blocked in its selector by now
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        t = time.monotonic()
+        try:
+            main()
+        except KeyboardInterrupt:
+            print("interrupted", time.monotonic() - t < 30, flush=True)
+        watcher.join()
+        print("timers", _core.blocking_pool_info()["timers"], flush=True)
+        """))
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                       env=poppy_env(True), timeout=50)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["log sleeping", "interrupted True", "timers 0"], (p.stdout, p.stderr)
