@@ -75,30 +75,6 @@ def release_runtime_loop() -> None:
         holder.runtime_users -= 1
 
 
-# How often a run's wait wakes its loop (seconds; see `wait`).
-_TICK = 0.1
-
-
-def wait(loop: asyncio.AbstractEventLoop) -> None:
-    """`loop.run_forever()` for a run waiting for its calls (the done-callbacks stop it), woken
-    every `_TICK` seconds. A Ctrl-C that lands between the interpreter's last look at pending
-    signals and the selector's system call does not interrupt that call (the loop has no wakeup
-    fd: it is not asyncio.run's), so the loop would sleep on until its next event — for a long
-    `time.sleep` or a slow request, as long as that takes. The tick bounds that to `_TICK`: the
-    interpreter raises the KeyboardInterrupt as soon as it runs the tick."""
-    handle = None
-
-    def tick():
-        nonlocal handle
-        handle = loop.call_later(_TICK, tick)
-
-    handle = loop.call_later(_TICK, tick)
-    try:
-        loop.run_forever()
-    finally:
-        handle.cancel()
-
-
 class _Worker:
     """A daemon thread running submitted coroutines one at a time on its own persistent loop."""
 

@@ -82,8 +82,7 @@ impl<'py> Executor<'py> {
         Ok(Executor {
             release: Some(release),
             create_task: loop_.getattr("create_task")?,
-            // `_loop.wait`: run_forever, woken now and then so that a Ctrl-C is never missed.
-            run_forever: py.import_bound("functools")?.getattr("partial")?.call1((loops.getattr("wait")?, &loop_))?,
+            run_forever: loop_.getattr("run_forever")?,
             stop: loop_.getattr("stop")?.unbind(),
             queue: Rc::new(RefCell::new(Vec::new())),
             running: Running::default(),
