@@ -160,7 +160,7 @@ fn pending_may_involve<E: Env>(e: &mut E, p: SlotId, keys: &[u64], look: &mut Lo
         // or a read of one) is no container and holds none.
         if let Some(h) = e.ctl_ref()[pc].hint().cloned() {
             let roots = e.ctl_ref()[pc].hints.as_ref().map(|h| h.hint_roots.clone()).unwrap_or_default();
-            let wrong = roots.iter().any(|&r| e.ctl_ref()[r].declared_ok() == Some(false));
+            let wrong = super::wait::wrong_stand_in(e, &roots);
             if !wrong && e.is_atom(&h) {
                 // Relied on: a mismatch of those declarations at arrival is an error now.
                 let line = e.ctl_ref()[pc].line;

@@ -55,6 +55,12 @@ pub(super) fn resolve_fut<E: Env>(e: &mut E, f: FutId) {
     }
 }
 
+/// Whether a stand-in derived from the declared results of `roots` is wrong: one of them arrived
+/// without its declared type.
+pub(super) fn wrong_stand_in<E: Env>(e: &E, roots: &[CtrlId]) -> bool {
+    roots.iter().any(|&r| e.ctl_ref()[r].declared_ok() == Some(false))
+}
+
 /// The stand-in for a pending slot's value: its producing call's result hint; the calls with a
 /// declared result type it was derived from are added to `roots`. None when one of those
 /// arrived without its declared type (the stand-in was wrong). If that call may still get one
@@ -67,7 +73,7 @@ pub(super) fn hint_of<E: Env>(e: &mut E, s: SlotId, w: WorkId, roots: &mut Vec<C
     let c = producer_along(e, s, true)?;
     let p = &e.ctl_ref()[c];
     if let Some(h) = p.hints.as_ref().filter(|h| h.hint.is_some()) {
-        if h.hint_roots.iter().any(|&r| e.ctl_ref()[r].declared_ok() == Some(false)) {
+        if wrong_stand_in(e, &h.hint_roots) {
             return None;
         }
         for &r in &h.hint_roots {

@@ -100,8 +100,7 @@ impl<'a, H: Host> Eval<'a, H> {
             self.release(s);
         }
         if let Some(w) = w {
-            self.work[w] = Work::Done;
-            self.free_work.push(w);
+            self.release_work(w);
         }
     }
 

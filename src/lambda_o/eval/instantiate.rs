@@ -89,6 +89,13 @@ impl<'a, H: Host> Eval<'a, H> {
         Ok(ret)
     }
 
+    /// Work item `w` is done: reused by `new_work`.
+    #[inline]
+    pub(super) fn release_work(&mut self, w: WorkId) {
+        self.work[w] = Work::Done;
+        self.free_work.push(w);
+    }
+
     /// A work item (a reduced statement's reused, or a new one).
     #[inline]
     pub(super) fn new_work(&mut self, item: Work<H::Prim>) -> WorkId {

@@ -66,8 +66,7 @@ impl<'a, H: Host> Eval<'a, H> {
             Work::Stmt { frame, index } => {
                 let (frame, index) = (frame.clone(), *index);
                 if self.step_stmt(w, &frame, index) {
-                    self.work[w] = Work::Done;
-                    self.free_work.push(w);
+                    self.release_work(w);
                     self.stats.reductions += 1;
                     let live = frame.live.get() - 1;
                     frame.live.set(live);
