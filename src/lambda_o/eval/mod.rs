@@ -288,58 +288,124 @@ pub fn run_with<H: Host>(
     stats: &mut RunStats,
     opts: &RunOptions,
 ) -> Result<H::Prim, H::Error> {
-    let max_steps = opts.max_steps;
-    let b = take_buffers::<H::Prim, H::Error>();
-    let mut ev = Eval {
-        host,
-        stats,
-        slots: b.slots,
-        refs: b.refs,
-        free_slots: b.free_slots,
-        todo: Vec::new(),
-        dead: Vec::new(),
-        drop: Vec::new(),
-        live_slots: 0,
-        peak_live: 0,
-        work: b.work,
-        free_work: b.free_work,
-        ready: b.ready,
-        ctl: b.ctl,
-        steps_left: max_steps,
-        shuffle: opts.shuffle_seed.map(|s| s | 1),
-        blocked: Vec::new(),
-        parked: VecDeque::new(),
-        slot_budget: opts.slot_budget,
-    };
-    ev.ctl.tracing = ev.host.tracing();
-    for k in ev.host.owned_from_start() {
-        ev.ctl.own_from_start(k);
-    }
-    let token = ev.ctl.released_token();
-    let mut params = vec![ev.new_slot(Value::Seq(token))];
-    params.extend(args.into_iter().map(|a| ev.new_slot(Value::Prim(a))));
-    let ret = ev.instantiate(&program, program.entry, &[], &params)?;
+    let mut ev = Eval::new(host, stats, opts);
+    let ret = ev.begin(&program, args)?;
     let driven = ev.drive();
-    ev.stats.peak_slots = ev.stats.peak_slots.max(ev.peak_live);
-    if ev.ctl.tracing {
-        let records = ev.call_records();
-        ev.host.record_calls(records);
+    ev.end_run(ret, driven)
+}
+
+/// What an evaluator carries besides its buffers and its host: counters, options and the
+/// queues that are empty at the start of a run (`Eval::new`) and kept while it is parked
+/// (`resume::Parked`).
+struct Carry {
+    live_slots: u64,
+    peak_live: u64,
+    steps_left: u64,
+    shuffle: Option<u64>,
+    blocked: Vec<u32>,
+    parked: VecDeque<WorkId>,
+    slot_budget: u64,
+}
+
+impl Carry {
+    fn fresh(opts: &RunOptions) -> Carry {
+        Carry {
+            live_slots: 0,
+            peak_live: 0,
+            steps_left: opts.max_steps,
+            shuffle: opts.shuffle_seed.map(|s| s | 1),
+            blocked: Vec::new(),
+            parked: VecDeque::new(),
+            slot_budget: opts.slot_budget,
+        }
     }
-    let out = driven.and_then(|()| ev.outcome(ret));
-    if crate::oom::run_ended() {
-        // Out of memory: let go of this run's buffers rather than keep them for the next.
-        return out;
+}
+
+impl<'a, H: Host> Eval<'a, H> {
+    /// The one place an evaluator is assembled: from buffers and what it carries.
+    fn from_parts(host: &'a mut H, stats: &'a mut RunStats, b: Buffers<H::Prim, H::Error>, c: Carry) -> Self {
+        Eval {
+            host,
+            stats,
+            slots: b.slots,
+            refs: b.refs,
+            free_slots: b.free_slots,
+            todo: Vec::new(),
+            dead: Vec::new(),
+            drop: Vec::new(),
+            live_slots: c.live_slots,
+            peak_live: c.peak_live,
+            work: b.work,
+            free_work: b.free_work,
+            ready: b.ready,
+            ctl: b.ctl,
+            steps_left: c.steps_left,
+            shuffle: c.shuffle,
+            blocked: c.blocked,
+            parked: c.parked,
+            slot_budget: c.slot_budget,
+        }
     }
-    keep_buffers(Buffers {
-        slots: std::mem::take(&mut ev.slots),
-        refs: std::mem::take(&mut ev.refs),
-        free_slots: std::mem::take(&mut ev.free_slots),
-        work: std::mem::take(&mut ev.work),
-        free_work: std::mem::take(&mut ev.free_work),
-        ready: std::mem::take(&mut ev.ready),
-        ctl: std::mem::take(&mut ev.ctl),
-    });
-    out
+
+    /// A fresh evaluator for a new run, on the buffers this thread kept (`take_buffers`).
+    fn new(host: &'a mut H, stats: &'a mut RunStats, opts: &RunOptions) -> Self {
+        let mut ev = Eval::from_parts(host, stats, take_buffers::<H::Prim, H::Error>(), Carry::fresh(opts));
+        ev.ctl.tracing = ev.host.tracing();
+        for k in ev.host.owned_from_start() {
+            ev.ctl.own_from_start(k);
+        }
+        ev
+    }
+
+    /// Instantiate the entry with the run's initial order and `args`: its result variable.
+    fn begin(&mut self, program: &ProgramRef<H::Prim>, args: Vec<H::Prim>) -> Result<SlotId, H::Error> {
+        let token = self.ctl.released_token();
+        let mut params = vec![self.new_slot(Value::Seq(token))];
+        params.extend(args.into_iter().map(|a| self.new_slot(Value::Prim(a))));
+        self.instantiate(program, program.entry, &[], &params)
+    }
+
+    /// The buffers, emptied out of the evaluator (to park it or to keep them).
+    fn take_buffers(&mut self) -> Buffers<H::Prim, H::Error> {
+        Buffers {
+            slots: std::mem::take(&mut self.slots),
+            refs: std::mem::take(&mut self.refs),
+            free_slots: std::mem::take(&mut self.free_slots),
+            work: std::mem::take(&mut self.work),
+            free_work: std::mem::take(&mut self.free_work),
+            ready: std::mem::take(&mut self.ready),
+            ctl: std::mem::take(&mut self.ctl),
+        }
+    }
+
+    /// What it carries, moved out (to park it).
+    fn take_carry(&mut self) -> Carry {
+        Carry {
+            live_slots: self.live_slots,
+            peak_live: self.peak_live,
+            steps_left: self.steps_left,
+            shuffle: self.shuffle,
+            blocked: std::mem::take(&mut self.blocked),
+            parked: std::mem::take(&mut self.parked),
+            slot_budget: self.slot_budget,
+        }
+    }
+
+    /// The end of a run: counters, call records, the outcome (`driven` is how the reduction
+    /// ended), and the buffers kept for the next run on this thread — unless the run ran out of
+    /// memory, when they are let go.
+    fn end_run(&mut self, ret: SlotId, driven: Result<(), H::Error>) -> Result<H::Prim, H::Error> {
+        self.stats.peak_slots = self.stats.peak_slots.max(self.peak_live);
+        if self.ctl.tracing {
+            let records = self.call_records();
+            self.host.record_calls(records);
+        }
+        let out = driven.and_then(|()| self.outcome(ret));
+        if !crate::oom::run_ended() {
+            keep_buffers(self.take_buffers());
+        }
+        out
+    }
 }
 
 impl<'a, H: Host> Eval<'a, H> {

@@ -8,20 +8,8 @@ use super::*;
 
 /// A run waiting for external calls: the evaluator without its host and counters.
 pub struct Parked<H: Host> {
-    slots: Vec<Slot<H::Prim, H::Error>>,
-    refs: Vec<u32>,
-    free_slots: Vec<SlotId>,
-    live_slots: u64,
-    peak_live: u64,
-    work: Vec<Work<H::Prim>>,
-    free_work: Vec<WorkId>,
-    ready: VecDeque<WorkId>,
-    ctl: Controllers<H::Prim, H::Error>,
-    steps_left: u64,
-    shuffle: Option<u64>,
-    blocked: Vec<u32>,
-    parked: VecDeque<WorkId>,
-    slot_budget: u64,
+    buffers: Buffers<H::Prim, H::Error>,
+    carry: Carry,
     ret: SlotId,
 }
 
@@ -39,36 +27,8 @@ pub fn start<H: Host>(
     stats: &mut RunStats,
     opts: &RunOptions,
 ) -> Progress<H> {
-    let b = take_buffers::<H::Prim, H::Error>();
-    let mut ev = Eval {
-        host,
-        stats,
-        slots: b.slots,
-        refs: b.refs,
-        free_slots: b.free_slots,
-        todo: Vec::new(),
-        dead: Vec::new(),
-        drop: Vec::new(),
-        live_slots: 0,
-        peak_live: 0,
-        work: b.work,
-        free_work: b.free_work,
-        ready: b.ready,
-        ctl: b.ctl,
-        steps_left: opts.max_steps,
-        shuffle: opts.shuffle_seed.map(|s| s | 1),
-        blocked: Vec::new(),
-        parked: VecDeque::new(),
-        slot_budget: opts.slot_budget,
-    };
-    ev.ctl.tracing = ev.host.tracing();
-    for k in ev.host.owned_from_start() {
-        ev.ctl.own_from_start(k);
-    }
-    let token = ev.ctl.released_token();
-    let mut params = vec![ev.new_slot(Value::Seq(token))];
-    params.extend(args.into_iter().map(|a| ev.new_slot(Value::Prim(a))));
-    let ret = match ev.instantiate(&program, program.entry, &[], &params) {
+    let mut ev = Eval::new(host, stats, opts);
+    let ret = match ev.begin(&program, args) {
         Ok(r) => r,
         Err(e) => return ev.end(0, Err(e)),
     };
@@ -100,28 +60,7 @@ pub fn abandon<H: Host>(host: &mut H, parked: Parked<H>, stats: &mut RunStats, e
 
 impl<'a, H: Host> Eval<'a, H> {
     fn unpark(host: &'a mut H, stats: &'a mut RunStats, p: Parked<H>) -> (Self, SlotId) {
-        let ev = Eval {
-            host,
-            stats,
-            slots: p.slots,
-            refs: p.refs,
-            free_slots: p.free_slots,
-            todo: Vec::new(),
-            dead: Vec::new(),
-            drop: Vec::new(),
-            live_slots: p.live_slots,
-            peak_live: p.peak_live,
-            work: p.work,
-            free_work: p.free_work,
-            ready: p.ready,
-            ctl: p.ctl,
-            steps_left: p.steps_left,
-            shuffle: p.shuffle,
-            blocked: p.blocked,
-            parked: p.parked,
-            slot_budget: p.slot_budget,
-        };
-        (ev, p.ret)
+        (Eval::from_parts(host, stats, p.buffers, p.carry), p.ret)
     }
 
     /// Reduce every ready work item; then either park (calls in flight) or end the run.
@@ -143,47 +82,13 @@ impl<'a, H: Host> Eval<'a, H> {
             }
         }
         if self.ctl.in_flight > 0 {
-            return Progress::Waiting(Parked {
-                slots: std::mem::take(&mut self.slots),
-                refs: std::mem::take(&mut self.refs),
-                free_slots: std::mem::take(&mut self.free_slots),
-                live_slots: self.live_slots,
-                peak_live: self.peak_live,
-                work: std::mem::take(&mut self.work),
-                free_work: std::mem::take(&mut self.free_work),
-                ready: std::mem::take(&mut self.ready),
-                ctl: std::mem::take(&mut self.ctl),
-                steps_left: self.steps_left,
-                shuffle: self.shuffle,
-                blocked: std::mem::take(&mut self.blocked),
-                parked: std::mem::take(&mut self.parked),
-                slot_budget: self.slot_budget,
-                ret,
-            });
+            return Progress::Waiting(Parked { buffers: self.take_buffers(), carry: self.take_carry(), ret });
         }
         self.end(ret, Ok(()))
     }
 
-    /// The end of a run, as in `run_with`: counters, call records, the outcome, buffers kept.
+    /// The end of a run (`Eval::end_run`), as a step's progress.
     fn end(mut self, ret: SlotId, driven: Result<(), H::Error>) -> Progress<H> {
-        self.stats.peak_slots = self.stats.peak_slots.max(self.peak_live);
-        if self.ctl.tracing {
-            let records = self.call_records();
-            self.host.record_calls(records);
-        }
-        let out = driven.and_then(|()| self.outcome(ret));
-        if crate::oom::run_ended() {
-            return Progress::Done(out); // its buffers are let go, not kept (`run_with`)
-        }
-        keep_buffers(Buffers {
-            slots: std::mem::take(&mut self.slots),
-            refs: std::mem::take(&mut self.refs),
-            free_slots: std::mem::take(&mut self.free_slots),
-            work: std::mem::take(&mut self.work),
-            free_work: std::mem::take(&mut self.free_work),
-            ready: std::mem::take(&mut self.ready),
-            ctl: std::mem::take(&mut self.ctl),
-        });
-        Progress::Done(out)
+        Progress::Done(self.end_run(ret, driven))
     }
 }
