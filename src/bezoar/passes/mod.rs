@@ -90,16 +90,26 @@ mod try_tests {
 ";
 
     #[test]
-    fn no_region_is_formed_inside_a_try() {
+    fn regions_are_formed_inside_a_try_body_its_handlers_and_its_else() {
         let consts = "  const 0 = 10\n";
         let mut outside = func(&format!("{consts}{ARITH}  r7 := load n\n  return r7\n"));
         assert_eq!(form_regions(&mut outside).len(), 1, "the same code outside a try is a region");
         let indented: String = ARITH.lines().map(|l| format!("  {l}\n")).collect();
         let text = format!("{consts}  try:\n{indented}  except:\n{indented}  else:\n{indented}  r7 := load n\n  return r7\n");
         let mut inside = func(&text);
-        let before = inside.clone();
-        assert!(form_regions(&mut inside).is_empty());
-        assert_eq!(inside, before);
+        let regions = form_regions(&mut inside);
+        assert_eq!(regions.len(), 3, "one in the body, one in the handler, one in the else");
+        // The statement stays a try with one handler, each part now the region's rewrite
+        // (`r := op region.K(..)`, then `if`), the stretch kept as its fallback.
+        let [Stmt { kind: StmtKind::Try { body, handlers, orelse, .. }, .. }, ..] = &inside.body[..] else {
+            panic!("the try is still the first statement: {inside:?}");
+        };
+        assert_eq!(handlers.len(), 1);
+        for (block, k) in [(body, 0u32), (&handlers[0].body, 1), (orelse, 2)] {
+            let has_region = block.iter().any(|s| matches!(&s.kind, StmtKind::Let(_, Expr::Op(Intrinsic::Region(i), _)) if *i == k));
+            assert!(has_region, "region {k} in its block: {block:?}");
+            assert!(block.iter().any(|s| matches!(s.kind, StmtKind::If { .. })));
+        }
     }
 
     #[test]

@@ -327,6 +327,39 @@ impl Former {
                 i = stop;
                 continue;
             };
+            // It starts with its first statement the rest of it needs: the registers (and
+            // variables stored but not read again in it) only code after the stretch reads (the method of `xs.extend([... for q in xs])`, looked up
+            // before the comprehension) are computed where they are, before the region — inside
+            // it, the method would carry a reference to its live-in out of the region, which
+            // must then decline for any container.
+            let first_loop = (i..end).find(|&p| has_loop(&b[p..p + 1])).unwrap_or(i);
+            let loaded_after = |k: usize, v: &VarName| {
+                let mut found = false;
+                visit(&b[k + 1..end], &mut |s| found |= matches!(s, StmtKind::Let(_, Expr::Load(x)) if x == v));
+                found
+            };
+            let mut needed: HashSet<Reg> = HashSet::new();
+            visit(&b[first_loop..end], &mut |k| needed.extend(stmt_uses(k)));
+            let mut movable = vec![false; first_loop - i];
+            for k in (i..first_loop).rev() {
+                movable[k - i] = match &b[k].kind {
+                    StmtKind::Let(r, _) => !needed.contains(r),
+                    // `store fh r5` of `with open(k) as fh:`, before the stretch proper
+                    StmtKind::Store(v, _) => !loaded_after(k, v),
+                    _ => false,
+                };
+                if !movable[k - i] {
+                    needed.extend(stmt_uses(&b[k].kind));
+                }
+            }
+            let lead = movable.iter().take_while(|m| **m).count();
+            if lead > 0 {
+                for k in i..i + lead {
+                    def_update(&b[k].kind, defined);
+                }
+                i += lead;
+                continue;
+            }
             let mut after: HashSet<Reg> = HashSet::new();
             visit(&b[end..], &mut |k| after.extend(stmt_uses(k)));
             let rewrite = self.make(&b[i..end], defined, &after);
@@ -377,8 +410,24 @@ impl Former {
                 self.block(else_body, &mut defined.clone());
             }
             StmtKind::For { body, .. } | StmtKind::Loop { body } => self.block(body, &mut defined.clone()),
-            // Nor inside one (its handlers and else may be the body of an enclosing try).
-            StmtKind::Try { .. } => {}
+            // Inside a try (a `with` is one): its body, each handler's body and its else. A
+            // region never raises (an exception makes it decline, and the stretch then runs
+            // operation by operation, raising where CPython does, for these handlers), so the
+            // statement is unchanged around it. What is defined at a handler's start: what was
+            // before the try, less what the body may delete (it may raise anywhere); a subset
+            // of what is, which only keeps more stretches out. A handler's test stays
+            // straight-line (it holds no loop, so no region).
+            StmtKind::Try { body, handlers, orelse, .. } => {
+                let mut d = defined.clone();
+                for x in super::deleted(body) {
+                    d.remove(&x);
+                }
+                self.block(body, &mut defined.clone());
+                for h in handlers.iter_mut() {
+                    self.block(&mut h.body, &mut d.clone());
+                }
+                self.block(orelse, &mut d.clone());
+            }
             _ => {}
         }
     }
