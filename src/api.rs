@@ -93,6 +93,7 @@ fn stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
     d.set_item("runtime_layout", mem)?;
     d.set_item("term_resolutions", t.run.term_resolutions)?;
     d.set_item("cancelled_calls", t.run.cancelled_calls)?;
+    d.set_item("speculative_calls", t.run.speculative_calls)?;
     d.set_item("object_local_calls", t.run.object_local_calls)?;
     d.set_item("object_escapes", t.run.object_escapes)?;
     d.set_item("fold_parks", t.run.fold_parks)?;

@@ -61,6 +61,10 @@ pub struct RunStats {
     pub term_resolutions: u64,
     /// Running external calls cancelled because an earlier call in program order failed.
     pub cancelled_calls: u64,
+    /// Unordered calls started speculatively ahead of an earlier loop iteration of a try or
+    /// with body that turned out to raise: CPython never made them (issue 16 allows them; they
+    /// ran to completion, not cancelled). Their place in program order never became known.
+    pub speculative_calls: u64,
     /// Operations on containers the run created, ordered against their object only.
     pub object_local_calls: u64,
     /// Calls that gave such an object to anything else (from then on it follows the global order).
@@ -99,6 +103,7 @@ impl RunStats {
         self.peak_slots = self.peak_slots.max(o.peak_slots);
         self.term_resolutions += o.term_resolutions;
         self.cancelled_calls += o.cancelled_calls;
+        self.speculative_calls += o.speculative_calls;
         self.object_local_calls += o.object_local_calls;
         self.object_escapes += o.object_escapes;
         self.fold_parks += o.fold_parks;

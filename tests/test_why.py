@@ -271,8 +271,10 @@ GATED_SCRIPT = """\
     def main():
         out = []
         with Section():
-            for i in range(3):
+            i = 0
+            while i < 3:  # a while loop in a with body runs its iterations one after another
                 out.append(ask(f"q{i}"))
+                i += 1
         return out
 
     print(main())  # module code: not compiled, so main runs as its own compiled run

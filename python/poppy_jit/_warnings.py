@@ -160,7 +160,9 @@ def gated_statements(fn, sites=None) -> list:
     (unordered or readonly) but whose iterations run one after another there. A try or with
     body's operations are gated: what follows an operation starts once it finished without
     raising, because an exception must reach the handler or `__exit__` before anything after it
-    runs (docs/design-exceptions.md); a loop inside such a body is gated iteration by iteration."""
+    runs (docs/design-exceptions.md); a `while` loop, or a `for` loop that may break or return,
+    inside such a body is gated iteration by iteration (a `for` loop that may only raise runs
+    its iterations speculatively)."""
     return sorted({site["gated_loop_by"] for site in (_sites(fn) if sites is None else sites)
                    if site.get("gated_loop_by") is not None
                    and site.get("class") in ("unordered", "readonly")})
@@ -184,8 +186,9 @@ def one_at_a_time(fn, peak: int) -> None:
             f"the loop in the body of the try or with statement at line{'s' if len(gated) > 1 else ''} "
             f"{where} runs its iterations one after another: in such a body each statement starts "
             "once the one before it finished without raising, as an exception must reach the "
-            "handler or __exit__ before anything after it runs (a try or with inside the loop's "
-            "body keeps the iterations overlapping; around the loop it does not)")
+            "handler or __exit__ before anything after it runs (a while loop, or a for loop that "
+            "may break or return; a for loop that may only raise runs its iterations "
+            "speculatively, and a try or with inside the loop's body keeps them overlapping)")
     if names:
         listed = ", ".join(names)
         log.info("%s: external calls ran one at a time; unannotated callees: %s", _name(fn), listed)

@@ -319,8 +319,10 @@ def report(top: int = 8) -> str:
             lines.append(f"{r['function']}: at most {r['peak']} call at a time: "
                          f"the loop in the body of the try or with statement at line(s) {where} "
                          "runs its iterations one after another (in such a body each statement "
-                         "starts once the one before it finished without raising; a try or with "
-                         "inside the loop's body keeps the iterations overlapping)")
+                         "starts once the one before it finished without raising; that is a "
+                         "while loop or a for loop that may break or return — a for loop that may "
+                         "only raise runs its iterations speculatively, and a try or with inside "
+                         "the loop's body keeps them overlapping)")
     inline = _inline_lines(s["sites"])
     lines += inline
     waited = [x for x in s["sites"] if x["waited"]]

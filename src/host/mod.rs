@@ -254,6 +254,10 @@ impl<'py> Host for PyHost<'py> {
         matches!(&*self.callee(f), Callee::Loader | Callee::Eager)
     }
 
+    fn is_declared(&mut self, f: &Obj) -> bool {
+        matches!(&*self.callee(f), Callee::External { .. })
+    }
+
     fn eager_call(&mut self, f: &Obj, args: &[Obj]) -> Result<Obj, PyErrRef> {
         if let Callee::Eager = &*self.callee(f) {
             let args = PyTuple::new_bound(self.py, args.iter().map(|a| a.bind(self.py)));

@@ -171,6 +171,13 @@ pub trait Host {
         false
     }
 
+    /// Whether `f` is an external declared with a reordering class (@unordered, @readonly,
+    /// @sequential, or by the config): what the user counts as a call that costs (used to count
+    /// speculative calls; a runtime helper or an operation is not one).
+    fn is_declared(&mut self, _f: &Self::Prim) -> bool {
+        false
+    }
+
     /// Make an eager call (see `is_eager`), with positional arguments only.
     fn eager_call(&mut self, _f: &Self::Prim, _args: &[Self::Prim]) -> Result<Self::Prim, Self::Error> {
         Err(self.internal_error("TypeError", "poppy_jit: eager call of a callee that is not eager"))

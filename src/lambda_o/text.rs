@@ -20,6 +20,8 @@
 //!   ret o
 //! fun body/1[p, S](e, acc):        # captures in [..], then parameters
 //!   ...
+//! fun never/2(S):
+//!   ret! x                         # a result nothing binds: it never becomes known
 //! ```
 //! Lines may carry a trailing `@LINE` (source line). Variable names are printed from
 //! `Func::var_names`, made unique within the function by `.N` suffixes. Printed text is
@@ -105,7 +107,9 @@ pub fn print_with<P>(p: &Program<P>, fmt: &dyn Fn(&P) -> String) -> String {
             let line = if s.line != 0 { format!("  @{}", s.line) } else { String::new() };
             out.push_str(&format!("  {} := {}{}\n", v(&s.dst), rhs, line));
         }
-        out.push_str(&format!("  ret {}\n", v(&f.ret)));
+        // A result nothing binds (no parameter, capture or statement): it never becomes known.
+        let bound = f.ret < f.ncaptures + f.nparams || f.body.iter().any(|s| s.dst == f.ret);
+        out.push_str(&format!("  ret{} {}\n", if bound { "" } else { "!" }, v(&f.ret)));
     }
     out
 }
@@ -216,6 +220,10 @@ pub fn parse<P: PrimText>(src: &str) -> Result<Program<P>, String> {
             };
             if let Some(r) = l.strip_prefix("ret ") {
                 ret = Some(sc.get(r)?);
+                continue;
+            }
+            if let Some(r) = l.strip_prefix("ret! ") {
+                ret = Some(sc.define(r.trim())?);
                 continue;
             }
             let (lhs, rhs) = split_once(l, ":=")?;

@@ -12,7 +12,7 @@
 //! The alternative, a `loop` with `next_or_stop` for every `for`, would serialise the hot loops
 //! (each `next` is a call in program order) and lose the fold's all-iterations-at-once overlap.
 use super::*;
-use crate::bezoar::passes::{contains_jump, leaves_loop, may_raise};
+use crate::bezoar::passes::{contains_jump, leaves_loop, may_raise, stops_loop};
 
 impl<'a, F: PrimFactory> Lowerer<'a, F> {
     /// `res := ite(cond, then_f, else_f; args)` and rebind the carried state from `res`.
@@ -82,6 +82,82 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         leaves_loop(body) || (st.catching && body.iter().any(may_raise))
     }
 
+    /// Whether the iterations of a `for` loop with this body run speculatively: in a try or
+    /// with body (a catching scope) an iteration may stop the loop only by raising — no
+    /// `break` or `return` in it; a `continue` only ends it —, so the next iteration need not
+    /// wait for the status of this one (`lower_speculative_iteration`).
+    fn speculates(&self, st: &State, body: &[bz::Stmt]) -> bool {
+        st.catching && !stops_loop(body) && body.iter().any(may_raise)
+    }
+
+    /// One iteration of a `for` loop in a catching scope, instantiated without waiting for the
+    /// status `status_k` the iterations before it left (`speculates`). CPython runs it only
+    /// if that status is 0 (an earlier iteration raised: the loop is over), so:
+    ///
+    /// ```text
+    /// S'  := ite(status_k, never, pass; S)        pending until status_k is known; never bound
+    ///                                             when it is RAISED
+    /// out := iter(S', vars.., 0, retval)          the body, from the status 0
+    /// acc := ite(status_k, skip, take; acc_k, out)  acc_k (the raising point's state) or out
+    /// ```
+    ///
+    /// Every ordered call of the iteration waits for S' (its F_R/F_W, per-object ordering's walk
+    /// back along program order, a read's): none runs before the iterations before it are known
+    /// not to have raised, and none ever runs after one that raised. Its unordered calls do not
+    /// wait for the order: they start at once, overlapping the earlier iterations — the
+    /// speculation issue 16 allows. When an earlier iteration raised, such a call may already
+    /// have run although CPython never makes it; its place in program order never becomes known
+    /// (its S is never bound), which is how the run's records mark it (`speculative`).
+    fn lower_speculative_iteration(&mut self, st: &mut State, body: &[bz::Stmt], vars: &[bz::VarName], line: u32) -> Result<(), String> {
+        let exit = st.exit.expect("exit threaded");
+        let acc_k = {
+            let items = self.carried(st, vars, line);
+            self.tuple("acc", &items, line)
+        };
+        // S' := ite(status_k, never, pass; S)
+        let never_f = {
+            self.push_builder("never".into(), &["S"]);
+            let never = self.reserve("never");
+            let (fid, captures) = self.pop_builder(never);
+            self.emit("never", Op::Fun { func: fid, captures }, line)
+        };
+        let pass_f = {
+            let locs = self.push_builder("pass".into(), &["S"]);
+            let (fid, captures) = self.pop_builder(locs[0]);
+            self.emit("pass", Op::Fun { func: fid, captures }, line)
+        };
+        let cond = self.resolve(exit.status);
+        let then_f = self.resolve(never_f);
+        let else_f = self.resolve(pass_f);
+        let s = self.resolve(st.s);
+        let gated_s = self.emit("S", Op::Ite { cond, then_f, else_f, args: vec![s] }, line);
+        // out := iter(S', vars.., 0, retval)
+        let run = self.lower_branch(st, "iter", vars, body, line)?;
+        let mut args = self.carried(st, vars, line);
+        args[0] = gated_s;
+        let n = args.len();
+        args[n - 2] = self.int(NORMAL, line);
+        let func = self.resolve(run.f);
+        let args: Vec<Var> = args.iter().map(|l| self.resolve(*l)).collect();
+        let out = self.emit("out", Op::Call { func, args }, line);
+        // acc := ite(status_k, skip, take; acc_k, out)
+        let pick = |lw: &mut Self, name: &str, which: usize| -> Loc {
+            let locs = lw.push_builder(name.into(), &["acc", "out"]);
+            let (fid, captures) = lw.pop_builder(locs[which]);
+            lw.emit(name, Op::Fun { func: fid, captures }, line)
+        };
+        let skip_f = pick(self, "skip", 0);
+        let take_f = pick(self, "take", 1);
+        let cond = self.resolve(exit.status);
+        let then_f = self.resolve(skip_f);
+        let else_f = self.resolve(take_f);
+        let a = self.resolve(acc_k);
+        let o = self.resolve(out);
+        let res = self.emit("acc", Op::Ite { cond, then_f, else_f, args: vec![a, o] }, line);
+        self.uncarry(st, vars, res, line);
+        Ok(())
+    }
+
     /// The body of a `for` loop as `fun body(e, acc) -> acc'` (acc in carried layout); after a
     /// break or return an iteration is skipped, a `continue` ends it with status 0.
     fn lower_for_body(&mut self, st: &State, item: bz::Reg, body: &[bz::Stmt], vars: &[bz::VarName], line: u32) -> Result<Loc, String> {
@@ -89,7 +165,12 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         let mut inner = st.clone();
         self.uncarry(&mut inner, vars, locs[1], line);
         self.regs[item as usize] = Some(locs[0]);
-        if self.leaves(st, body) {
+        if self.speculates(st, body) {
+            self.lower_speculative_iteration(&mut inner, body, vars, line)?;
+            if contains_jump(body, true) {
+                self.map_status(&mut inner, "loop_next", line); // continue → 0
+            }
+        } else if self.leaves(st, body) {
             // Skip the iteration if an earlier one broke or returned (status != 0).
             let args = self.carried(&inner, vars, line);
             let skip = self.lower_branch(&inner, "skip", vars, &[], line)?;

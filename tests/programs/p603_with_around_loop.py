@@ -1,9 +1,11 @@
 # The issue's shape without its try statement: `with section("classify"):` around a loop of LLM
 # calls, the section a contextlib.contextmanager generator that logs its start and end (and what
 # ended it). Its end comes after every call of the loop; an exception in an iteration ends the
-# loop there (no later iteration's call runs: a with body is gated), reaches the section's
-# generator, and is re-raised to the caller or suppressed by it (the loop's locals as they were
-# when it raised); a section entered twice in a row, one of them failing.
+# loop there, reaches the section's generator, and is re-raised to the caller or suppressed by it
+# (the loop's locals as they were when it raised); a section entered twice in a row, one of them
+# failing. The iterations run speculatively (issue 16): later iterations' llm calls may already
+# have been made when an earlier one raises — allowed, and counted in `speculative_calls` —, but
+# none of their ordered effects (the log lines, the stores into `labels`) happens.
 import contextlib
 import json
 import sys

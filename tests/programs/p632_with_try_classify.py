@@ -3,6 +3,11 @@
 # `json.loads(llm(...))["label"]` in the body and `log` calls in `else` and `finally`. Results,
 # the calls and the `log` lines are CPython's; an item whose retry fails too ends the loop, the
 # exception passing the finally clause and the section's exit (which logs it) to the caller.
+# The loop's iterations run speculatively (issue 16): the first requests of all 7 items are in
+# flight together, though the whole loop is in a with body; after the item whose retry fails,
+# the later items' requests may have been made too (allowed, counted in `speculative_calls`),
+# never their log lines.
+# difftest: min_in_flight=7
 import asyncio
 import contextlib
 import json

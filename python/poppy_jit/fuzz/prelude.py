@@ -461,12 +461,13 @@ def run_case(i: int, fn, *args):
         _out.active = False
         calls = list(_calls)
     text = _out.take()
-    fallbacks, compiled = [], 0
+    fallbacks, compiled, speculative = [], 0, 0
     if enabled:
         after = poppy_jit.stats()
         fallbacks = after.get("fallbacks", [])[len(before.get("fallbacks", [])):]
         compiled = after.get("functions_compiled", 0) - before.get("functions_compiled", 0)
-    entry = {"i": i, "out": text, "result": result, "calls": calls,
+        speculative = after.get("speculative_calls", 0) - before.get("speculative_calls", 0)
+    entry = {"i": i, "out": text, "result": result, "calls": calls, "speculative": speculative,
              "fallbacks": [{"function": fb.get("function"), "reason": fb.get("reason")}
                            for fb in fallbacks],
              "compiled": compiled, "function": getattr(fn, "__qualname__", "?")}

@@ -47,6 +47,20 @@ pub fn leaves_loop(body: &[Stmt]) -> bool {
     contains_jump(body, false) || contains_return(body)
 }
 
+/// Whether a loop body can stop the loop: a `break` of this level or a `return` (a `continue`
+/// only ends its iteration).
+pub fn stops_loop(body: &[Stmt]) -> bool {
+    fn breaks(b: &[Stmt]) -> bool {
+        b.iter().any(|s| match &s.kind {
+            StmtKind::Break => true,
+            StmtKind::If { then_body, else_body, .. } => breaks(then_body) || breaks(else_body),
+            StmtKind::Try { .. } => s.kind.blocks().into_iter().any(|b| breaks(b)),
+            _ => false,
+        })
+    }
+    breaks(body) || contains_return(body)
+}
+
 /// Whether the status may be non-zero after `s` (so what follows it must be guarded).
 pub fn may_exit(s: &Stmt) -> bool {
     match &s.kind {

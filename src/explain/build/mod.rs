@@ -16,7 +16,7 @@
 //! waits), so the exits of all but the last iteration are not taken.
 use super::graph::*;
 use super::oracle::*;
-use crate::bezoar::passes::{always_raises, assigned, contains_jump, deleted, leaves_loop, may_exit, needs_exits, DefinedSet};
+use crate::bezoar::passes::{always_raises, assigned, contains_jump, deleted, leaves_loop, may_exit, needs_exits, stops_loop, DefinedSet};
 use crate::bezoar::{self as bz, Expr, Intrinsic, Reg, StmtKind};
 use crate::control::Policy;
 use crate::control::Class;
@@ -40,8 +40,10 @@ pub struct Site {
     /// are gated (the lowering instantiates what follows an operation once it finished without
     /// raising), so its calls run one after another.
     pub gated_by: Option<u32>,
-    /// The outermost try or with statement whose body holds a loop around it: that loop's
-    /// iterations run one after another (a try or with inside a loop body does not do that).
+    /// The outermost try or with statement whose body holds a loop around it that runs its
+    /// iterations one after another: a `while`, or a `for` that may break or return (a `for`
+    /// that may only raise runs them speculatively; a try or with inside a loop body gates
+    /// nothing of the loop).
     pub gated_loop_by: Option<u32>,
 }
 
@@ -71,6 +73,7 @@ pub fn build(f: &bz::Function, oracle: &mut dyn Oracle) -> Built {
         ctrl_meta: Vec::new(),
         nobjs: 0,
         norigins: 0,
+        gated_loops: Vec::new(),
     };
     b.prepass(&f.body, 0, &mut Vec::new());
     b.function();
@@ -200,6 +203,10 @@ struct Builder<'a> {
     ctrl_meta: Vec<CtrlMeta>,
     nobjs: u32,
     norigins: u32,
+    /// Prepass: for each loop around the current point, outermost first, whether it runs its
+    /// iterations one after another inside a try or with body (a `while`, or a `for` that may
+    /// break or return); a `for` that may only raise runs them speculatively.
+    gated_loops: Vec<bool>,
 }
 
 const LIST_METHODS: [&str; 5] = ["append", "extend", "insert", "sort", "reverse"];
@@ -226,7 +233,10 @@ impl<'a> Builder<'a> {
                                 callee,
                                 loop_depth: depth,
                                 gated_by: gates.last().map(|g| g.0),
-                                gated_loop_by: gates.iter().find(|g| depth > g.1).map(|g| g.0),
+                                gated_loop_by: gates
+                                    .iter()
+                                    .find(|g| self.gated_loops[g.1 as usize..].iter().any(|&x| x))
+                                    .map(|g| g.0),
                             });
                             Some(if s.line > 0 { format!("<result of line {}>", s.line) } else { format!("<r{r}>") })
                         }
@@ -255,7 +265,10 @@ impl<'a> Builder<'a> {
                 StmtKind::For { body, .. } | StmtKind::Loop { body } => {
                     let id = self.loop_ids.len() as u32;
                     self.loop_ids.insert(s as *const bz::Stmt, id);
+                    let gated = matches!(s.kind, StmtKind::Loop { .. }) || stops_loop(body);
+                    self.gated_loops.push(gated);
                     self.prepass(body, depth + 1, gates);
+                    self.gated_loops.pop();
                 }
                 StmtKind::Try { body, .. } => {
                     // The body is gated; the handlers and the else belong to the enclosing one.
@@ -580,7 +593,9 @@ impl<'a> Builder<'a> {
         let defined = st.defined.clone();
         let itv = self.reg(st, iter);
         let fold_ctl = self.ctl_after(st.ctl, &[itv.ev]);
-        let leaves = leaves_loop(body);
+        // In a try or with body a loop that only raises or continues runs its iterations
+        // speculatively (`lower::control::speculates`): none waits for the status before it.
+        let leaves = leaves_loop(body) && !(st.catching && !stops_loop(body));
         let vars = assigned(body);
         let elem = itv.av.element();
         let depth = st.loops.len() + 1;
@@ -608,6 +623,9 @@ impl<'a> Builder<'a> {
                 }
             } else {
                 self.block(&mut it, body);
+                if it.status.is_some() && contains_jump(body, true) {
+                    self.map_status(&mut it, "loop_next"); // continue → 0 (speculative iterations)
+                }
             }
             let e1 = self.g.escapes.len();
             if k + 1 < self.unroll {

@@ -108,6 +108,10 @@ impl<'a, H: Host> Eval<'a, H> {
     pub(super) fn ite_source_of(&self, s: SlotId, seen: &mut HashSet<SlotId>, known: &mut Vec<H::Prim>, pending: &mut Vec<SlotId>) -> Option<IteSource> {
         let s = self.alias_end(s);
         let (frame, stmt) = self.blocked_stmt(s)?;
+        // Only a component of an undecided `ite`'s tuple: the gate of a speculative loop
+        // iteration, `S' := ite(status, never, pass; S)` (`lower::control`), is an `ite` whose
+        // result is the order itself, and must never be looked through — one of its branches
+        // never binds it, and what follows it must wait (p662's `late_raise`).
         let Op::Proj { index, tuple } = stmt.op else { return None };
         let t = self.alias_end(frame.env[tuple as usize]);
         let (iframe, istmt) = self.blocked_stmt(t)?;
