@@ -392,6 +392,7 @@ PROGRAM_FALLBACKS = {
     "p634": {"returned_value_kept": ALL, "nested_finally": ALL},
     "p641": {},
     "p642": {},
+    "p643": {},
 }
 
 
