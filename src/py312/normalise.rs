@@ -258,39 +258,64 @@ impl Ctx<'_> {
         }
     }
 
-    /// The offset of `X` when `raw[i]` is the test at the top of a while loop whose exit 3.12
-    /// threaded back to an enclosing loop's head `head` (the while being the last statement of
-    /// that loop's body), with the bottom copy of the test after the body:
+    /// The offset of `X` when `raw[i]` (`POP_JUMP_IF_X L; JUMP_BACKWARD head`, a conditional
+    /// jump 3.12 threaded back to an enclosing loop's head `head`) is part of the test of a while
+    /// loop that ends that loop's body, or a jump out of that while loop, with the bottom copy of
+    /// the test after the body:
     ///
     /// ```text
     ///     POP_JUMP_IF_X L; JUMP_BACKWARD head      (raw[i], raw[i + 1]: the top test's jump)
-    /// L:  … body …
-    ///     POP_JUMP_IF_Y X; JUMP_BACKWARD L         (the bottom copy's)
+    /// L:  … (the rest of the test) …
+    /// B:  … body …
+    ///     POP_JUMP_IF_Y X; JUMP_BACKWARD B         (the bottom copy's last jump)
     /// X:  JUMP_BACKWARD head
     /// ```
     ///
-    /// 3.11's top test jumps forward to `X` (`POP_JUMP_FORWARD_IF_not-X X`), which the lifter
-    /// takes for the loop's exit, the two copies of the test then being one (`lift::cfg`'s loop
-    /// inversion); jumping back to `head` from there does the same, one jump later. (Kept as
-    /// a backward jump to `head`, the loop's `continue`s, which go to the top test, made the
-    /// lifter's structure recovery go round a cycle of regions.)
+    /// 3.11's jumps go forward to `X` (`POP_JUMP_FORWARD_IF_not-X X`), which the lifter takes for
+    /// the loop's exit, the two copies of the test then being one (`lift::cfg`'s loop
+    /// inversion); jumping back to `head` from there does the same, one jump later. (Kept as a
+    /// backward jump to `head`, the loop's `continue`s, which go to the top test, made the
+    /// lifter's structure recovery go round a cycle of regions.) `raw[i]` is in the test when
+    /// only test code (no store, return or loop) lies between it and `B`, or inside the loop
+    /// (the bottom copy's other jumps, a `break`).
     fn while_top_exit(&self, i: usize, hi: usize, head: u32) -> Option<u32> {
-        let body = self.raw.get(i + 2)?.offset;
-        let backward_to = |k: usize, t: u32| {
+        let here = self.raw[i].offset;
+        let jump_back = |k: usize| {
             let j = self.raw[k];
-            j.opcode == v12::JUMP_BACKWARD && v12::jump_target(j.op_offset, j.opcode, j.arg) == Some(t)
+            (j.opcode == v12::JUMP_BACKWARD).then(|| v12::jump_target(j.op_offset, j.opcode, j.arg)).flatten()
         };
-        (i + 2..hi.saturating_sub(2)).find_map(|k| {
-            let c = self.raw[k];
-            let x = self.raw[k + 2];
-            (v12::pop_jump_sense(c.opcode).is_some()
+        // The first bottom copy's exit jumping back to `head` after `raw[i]`.
+        let k = (i + 2..hi.saturating_sub(2)).find(|&k| {
+            let (c, x) = (self.raw[k], self.raw[k + 2]);
+            v12::pop_jump_sense(c.opcode).is_some()
                 && v12::jump_target(c.op_offset, c.opcode, c.arg) == Some(x.offset)
-                && backward_to(k + 1, body)
+                && jump_back(k + 1).is_some()
                 && !self.targets.contains(&self.raw[k + 1].offset)
-                && backward_to(k + 2, head)
-                && !self.skip.contains(&x.offset))
-            .then_some(x.offset)
-        })
+                && jump_back(k + 2) == Some(head)
+                && !self.skip.contains(&x.offset)
+        })?;
+        let body = jump_back(k + 1)?;
+        let in_test = || {
+            let b = *self.at.get(&body)?;
+            self.raw[i + 2..b]
+                .iter()
+                .all(|r| {
+                    !matches!(
+                        r.opcode,
+                        v12::STORE_FAST
+                            | v12::STORE_NAME
+                            | v12::STORE_GLOBAL
+                            | v12::STORE_DEREF
+                            | v12::STORE_ATTR
+                            | v12::STORE_SUBSCR
+                            | v12::RETURN_VALUE
+                            | v12::RETURN_CONST
+                            | v12::FOR_ITER
+                    )
+                })
+                .then_some(())
+        };
+        (body <= here || (body > here && in_test().is_some())).then_some(self.raw[k + 2].offset)
     }
 
     /// The outputs of the small exit block the backward jump `j` goes to, when it is straight-line

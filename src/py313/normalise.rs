@@ -176,6 +176,7 @@ fn rewrite(ci: &CodeInfo) -> Result<Vec<(u32, Vec<Out>)>, String> {
         localsplus.get(slot as usize).is_some_and(|n| ci.cellvars.contains(n) || ci.freevars.contains(n))
     };
     let closure = closure_loads(&raw)?;
+    let same_jump = same_jump_backs(&raw, &table);
     let n = raw.len();
     let op = |k: usize| raw.get(k).map(|x| x.opcode);
     let free = |k: usize| k < n && !targets.contains(&raw[k].offset);
@@ -292,7 +293,7 @@ fn rewrite(ci: &CodeInfo) -> Result<Vec<(u32, Vec<Out>)>, String> {
             o if v13::is_jump(o) => {
                 let name = v13::name(o);
                 let op12 = v12::OPCODES.iter().find(|&&(n, _, _)| n == name).map(|&(_, op, _)| op);
-                let target = v13::jump_target(r.op_offset, o, arg);
+                let target = v13::jump_target(r.op_offset, o, arg).map(|t| same_jump.get(&t).copied().unwrap_or(t));
                 match op12 {
                     Some(op12) if v12::is_jump(op12) => outs.push(Out { op: op12, arg: 0, line, target }),
                     _ => return Err(format!("unsupported opcode {name} at line {line}")),
@@ -307,6 +308,28 @@ fn rewrite(ci: &CodeInfo) -> Result<Vec<(u32, Vec<Out>)>, String> {
         i += 1;
     }
     Ok(stream)
+}
+
+/// For each `Y: JUMP_BACKWARD h` right after `X: JUMP_BACKWARD h` (the same target, line and
+/// exception-table protection), `X` (the first of a run of them): 3.13 may lay a while loop's
+/// exits from the top and the bottom copies of its test out as two such jumps back to an
+/// enclosing loop's head, where 3.12 and 3.11 have one (the lifter takes the two copies of the
+/// test for one when their exits are the same place: `lift::cfg`'s loop inversion). `X` does not
+/// fall through into `Y`, so `Y` is reached by jumps only, and jumping to `X` does the same.
+fn same_jump_backs(raw: &[crate::pyver::decode::RawInstr], table: &[Entry]) -> HashMap<u32, u32> {
+    let cover = |o: u32| table.iter().find(|e| e.start <= o && o < e.end).map(|e| (e.target, e.depth, e.lasti));
+    let back = |r: &crate::pyver::decode::RawInstr| {
+        (r.opcode == v13::JUMP_BACKWARD).then(|| v13::jump_target(r.op_offset, r.opcode, r.arg)).flatten()
+    };
+    let mut alias = HashMap::new();
+    for w in raw.windows(2) {
+        let (x, y) = (w[0], w[1]);
+        if back(&x).is_some() && back(&x) == back(&y) && x.line == y.line && cover(x.offset) == cover(y.offset) {
+            let first = alias.get(&x.offset).copied().unwrap_or(x.offset);
+            alias.insert(y.offset, first);
+        }
+    }
+    alias
 }
 
 /// The loads of a closure's cells: for each instruction index, how many of its trailing loads

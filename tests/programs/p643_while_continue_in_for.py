@@ -5,7 +5,9 @@
 # of regions on 3.12/3.13 (an inlined comprehension in the body: a fallback "statements nested
 # too deeply"; without one: "blocks shared by too many paths"); they now compile as on 3.11.
 # Variants: a list, set and dict comprehension, a generator expression, none, an enclosing
-# `while True` loop, a break beside the continue, the loop running for real with external calls.
+# `while True` loop, the while in an if (3.13 lays its two exits out as two jumps back), a
+# compound test (3.12 threads each of its jumps), a break beside the continue, the loop running
+# for real with external calls.
 from poppy_jit import poppy
 from _ext import llm, log, set_latency_scale
 
@@ -128,6 +130,35 @@ def failing_body(rows):
     return got
 
 
+@poppy
+def inside_if(items, go):
+    out = []
+    for it in items:
+        if it in go:
+            k = it
+            while k:
+                k -= 1
+                if k == 2:
+                    continue
+                out.append(llm(f"count: {it}.{k}"))
+        else:
+            log(f"skipped {it}")
+    return out
+
+
+@poppy
+def compound_test(items, limit):
+    out = []
+    for it in items:
+        k = it
+        while k and len(out) < limit:
+            k -= 1
+            if k % 3 == 0:
+                continue
+            out.append(llm(f"count: {it}:{k}"))
+    return out
+
+
 def attempt(f, *args):
     try:
         print(f.__name__, repr(f(*args)))
@@ -143,3 +174,5 @@ attempt(in_while_loop, 4)
 attempt(with_break, [[0, 1, 2, 3], [5, 2], [1, 1]], 1)
 attempt(never_entered, [1, 2, 3], [4], True)
 attempt(failing_body, [[1, 2, 5], [4, 0, 2]])
+attempt(inside_if, [3, 4, 1, 5], {4, 5})
+attempt(compound_test, [4, 7, 2], 5)
