@@ -172,16 +172,147 @@ int poppy_shim_frame_offset(PyObject *code) {
     return (int)(FRAME_INSTR(fr) - _PyCode_CODE((PyCodeObject *)code)) * 2;
 }
 
-/* The version tag of a dict (`ma_version_tag`): changes whenever the dict is modified. The guard
- * on the globals a run read eagerly compares it (src/host/globals_guard). Deprecated (not gone)
- * in 3.12 and 3.13, where dict watchers are the public way; removed in 3.14. */
-unsigned long long poppy_shim_dict_version(PyObject *dict) {
+/* A dict's version for the guard on the globals a run read eagerly (src/host/dispatch.rs,
+ * GlobalsGuard; src/pipeline/globals.rs): two reads give the same number only if the dict was
+ * not modified in between.
+ *
+ * 3.11: the dict's version tag (`ma_version_tag`), which CPython bumps on every modification.
+ *
+ * 3.12 and 3.13: a dict watcher (PEP-less API of 3.12, `PyDict_AddWatcher`; the tag is deprecated
+ * there and removed in 3.14). The first read of a dict watches it; the watcher's callback runs
+ * before every modification of a watched dict (insert, update, delete, clear, clone — by any code:
+ * STORE_GLOBAL, `mod.X = …`, PyDict_SetItem) and gives the dict a new number from one counter.
+ * A dict deallocated leaves the table, and one made at its address later gets a new number when
+ * first read, so a number is never reused. If no watcher can be had (CPython has 8 slots), the
+ * deprecated tag is read as before. POPPY_DICT_GUARD=tag (read once) selects the tag on purpose:
+ * for measuring one against the other (docs/versions.md). Called with the GIL held. */
 #if PY_MINOR_VERSION >= 12
+static unsigned long long dict_tag(PyObject *dict) {
     _Pragma("GCC diagnostic push")
     _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
-#endif
     return (unsigned long long)((PyDictObject *)dict)->ma_version_tag;
-#if PY_MINOR_VERSION >= 12
     _Pragma("GCC diagnostic pop")
+}
+
+/* Open addressing, linear probing, keyed by the dict's address; tombstones on removal. */
+typedef struct {
+    PyObject *dict; /* NULL: empty; TOMBSTONE: removed */
+    unsigned long long version;
+} watched_t;
+#define TOMBSTONE ((PyObject *)1)
+static watched_t *watched = NULL;
+static size_t watched_cap = 0, watched_used = 0; /* used: live entries and tombstones */
+static unsigned long long watch_counter = 0;
+static int watcher_id = -1; /* -1: not yet tried; -2: none to be had (the tag is read) */
+
+static size_t slot_of(PyObject *dict) {
+    size_t mask = watched_cap - 1, i = ((size_t)dict >> 4) * 0x9E3779B97F4A7C15ull & mask;
+    while (watched[i].dict != NULL && watched[i].dict != dict) {
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
+/* The entry of `dict`, or NULL. */
+static watched_t *find(PyObject *dict) {
+    if (watched_cap == 0) {
+        return NULL;
+    }
+    size_t mask = watched_cap - 1, i = ((size_t)dict >> 4) * 0x9E3779B97F4A7C15ull & mask;
+    for (size_t n = 0; n < watched_cap && watched[i].dict != NULL; n++, i = (i + 1) & mask) {
+        if (watched[i].dict == dict) {
+            return &watched[i];
+        }
+    }
+    return NULL;
+}
+
+/* A new entry for `dict` (not in the table), or NULL when out of memory. */
+static watched_t *insert(PyObject *dict) {
+    if (2 * (watched_used + 1) > watched_cap) {
+        size_t old_cap = watched_cap, cap = old_cap ? old_cap * 2 : 64, live = 0;
+        watched_t *old = watched;
+        for (size_t i = 0; i < old_cap; i++) {
+            live += old[i].dict != NULL && old[i].dict != TOMBSTONE;
+        }
+        while (2 * (live + 1) > cap) {
+            cap *= 2;
+        }
+        watched = PyMem_RawCalloc(cap, sizeof(watched_t));
+        if (watched == NULL) {
+            watched = old;
+            return NULL;
+        }
+        watched_cap = cap;
+        watched_used = 0;
+        for (size_t i = 0; i < old_cap; i++) {
+            if (old[i].dict != NULL && old[i].dict != TOMBSTONE) {
+                watched[slot_of(old[i].dict)] = old[i];
+                watched_used++;
+            }
+        }
+        PyMem_RawFree(old);
+    }
+    watched_t *e = &watched[slot_of(dict)];
+    e->dict = dict;
+    watched_used++;
+    return e;
+}
+
+static int on_dict_event(PyDict_WatchEvent event, PyObject *dict, PyObject *key, PyObject *new_value) {
+    (void)key;
+    (void)new_value;
+    watched_t *e = find(dict);
+    if (e == NULL) {
+        return 0; /* watched by this watcher id before its entry could be made: never read */
+    }
+    if (event == PyDict_EVENT_DEALLOCATED) {
+        e->dict = TOMBSTONE;
+    } else {
+        e->version = ++watch_counter;
+    }
+    return 0;
+}
+
+static int use_watcher(void) {
+    if (watcher_id == -1) {
+        const char *env = getenv("POPPY_DICT_GUARD");
+        if (env != NULL && strcmp(env, "tag") == 0) {
+            watcher_id = -2;
+        } else {
+            watcher_id = PyDict_AddWatcher(on_dict_event);
+            if (watcher_id < 0) {
+                PyErr_Clear();
+                watcher_id = -2;
+            }
+        }
+    }
+    return watcher_id >= 0;
+}
+#endif
+
+unsigned long long poppy_shim_dict_version(PyObject *dict) {
+#if PY_MINOR_VERSION >= 12
+    if (!use_watcher()) {
+        return dict_tag(dict);
+    }
+    watched_t *e = find(dict);
+    if (e != NULL) {
+        return e->version;
+    }
+    e = insert(dict);
+    if (e == NULL || PyDict_Watch(watcher_id, dict) < 0) {
+        /* Out of memory: a number never given before and never given again, so the guard
+         * always takes the dict for modified (it then compares every name it read). */
+        PyErr_Clear();
+        if (e != NULL) {
+            e->dict = TOMBSTONE;
+        }
+        return ++watch_counter | (1ull << 63);
+    }
+    e->version = ++watch_counter;
+    return e->version;
+#else
+    return (unsigned long long)((PyDictObject *)dict)->ma_version_tag;
 #endif
 }

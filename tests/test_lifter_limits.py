@@ -4,7 +4,10 @@ fallback, never a crash.
 Fuzz seed 1652 on 3.12 found a function (a `while 0` loop holding an inlined comprehension and a
 `continue`, in a `for` loop) whose 3.12/3.13 layout sent the recovery round one cycle of regions
 until the thread's stack overflowed: a segmentation fault at the first call under PYTHONPOPPY=1.
-Regions are now bounded in depth (600: an `if`/`elif` chain counts one level per `elif`)."""
+Regions are now bounded in depth (600: an `if`/`elif` chain counts one level per `elif`), which
+made it a fallback ("statements nested too deeply"); since the normaliser gives that while loop's
+test 3.11's forward jump to its exit (`py312::normalise`, `while_top_exit`: 3.12 threads it
+straight back to the `for` loop's head), it compiles on every version. p643 has its variants."""
 import json
 import subprocess
 import sys
@@ -14,6 +17,9 @@ import pytest
 from subproc import poppy_env
 
 pytest.importorskip("poppy_jit._core")
+from poppy_jit._prologue import COMPILED_VERSIONS  # noqa: E402
+
+COMPILED = sys.version_info[:2] in COMPILED_VERSIONS
 
 CYCLE = textwrap.dedent('''
     import json
@@ -59,12 +65,13 @@ def _run(tmp_path, source, poppy):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def test_a_structure_the_recovery_goes_round_in_falls_back(tmp_path):
+def test_the_structure_the_recovery_went_round_in_compiles(tmp_path):
     plain = _run(tmp_path, CYCLE, poppy=False)
     got = _run(tmp_path, CYCLE, poppy=True)
     assert got["result"] == plain["result"] == 0
-    # 3.11 compiles it; 3.12/3.13 fall back with the reason (they crashed before).
-    assert all("too irregular" in r for r in got["fallbacks"]), got
+    # 3.11 compiles it; so do 3.12/3.13 (they crashed, then fell back "too irregular").
+    if COMPILED:
+        assert got["fallbacks"] == [], got
 
 
 @pytest.mark.parametrize("n, compiles", [(400, True), (700, False)])

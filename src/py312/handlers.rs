@@ -396,10 +396,44 @@ pub(super) fn place(
         if join.is_none() && after_jump.is_none() {
             continue;
         }
-        let (Some(s), Some(e)) = (pos(st, push_off), pos(st, after.last().copied().unwrap_or(raw[c.end - 1].offset))) else {
+        let (Some(s), Some(mut e)) = (pos(st, push_off), pos(st, after.last().copied().unwrap_or(raw[c.end - 1].offset))) else {
             continue;
         };
-        let own: HashSet<u32> = raw[c.push..c.end].iter().map(|i| i.offset).chain(after.iter().copied()).collect();
+        let mut own: HashSet<u32> = raw[c.push..c.end].iter().map(|i| i.offset).chain(after.iter().copied()).collect();
+        // The code after the statement when only its handlers reach it (a body that always
+        // leaves, `try: return …`, in a loop): 3.12 leaves it after the function, right after
+        // the chain — the rest of the loop's body, up to its jump back to the head —; 3.11 has
+        // it right after the chain too, where the chain goes (after the body's return). It moves
+        // with the chain: entered only at its start (the handlers' join), never falling through
+        // at its end.
+        if let (None, Some(_), Some(&j)) = (join, after_jump, joins.first()) {
+            if after.is_empty() && joins.iter().all(|&t| t == j) && j > push_off && raw.get(c.end).is_some_and(|i| i.offset == j) && pos(st, j) == Some(e + 1) {
+                let mut k = e + 1;
+                let mut end = None;
+                while let Some((key, outs)) = st.get(k) {
+                    let handler_code = spans.iter().any(|&(a, b)| a <= *key && *key <= b)
+                        || at.get(key).is_some_and(|&i| raw[i].opcode == v12::PUSH_EXC_INFO);
+                    if handler_code {
+                        break;
+                    }
+                    if outs.last().is_some_and(ends_block) {
+                        end = Some(k);
+                    }
+                    k += 1;
+                }
+                if let Some(end) = end {
+                    let inner: HashSet<u32> = st[e + 2..=end].iter().map(|(k, _)| *k).collect();
+                    let entered_inside = st[..s]
+                        .iter()
+                        .chain(&st[end + 1..])
+                        .any(|(_, o)| o.iter().any(|o| o.jump.is_some_and(|(_, t)| inner.contains(&t))));
+                    if !entered_inside {
+                        own.extend(st[e + 1..=end].iter().map(|(k, _)| *k));
+                        e = end;
+                    }
+                }
+            }
+        }
         if s > e || !st[s..=e].iter().all(|(k, _)| own.contains(k) || *k > code_len) {
             continue;
         }

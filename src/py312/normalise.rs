@@ -258,6 +258,66 @@ impl Ctx<'_> {
         }
     }
 
+    /// The offset of `X` when `raw[i]` (`POP_JUMP_IF_X L; JUMP_BACKWARD head`, a conditional
+    /// jump 3.12 threaded back to an enclosing loop's head `head`) is part of the test of a while
+    /// loop that ends that loop's body, or a jump out of that while loop, with the bottom copy of
+    /// the test after the body:
+    ///
+    /// ```text
+    ///     POP_JUMP_IF_X L; JUMP_BACKWARD head      (raw[i], raw[i + 1]: the top test's jump)
+    /// L:  … (the rest of the test) …
+    /// B:  … body …
+    ///     POP_JUMP_IF_Y X; JUMP_BACKWARD B         (the bottom copy's last jump)
+    /// X:  JUMP_BACKWARD head
+    /// ```
+    ///
+    /// 3.11's jumps go forward to `X` (`POP_JUMP_FORWARD_IF_not-X X`), which the lifter takes for
+    /// the loop's exit, the two copies of the test then being one (`lift::cfg`'s loop
+    /// inversion); jumping back to `head` from there does the same, one jump later. (Kept as a
+    /// backward jump to `head`, the loop's `continue`s, which go to the top test, made the
+    /// lifter's structure recovery go round a cycle of regions.) `raw[i]` is in the test when
+    /// only test code (no store, return or loop) lies between it and `B`, or inside the loop
+    /// (the bottom copy's other jumps, a `break`).
+    fn while_top_exit(&self, i: usize, hi: usize, head: u32) -> Option<u32> {
+        let here = self.raw[i].offset;
+        let jump_back = |k: usize| {
+            let j = self.raw[k];
+            (j.opcode == v12::JUMP_BACKWARD).then(|| v12::jump_target(j.op_offset, j.opcode, j.arg)).flatten()
+        };
+        // The first bottom copy's exit jumping back to `head` after `raw[i]`.
+        let k = (i + 2..hi.saturating_sub(2)).find(|&k| {
+            let (c, x) = (self.raw[k], self.raw[k + 2]);
+            v12::pop_jump_sense(c.opcode).is_some()
+                && v12::jump_target(c.op_offset, c.opcode, c.arg) == Some(x.offset)
+                && jump_back(k + 1).is_some()
+                && !self.targets.contains(&self.raw[k + 1].offset)
+                && jump_back(k + 2) == Some(head)
+                && !self.skip.contains(&x.offset)
+        })?;
+        let body = jump_back(k + 1)?;
+        let in_test = || {
+            let b = *self.at.get(&body)?;
+            self.raw[i + 2..b]
+                .iter()
+                .all(|r| {
+                    !matches!(
+                        r.opcode,
+                        v12::STORE_FAST
+                            | v12::STORE_NAME
+                            | v12::STORE_GLOBAL
+                            | v12::STORE_DEREF
+                            | v12::STORE_ATTR
+                            | v12::STORE_SUBSCR
+                            | v12::RETURN_VALUE
+                            | v12::RETURN_CONST
+                            | v12::FOR_ITER
+                    )
+                })
+                .then_some(())
+        };
+        (body <= here || (body > here && in_test().is_some())).then_some(self.raw[k + 2].offset)
+    }
+
     /// The outputs of the small exit block the backward jump `j` goes to, when it is straight-line
     /// code (at most 8 instructions, none of them a jump or dropped) up to a `return`, each
     /// instruction protected as `j` is by the exception table, already in `stream`.
@@ -327,7 +387,13 @@ impl Ctx<'_> {
                     let over = v12::jump_target(r.op_offset, r.opcode, arg).unwrap();
                     let after = b.op_offset + 2 + 2 * v12::cache_entries(b.opcode) as u32;
                     if over == after {
-                        let target = v12::jump_target(b.op_offset, b.opcode, b.arg).unwrap();
+                        let mut target = v12::jump_target(b.op_offset, b.opcode, b.arg).unwrap();
+                        // A while loop's test at its top whose exit 3.12 threaded to an enclosing
+                        // loop's head: 3.11 jumps forward to the exit of the bottom copy of the
+                        // test, itself a jump back to that head (`while_top_exit`).
+                        if let Some(exit) = self.while_top_exit(i, hi, target) {
+                            target = exit;
+                        }
                         stream.push((r.offset, vec![Out { op: 0, arg: 0, line, jump: Some((Jump::Pop(none, !when), target)) }]));
                         stream.push((b.offset, Vec::new()));
                         i += 2;
@@ -939,6 +1005,29 @@ mod tests_312 {
         for w in ins.windows(2).filter(|w| w[1].opcode == v11::CALL) {
             assert_eq!((w[0].opcode, w[0].arg), (v11::PRECALL, w[1].arg));
         }
+    }
+
+    /// A while loop ending a `for` loop's body, with a `continue`: 3.12 threads its top test's
+    /// exit back to the `for` loop's head; normalised, it jumps forward to the exit of the
+    /// bottom copy of the test (3.11's), itself the jump back.
+    #[test]
+    fn while_top_test_jumps_forward_to_its_exit() {
+        let ci = normalised(
+            "def f(xs, w, g):\n    for x in xs:\n        while w:\n            w = h(w)\n            \
+             if g:\n                continue\n    return w\n",
+        );
+        well_formed(&ci);
+        let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+        let head = ins.iter().find(|i| i.opcode == v11::FOR_ITER).unwrap().offset;
+        // The top test (the first conditional jump) goes forward to a jump back to the head.
+        let top = ins.iter().find(|i| v11::pop_jump_sense(i.opcode).is_some()).unwrap();
+        assert_eq!(top.name(), "POP_JUMP_FORWARD_IF_FALSE", "{:?}", names(&ci));
+        let exit = ins.iter().find(|i| Some(i.offset) == top.jump_target()).unwrap();
+        assert_eq!((exit.opcode, exit.jump_target()), (v11::JUMP_BACKWARD, Some(head)));
+        // … right after the bottom copy of the test, which jumps back into the body.
+        let k = ins.iter().position(|i| i.offset == exit.offset).unwrap();
+        assert_eq!(ins[k - 1].name(), "POP_JUMP_BACKWARD_IF_TRUE");
+        assert_eq!(ins[k - 1].jump_target(), Some(ins[ins.iter().position(|i| i == top).unwrap() + 1].offset));
     }
 
     #[test]

@@ -71,16 +71,167 @@ fn to_312_at(ci: &CodeInfo, nested: bool) -> Result<CodeInfo, String> {
         Err(_) if scanned_only => scan_form(ci),
         Err(e) => return Err(e),
     };
+    let mut stream = stream;
+    let moved = !scanned_only && share_handler_exits(ci, &mut stream);
     let table = truth_tests_protected(ci, exception_table::entries(&ci.exceptiontable))?;
     let (code, offsets, lines) = layout::encode(&stream, ci.code.len() as u32, &V12)?;
     let end = code.len() as u32;
     let new_off = |o: u32| -> u32 { *offsets.range(o..).next().map(|(_, v)| v).unwrap_or(&end) };
-    let entries: Vec<Entry> = table
-        .iter()
-        .map(|e| Entry { start: new_off(e.start), end: new_off(e.end), target: new_off(e.target), ..*e })
-        .filter(|e| e.start < e.end)
-        .collect();
+    let entries: Vec<Entry> = if moved {
+        per_instruction_table(&stream, &table, &offsets, end)
+    } else {
+        table
+            .iter()
+            .map(|e| Entry { start: new_off(e.start), end: new_off(e.end), target: new_off(e.target), ..*e })
+            .filter(|e| e.start < e.end)
+            .collect()
+    };
     Ok(CodeInfo { code, lines, exceptiontable: exception_table::encode(&entries), children, ..ci.clone() })
+}
+
+/// 3.13 gives each exit of the handlers of a try nested in an `as` handler its own copy of the
+/// outer handler's continuation — its `POP_EXCEPT`, the `as` name's clean-up and the code after
+/// the outer statement up to a `return`, or the jump to that code — where 3.12 has one copy,
+/// after the nested statement's clean-up block, which the inner handlers' exits jump to:
+///
+/// ```text
+/// 3.13:  H1: … POP_EXCEPT; <e2 clean-up>; C1: POP_EXCEPT; <e clean-up>; … RETURN_VALUE
+///        H2: … POP_EXCEPT; C2: POP_EXCEPT; <e clean-up>; … RETURN_VALUE
+///            RERAISE 0; COPY 3; POP_EXCEPT; RERAISE 1
+/// 3.12:  H1: … POP_EXCEPT; <e2 clean-up>; JUMP_FORWARD C
+///        H2: … POP_EXCEPT; JUMP_FORWARD C
+///            RERAISE 0; COPY 3; POP_EXCEPT; RERAISE 1
+///        C:  POP_EXCEPT; <e clean-up>; … RETURN_VALUE
+/// ```
+///
+/// (p623's `reraise_in_inner_body`; `py312::handlers` lays 3.12's form out as 3.11's). The last
+/// copy `C2` — straight-line from the last `POP_EXCEPT` (the outer handler's) to a
+/// `RETURN_VALUE` followed by the nested statement's `RERAISE 0` and clean-up block, after the
+/// last inner handler's `as` clean-up if it names the exception —
+/// moves after that block, its handler jumping to it; every other copy (the same instructions
+/// and exception-table protection, the same lines where an instruction can raise, fallen into)
+/// becomes a jump to it. Whether anything
+/// moved: the exception table is then rebuilt per instruction (`per_instruction_table`).
+fn share_handler_exits(ci: &CodeInfo, stream: &mut Vec<(u32, Vec<Out>)>) -> bool {
+    let raw = super::decode::instructions(&ci.code, &ci.lines);
+    let table = exception_table::entries(&ci.exceptiontable);
+    let cover = |o: u32| table.iter().find(|e| e.start <= o && o < e.end).map(|e| (e.target, e.depth, e.lasti));
+    let mut targets: HashSet<u32> = raw.iter().filter_map(|r| v13::jump_target(r.op_offset, r.opcode, r.arg)).collect();
+    targets.extend(table.iter().map(|e| e.target));
+    let ends_flow = |op: u8| {
+        v13::is_jump(op) || matches!(op, v13::RETURN_VALUE | v13::RETURN_CONST | v13::RERAISE | v13::RAISE_VARARGS)
+    };
+    let mut moved = false;
+    let shape = |at: usize, want: &[(u8, Option<u32>)]| {
+        raw.get(at..at + want.len()).is_some_and(|w| w.iter().zip(want).all(|(x, &(op, arg))| x.opcode == op && arg.map_or(true, |a| a == x.arg)))
+    };
+    for r in 0..raw.len() {
+        // The last copy: raw[c..=r], then the last inner handler's `as` clean-up block, if it
+        // has a name (LOAD_CONST None; STORE_FAST n; DELETE_FAST n; RERAISE 1), and the nested
+        // statement's RERAISE 0; COPY 3; POP_EXCEPT; RERAISE 1. It goes after the last.
+        if !matches!(raw[r].opcode, v13::RETURN_VALUE | v13::JUMP_FORWARD | v13::JUMP_BACKWARD) {
+            continue;
+        }
+        let name_cleanup = [(v13::LOAD_CONST, None), (v13::STORE_FAST, None), (v13::DELETE_FAST, None), (v13::RERAISE, Some(1))];
+        let mut block_end = r + 1;
+        if shape(block_end, &name_cleanup) {
+            block_end += 4;
+        }
+        if !shape(block_end, &[(v13::RERAISE, Some(0)), (v13::COPY, Some(3)), (v13::POP_EXCEPT, None), (v13::RERAISE, Some(1))]) {
+            continue;
+        }
+        let block_end = block_end + 3;
+        // (The outer handler's POP_EXCEPT: the last one before the return.)
+        let Some(c) = (1..r)
+            .rev()
+            .take(16)
+            .take_while(|&k| !ends_flow(raw[k].opcode) && !targets.contains(&raw[k + 1].offset))
+            .find(|&k| raw[k].opcode == v13::POP_EXCEPT)
+        else {
+            continue;
+        };
+        if ends_flow(raw[c - 1].opcode) {
+            continue;
+        }
+        if (c + 1..=r).any(|k| targets.contains(&raw[k].offset) || ends_flow(raw[k].opcode) && k != r) || targets.contains(&raw[c].offset) {
+            continue;
+        }
+        let len = r + 1 - c;
+        // Lines matter where an instruction can raise (its traceback's line); the POP_EXCEPT
+        // and `as` clean-up of the copies have the line of the handler they follow.
+        let quiet = |k: usize| {
+            matches!(raw[k].opcode, v13::POP_EXCEPT | v13::LOAD_CONST | v13::STORE_FAST | v13::NOP | v13::JUMP_FORWARD)
+                || (raw[k].opcode == v13::DELETE_FAST && raw[k - 1].opcode == v13::STORE_FAST && raw[k - 1].arg == raw[k].arg)
+        };
+        let same = |p: usize| {
+            (0..len).all(|k| {
+                let (a, b) = (raw[p + k], raw[c + k]);
+                let target = |x: crate::pyver::decode::RawInstr| v13::jump_target(x.op_offset, x.opcode, x.arg);
+                a.opcode == b.opcode
+                    && (if v13::is_jump(a.opcode) { target(a) == target(b) } else { a.arg == b.arg })
+                    && (a.line == b.line || quiet(c + k))
+                    && cover(a.offset) == cover(b.offset)
+                    && (k == 0 || !targets.contains(&a.offset))
+            })
+        };
+        let mut copies: Vec<usize> =
+            (1..c.saturating_sub(len - 1)).filter(|&p| p + len <= c && same(p) && !ends_flow(raw[p - 1].opcode)).collect();
+        // Where 3.12's one copy is: right after the clean-up block when 3.13 has one there too
+        // (the target of the nested body's own jumps, e.g. from an `if` branch), which the last
+        // copy then jumps to as well; else the last copy, moved there.
+        let in_place = block_end + len < raw.len() && same(block_end + 1);
+        if in_place {
+            copies.push(c);
+        }
+        if copies.is_empty() {
+            continue;
+        }
+        let key = |stream: &[(u32, Vec<Out>)], k: usize| stream.iter().position(|(o, _)| *o == raw[k].offset);
+        let (Some(first), Some(last), Some(dest), Some(before)) = (key(stream, c), key(stream, r), key(stream, block_end), key(stream, c - 1)) else {
+            continue;
+        };
+        let shared = if in_place { raw[block_end + 1].offset } else { raw[c].offset };
+        let to_c = Out { op: v12::JUMP_FORWARD, arg: 0, line: raw[c].line, target: Some(shared) };
+        for &p in &copies {
+            for k in p..p + len {
+                if let Some(i) = key(stream, k) {
+                    stream[i].1 = if k == p { vec![Out { line: raw[p].line, ..to_c }] } else { Vec::new() };
+                }
+            }
+        }
+        if in_place {
+            continue;
+        }
+        // The inner handler's exit jumps to the copy, which goes after the clean-up block.
+        stream[before].1.push(Out { line: raw[c - 1].line, ..to_c });
+        let block: Vec<(u32, Vec<Out>)> = stream.drain(first..=last).collect();
+        let dest = dest - block.len();
+        for (j, item) in block.into_iter().enumerate() {
+            stream.insert(dest + 1 + j, item);
+        }
+        moved = true;
+    }
+    moved
+}
+
+/// The exception table of `stream` laid out at `offsets`, each instruction protected as its 3.13
+/// offset was by `table` (entries of adjacent instructions with the same handler joined): for a
+/// stream in which `share_handler_exits` moved code.
+fn per_instruction_table(stream: &[(u32, Vec<Out>)], table: &[Entry], offsets: &BTreeMap<u32, u32>, end: u32) -> Vec<Entry> {
+    let new_off = |o: u32| -> u32 { *offsets.range(o..).next().map(|(_, v)| v).unwrap_or(&end) };
+    let mut out: Vec<Entry> = Vec::new();
+    let live: Vec<&(u32, Vec<Out>)> = stream.iter().filter(|(_, outs)| !outs.is_empty()).collect();
+    for (i, (o, _)) in live.iter().enumerate() {
+        let start = offsets[o];
+        let stop = live.get(i + 1).map_or(end, |(n, _)| offsets[n]);
+        let Some(e) = table.iter().find(|e| e.start <= *o && *o < e.end) else { continue };
+        let entry = Entry { start, end: stop, target: new_off(e.target), ..*e };
+        match out.last_mut() {
+            Some(l) if l.end == start && (l.target, l.depth, l.lasti) == (entry.target, entry.depth, entry.lasti) => l.end = stop,
+            _ => out.push(entry),
+        }
+    }
+    out
 }
 
 const V12: layout::Isa =
@@ -176,6 +327,7 @@ fn rewrite(ci: &CodeInfo) -> Result<Vec<(u32, Vec<Out>)>, String> {
         localsplus.get(slot as usize).is_some_and(|n| ci.cellvars.contains(n) || ci.freevars.contains(n))
     };
     let closure = closure_loads(&raw)?;
+    let same_jump = same_jump_backs(&raw, &table);
     let n = raw.len();
     let op = |k: usize| raw.get(k).map(|x| x.opcode);
     let free = |k: usize| k < n && !targets.contains(&raw[k].offset);
@@ -292,7 +444,7 @@ fn rewrite(ci: &CodeInfo) -> Result<Vec<(u32, Vec<Out>)>, String> {
             o if v13::is_jump(o) => {
                 let name = v13::name(o);
                 let op12 = v12::OPCODES.iter().find(|&&(n, _, _)| n == name).map(|&(_, op, _)| op);
-                let target = v13::jump_target(r.op_offset, o, arg);
+                let target = v13::jump_target(r.op_offset, o, arg).map(|t| same_jump.get(&t).copied().unwrap_or(t));
                 match op12 {
                     Some(op12) if v12::is_jump(op12) => outs.push(Out { op: op12, arg: 0, line, target }),
                     _ => return Err(format!("unsupported opcode {name} at line {line}")),
@@ -307,6 +459,28 @@ fn rewrite(ci: &CodeInfo) -> Result<Vec<(u32, Vec<Out>)>, String> {
         i += 1;
     }
     Ok(stream)
+}
+
+/// For each `Y: JUMP_BACKWARD h` right after `X: JUMP_BACKWARD h` (the same target, line and
+/// exception-table protection), `X` (the first of a run of them): 3.13 may lay a while loop's
+/// exits from the top and the bottom copies of its test out as two such jumps back to an
+/// enclosing loop's head, where 3.12 and 3.11 have one (the lifter takes the two copies of the
+/// test for one when their exits are the same place: `lift::cfg`'s loop inversion). `X` does not
+/// fall through into `Y`, so `Y` is reached by jumps only, and jumping to `X` does the same.
+fn same_jump_backs(raw: &[crate::pyver::decode::RawInstr], table: &[Entry]) -> HashMap<u32, u32> {
+    let cover = |o: u32| table.iter().find(|e| e.start <= o && o < e.end).map(|e| (e.target, e.depth, e.lasti));
+    let back = |r: &crate::pyver::decode::RawInstr| {
+        (r.opcode == v13::JUMP_BACKWARD).then(|| v13::jump_target(r.op_offset, r.opcode, r.arg)).flatten()
+    };
+    let mut alias = HashMap::new();
+    for w in raw.windows(2) {
+        let (x, y) = (w[0], w[1]);
+        if back(&x).is_some() && back(&x) == back(&y) && x.line == y.line && cover(x.offset) == cover(y.offset) {
+            let first = alias.get(&x.offset).copied().unwrap_or(x.offset);
+            alias.insert(y.offset, first);
+        }
+    }
+    alias
 }
 
 /// The loads of a closure's cells: for each instruction index, how many of its trailing loads
@@ -495,6 +669,28 @@ mod tests {
         let ins: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
         let first = exception_table::entries(&ci.exceptiontable)[0];
         assert_eq!(ins.iter().find(|i| i.offset == first.target).unwrap().name(), "PUSH_EXC_INFO");
+    }
+
+    /// 3.13's copies of an outer `as` handler's continuation after each exit of a nested try's
+    /// handlers are one in the 3.12 form, after the nested statement's clean-up block, which
+    /// the exits jump to (p644).
+    #[test]
+    fn nested_handler_exits_share_one_continuation() {
+        let src = "def f(x):\n    try:\n        return int(x)\n    except ValueError as e:\n        try:\n            \
+                   out = g(e)\n        except KeyError as k:\n            out = k\n        except OSError:\n            out = 2\n    \
+                   return out\n";
+        let ci = code_info(src);
+        let returns = |names: Vec<&str>| names.iter().filter(|&&n| n == "RETURN_VALUE").count();
+        assert_eq!(returns(dis_names(src).iter().map(|s| s.as_str()).collect()), 4, "three copies in 3.13");
+        let ci12 = to_312(&ci).unwrap();
+        let n = names12(&ci12);
+        assert_eq!(returns(n.clone()), 2, "{n:?}");
+        // The copy comes right after the nested statement's clean-up block.
+        let k = n.iter().rposition(|&x| x == "RETURN_VALUE").unwrap();
+        assert_eq!(n[k - 9..k - 5], ["RERAISE", "COPY", "POP_EXCEPT", "RERAISE"], "{n:?}");
+        let ci11 = normalise(&ci).unwrap();
+        well_formed(&ci11);
+        assert!(crate::lift::lift(&ci11).is_ok());
     }
 
     #[test]
