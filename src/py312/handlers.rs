@@ -347,8 +347,11 @@ pub(super) fn place(
         } else {
             raw.iter()
                 .filter(|i| i.offset >= c.body_end && i.offset < push_off)
-                // (Not another statement's handler code, whose jumps are its own.)
+                // (Not another statement's handler code, whose jumps are its own; nor dropped
+                // code — an await loop's `CLEANUP_THROW; JUMP_BACKWARD` handler —, which emits
+                // nothing.)
                 .filter(|i| !spans.iter().any(|&(s, e)| s <= i.offset && i.offset <= e))
+                .filter(|i| pos(st, i.offset).is_some_and(|q| !st[q].1.is_empty()))
                 .find(|i| {
                     // (No handler continues after the statement — each breaks, returns or
                     // raises —: the statement ends a loop's body, which jumps back.)

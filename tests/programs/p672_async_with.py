@@ -163,6 +163,16 @@ async def in_try(topics):
 
 
 @poppy
+async def sync_with_try(topic):
+    with Plain() as p:
+        try:
+            text = await llm(f"{'fail: ' if topic == 'bad' else ''}plain try {topic} {p}")
+        except ValueError:
+            raise RuntimeError(f"missing {topic}") from None
+    return text
+
+
+@poppy
 async def not_a_manager(m):
     async with m:
         log("never")
@@ -196,6 +206,8 @@ async def main():
     await show(nested, "m", "inner")
     await show(nested, "k", "both")
     await show(in_try, ["p", "bad", "q"])
+    await show(sync_with_try, "fine")
+    await show(sync_with_try, "bad")
     await show(not_a_manager, 3)
     await show(not_a_manager, Plain())
 
