@@ -354,6 +354,32 @@ fn returns_after(ci: &CodeInfo, instrs: &[Instr], orelse: usize) -> Option<usize
     instrs.get(r).filter(|i| i.opcode == RETURN_VALUE).map(|_| r)
 }
 
+/// Managers whose `__aenter__`/`__aexit__` depend on running in the task that awaits the
+/// function (they record `asyncio.current_task()` to cancel it, or set context variables for the
+/// body): an `async with`'s methods run as sequential externals, each in a task of its own, so
+/// these would silently lose their effect (a timeout that never fires). Recognised by the name
+/// of the callable making the manager in the same block: `asyncio.timeout(…)`, `timeout(…)`, ….
+const TASK_BOUND: &[&str] =
+    &["timeout", "timeout_at", "TaskGroup", "fail_after", "fail_at", "move_on_after", "move_on_at", "create_task_group", "CancelScope", "Runner"];
+
+/// The name of the task-bound manager maker (`TASK_BOUND`) whose call made `m` in `out`, if any.
+fn task_bound_manager(out: &Block, m: crate::bezoar::ir::Reg) -> Option<String> {
+    let def = |r: crate::bezoar::ir::Reg| {
+        out.iter().rev().find_map(|s| match &s.kind {
+            StmtKind::Let(x, e) if *x == r => Some(e.clone()),
+            _ => None,
+        })
+    };
+    let Some(Expr::Call { func, .. }) = def(m) else { return None };
+    let name = match def(func)? {
+        Expr::Global(n) => n,
+        Expr::Load(v) => v.as_str().to_string(),
+        Expr::Op(Intrinsic::GetAttr(n), _) => n,
+        _ => return None,
+    };
+    TASK_BOUND.contains(&name.as_str()).then_some(name)
+}
+
 impl Translator<'_> {
     /// `BEFORE_WITH` (only in a recognised `with`): the manager's `__enter__` and `__exit__`
     /// looked up on its type (in that order, each with CPython's TypeError), then `__enter__()`
@@ -365,6 +391,11 @@ impl Translator<'_> {
     pub(super) fn before_with(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
         let line = ins.line;
         let m = pop_reg(stack, line)?;
+        if ins.opcode == BEFORE_ASYNC_WITH {
+            if let Some(name) = task_bound_manager(out, m) {
+                return Err(reason(&format!("async with on `{name}(…)`, a manager bound to the awaiting task"), line));
+            }
+        }
         let (enter, exit) = match ins.opcode {
             BEFORE_ASYNC_WITH => (Intrinsic::AsyncWithEnter, Intrinsic::AsyncWithExit),
             _ => (Intrinsic::WithEnter, Intrinsic::WithExit),
