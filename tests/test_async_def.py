@@ -189,8 +189,9 @@ def test_constructs_outside_the_fragment_fall_back_with_a_reason(tmp_path):
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0] == "3 [1, 2]"
-    assert lines[1].startswith("guarded exception handling (try/except in an async def) at line")
-    assert lines[2].startswith("comp yield or await (SEND) at line")
+    # (A try statement in an async def compiles: docs/semantics.md, "@poppy async def".)
+    assert not any(ln.startswith("guarded ") for ln in lines[1:])
+    assert lines[1].startswith("comp yield or await (SEND) at line")
     assert not any("coroutine (async def)" in ln for ln in lines)
 
 

@@ -172,16 +172,30 @@ FALLBACKS = [
                  return 1
      """, "exception handling (with: a return, break, continue or statement with handlers in its body) at line 2"),
     ("""
-     async def f(m):
+     async def f(m, xs):
          async with m:
-             g()
-     """, "exception handling (async with) at line 2"),
+             async for x in xs:
+                 g(x)
+     """, "exception handling (async for) at line 3"),
+]
+
+
+@pytest.mark.parametrize("src,op", [
+    ("""
+     async def f(m):
+         async with m as v:
+             await g(v)
+     """, "async_with_enter"),
     ("""
      async def f(m):
          with m:
              await g()
-     """, "exception handling (with in an async def) at line 2"),
-]
+     """, "with_enter"),
+])
+def test_with_and_async_with_in_an_async_def_compile(src, op):
+    e = core.explain(define(src))
+    assert e["fallback"] is None, e["fallback"]
+    assert f"op {op}(" in e["bezoar"]
 
 
 @pytest.mark.parametrize("src,reason", FALLBACKS)

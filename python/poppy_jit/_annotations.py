@@ -675,7 +675,8 @@ _BY_ARGS = frozenset(id(f) for k, f in INTRINSICS.items()
                      if not k.startswith("inplace_") and k not in (
                          "is", "is_not", "tuple", "list", "getattr", "getitem", "setattr", "delattr", "setitem", "delitem",
                          "list_extend", "dict_update", "set_update", "match_keys", "match_class",
-                         "raise", "raise_from", "with_enter", "with_exit", "exc_type", "exc_traceback")
+                         "raise", "raise_from", "with_enter", "with_exit", "exc_type", "exc_traceback",
+                         "async_with_enter", "async_with_exit")
                      + _SHALLOW_INTRINSICS)
 # `raise` runs user code (instantiating the class) and ends the run: in program order.
 _add(_SEQUENTIAL_IDS, (INTRINSICS["raise"], INTRINSICS["raise_from"]))
@@ -798,13 +799,15 @@ def _isinstance_class(f, x, cls) -> int:
 
 
 _WITH_ENTER, _WITH_EXIT = INTRINSICS["with_enter"], INTRINSICS["with_exit"]
+_ASYNC_WITH_ENTER, _ASYNC_WITH_EXIT = INTRINSICS["async_with_enter"], INTRINSICS["async_with_exit"]
 
 
-def _with_lookup_class(mgr) -> int:
-    """`with m`'s look-ups of `__enter__`/`__exit__` on the type: a read of the class (which
-    earlier code may have changed), unless what the class holds binds through user code."""
+def _with_lookup_class(mgr, names=("__enter__", "__exit__")) -> int:
+    """`with m`'s look-ups of `__enter__`/`__exit__` on the type (`async with`'s of
+    `__aenter__`/`__aexit__`): a read of the class (which earlier code may have changed), unless
+    what the class holds binds through user code."""
     try:
-        for name in ("__enter__", "__exit__"):
+        for name in names:
             owner, attr = _static_lookup(type(mgr), name)
             if owner is not None and hasattr(type(attr), "__get__") and not isinstance(attr, _PURE_DESCRIPTORS):
                 return SEQUENTIAL
@@ -817,6 +820,8 @@ def classify(f, args: tuple, kwnames: tuple) -> int:
     """Reordering class of calling `f(*args)` (the last len(kwnames) args are keywords)."""
     if f is _WITH_ENTER or f is _WITH_EXIT:
         return _with_lookup_class(args[0])
+    if f is _ASYNC_WITH_ENTER or f is _ASYNC_WITH_EXIT:
+        return _with_lookup_class(args[0], ("__aenter__", "__aexit__"))
     if type(f) is FreshArgs:
         # Fresh displays (built for this operation alone) count by what they hold.
         return classify(f.fn, f.stand_ins(args), kwnames)

@@ -13,6 +13,11 @@ is a call of `await_call_of(f)` (cheap and unobservable: made by the statement i
   function (host/inline.rs); called instead (when it is not inlined) it awaits `f(...)`;
 - anything else (a plain coroutine function, `asyncio.sleep`, …): one sequential external that
   calls `f(...)` and awaits the result.
+
+`async with m` (src/lift/with_stmt.rs) calls `aenter_awaited(m.__aenter__)` and
+`aexit_awaited(m.__aexit__, …)` (bound by `_intrinsics`' `async_with_enter`/`async_with_exit`):
+each one sequential external that calls the method and awaits its result, with GET_AWAITABLE's
+TypeError for a result that is not awaitable.
 """
 from __future__ import annotations
 
@@ -42,6 +47,45 @@ async def _await_unordered(f, *args, **kwargs):
 @readonly
 async def _await_readonly(f, *args, **kwargs):
     return await f(*args, **kwargs)
+
+
+_CO_ITERABLE_COROUTINE = 0x100
+
+
+def _awaitable(x):
+    """Whether `GET_AWAITABLE` takes `x` without its "does not implement __await__" error: a
+    coroutine, a generator-based coroutine (`types.coroutine`), or an object whose type has
+    `__await__` (the `am_await` slot: the method in the dict of a class of its MRO)."""
+    t = type(x)
+    if t is types.CoroutineType:
+        return True
+    if t is types.GeneratorType and x.gi_code.co_flags & _CO_ITERABLE_COROUTINE:
+        return True
+    return any("__await__" in k.__dict__ for k in t.__mro__)
+
+
+def _not_awaitable(method, x):
+    from ._intrinsics import _tp_name
+    return TypeError(f"'async with' received an object from {method} that does not implement __await__: "
+                     f"{_tp_name(x)[:100]}")
+
+
+@sequential
+async def aenter_awaited(aenter):
+    """`async with`'s entry: `await m.__aenter__()` (BEFORE_ASYNC_WITH's call, GET_AWAITABLE 1)."""
+    aw = aenter()
+    if not _awaitable(aw):
+        raise _not_awaitable("__aenter__", aw)
+    return await aw
+
+
+@sequential
+async def aexit_awaited(aexit, exc_type, exc, tb):
+    """`async with`'s exit: `await m.__aexit__(…)` (GET_AWAITABLE 2)."""
+    aw = aexit(exc_type, exc, tb)
+    if not _awaitable(aw):
+        raise _not_awaitable("__aexit__", aw)
+    return await aw
 
 
 _BY_KIND = {"sequential": _await_sequential, "unordered": _await_unordered, "readonly": _await_readonly}

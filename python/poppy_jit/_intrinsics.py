@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import functools
 import gc
 import operator
 import sys
@@ -666,6 +667,30 @@ def intrinsic_fresh(key: str, fresh: int):
 from ._awaits import await_call_of as _await_call_of, await_value as _await_value  # noqa: E402
 
 INTRINSICS.update({"await": _await_value, "await_call": _await_call_of})
+
+from ._awaits import aenter_awaited as _aenter_awaited, aexit_awaited as _aexit_awaited  # noqa: E402
+
+
+def _async_with_enter(mgr):
+    """BEFORE_ASYNC_WITH, first half: a callable awaiting the manager's `__aenter__()` (one
+    sequential external), or CPython's TypeError."""
+    enter = _lookup_special(mgr, "__aenter__")
+    if enter is _MISSING:
+        raise TypeError(f"'{_tp_name(mgr)}' object does not support the asynchronous context manager protocol")
+    return functools.partial(_aenter_awaited, enter)
+
+
+def _async_with_exit(mgr):
+    """BEFORE_ASYNC_WITH, second half: a callable awaiting the manager's `__aexit__(…)`, or
+    CPython's TypeError."""
+    exit = _lookup_special(mgr, "__aexit__")
+    if exit is _MISSING:
+        raise TypeError(f"'{_tp_name(mgr)}' object does not support the asynchronous context manager protocol "
+                        "(missed __aexit__ method)")
+    return functools.partial(_aexit_awaited, exit)
+
+
+INTRINSICS.update({"async_with_enter": _async_with_enter, "async_with_exit": _async_with_exit})
 
 # `match` statements (src/lift/patterns.rs).
 from ._patterns import get_len as _get_len, match_class as _match_class, match_keys as _match_keys  # noqa: E402

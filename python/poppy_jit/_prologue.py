@@ -331,12 +331,13 @@ def _shifted_table(code, at: int, shift: int, yield_at):
     RESUME). Only a 3.12+ coroutine has an entry over RESUME: its StopIteration → RuntimeError
     handler, which then covers the prologue too (as CPython's covers its await), but for the
     prologue's YIELD_VALUE, whose entry is the loop's CLEANUP_THROW (`yield_at`: their units in
-    the prologue), as CPython's await loop has it."""
+    the prologue), as CPython's await loop has it. (That entry may end right after RESUME: when
+    the body starts with a try statement, whose own entries cut it.)"""
     table = []
     for e in dis._parse_exception_table(code):
         if e.start >= at:
             table.append(e._replace(start=e.start + shift, end=e.end + shift, target=e.target + shift))
-        elif yield_at is None or e.end <= at:
+        elif yield_at is None or e.end < at:
             raise ValueError("exception table covers RESUME")
         else:
             table.append(e._replace(end=e.end + shift, target=e.target + shift))

@@ -493,6 +493,14 @@ pub enum Intrinsic {
     /// `BEFORE_WITH`, second half: the manager's `__exit__`, bound, or CPython's TypeError
     /// "(missed __exit__ method)". Operands: [m].
     WithExit,
+    /// `async with m` (`BEFORE_ASYNC_WITH`), first half: a callable that calls the manager's
+    /// `__aenter__` (looked up on its type and bound, or CPython's TypeError "'X' object does not
+    /// support the asynchronous context manager protocol") and awaits the result (`GET_AWAITABLE
+    /// 1`'s TypeError when it is not awaitable): one sequential external. Operands: [m].
+    AsyncWithEnter,
+    /// `BEFORE_ASYNC_WITH`, second half: the same for `__aexit__` ("(missed __aexit__ method)";
+    /// `GET_AWAITABLE 2`). Operands: [m].
+    AsyncWithExit,
     /// `type(e)` of a caught exception, as `WITH_EXCEPT_START` passes it to `__exit__`.
     /// Operands: [e].
     ExcType,
@@ -606,6 +614,8 @@ impl Intrinsic {
             Intrinsic::Reraise => "reraise_handled".into(),
             Intrinsic::WithEnter => "with_enter".into(),
             Intrinsic::WithExit => "with_exit".into(),
+            Intrinsic::AsyncWithEnter => "async_with_enter".into(),
+            Intrinsic::AsyncWithExit => "async_with_exit".into(),
             Intrinsic::ExcType => "exc_type".into(),
             Intrinsic::ExcTraceback => "exc_traceback".into(),
         }

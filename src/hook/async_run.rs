@@ -10,8 +10,11 @@
 //! externals are tasks on the caller's loop, blocking ones report through it.
 //!
 //! A failure raises from `send`, with the coroutine's frame pointed at the failing call's line (as
-//! the sync prologue does). `throw` (the awaiting task was cancelled) cancels the calls in
-//! flight, waits for them to finish, then raises what was thrown. Used by `hook` only.
+//! the sync prologue does). `throw` (the awaiting task was cancelled) raises what was thrown at
+//! the running call earliest in program order: when that call is in a try or with body the run
+//! goes on with it as that call's exception (its handlers, `__aexit__`, finally clauses run);
+//! otherwise it cancels the calls in flight, waits for them to finish, then raises what was
+//! thrown. Used by `hook` only.
 use super::{frame_args, notify, ActiveGuard, PrologueState, ACTIVE};
 use crate::control::Class;
 use crate::host::PyHost;
@@ -304,6 +307,31 @@ impl AsyncRun {
             // Thrown again while reaping: give up waiting.
             *self.state.borrow_mut() = State::Over;
             return Err(error);
+        }
+        // CPython raises it at the await the coroutine is suspended at: the running call earliest
+        // in program order. When that call is in a try or with body, its handlers run (an `async
+        // with`'s `__aexit__` gets the CancelledError, a `finally` clause runs) and the run goes
+        // on (`eval::interrupt`); otherwise the run ends with it.
+        {
+            let mut state = self.state.borrow_mut();
+            if let State::Running(run) = &mut *state {
+                if let Some(parked) = run.parked.take() {
+                    let e = crate::host::PyErrRef::new(error.clone_ref(py));
+                    match eval::interrupt(&mut run.host, parked, &mut run.stats, e) {
+                        Ok(Progress::Waiting(p)) => {
+                            run.parked = Some(p);
+                            drop(state);
+                            return self.advance(py);
+                        }
+                        Ok(Progress::Done(result)) => {
+                            let State::Running(run) = std::mem::replace(&mut *state, State::Over) else { unreachable!() };
+                            drop(state);
+                            return self.done(py, run, result.map_err(|e| e.to_pyerr(py)));
+                        }
+                        Err(p) => run.parked = Some(p),
+                    }
+                }
+            }
         }
         self.stop_with(py, error)
     }

@@ -5,8 +5,17 @@
 //! NOPs), so the CFG sees straight-line code; `Translator::await_op` then translates
 //! `GET_AWAITABLE` as "the awaited value": `await f(...)` as a call of `op await_call(f)` (an
 //! annotated external keeps its class), any other `await x` as `op await(x)` (one sequential
-//! external). In 3.11 an `await` has no exception-table entry of its own (checked by the
-//! caller's `check_code_object`: any protected range still falls back with its reason).
+//! external). In 3.11 an `await` has no exception-table entry of its own: the loops are folded
+//! before the statements with handlers are recognised (`exceptions::recognise`), so a try
+//! statement around an await sees straight-line code, and its entries are the user's only.
+//!
+//! `async with` (docs/design-exceptions.md, "async with"): its three awaits — of `__aenter__()`'s
+//! result (`GET_AWAITABLE 1` after `BEFORE_ASYNC_WITH`) and of `__aexit__(…)`'s
+//! (`GET_AWAITABLE 2` after the exit call or `WITH_EXCEPT_START`) — are removed with their loops:
+//! the callables that `BEFORE_ASYNC_WITH` is translated to (`op async_with_enter`,
+//! `op async_with_exit`) call the method and await its result themselves, as one sequential
+//! external each. What is left is `with`'s 3.11 layout, `BEFORE_ASYNC_WITH` in place of
+//! `BEFORE_WITH`, which `with_stmt` recognises and translates as a `with`.
 //!
 //! Depends on `py311` instructions and `bezoar::ir`; nothing here runs code.
 use super::state::{pop_reg, stmt, Stack, Translator, Val};
@@ -20,8 +29,11 @@ fn nop(i: &mut Instr) {
     i.arg = 0;
 }
 
-/// Folds the `RETURN_GENERATOR` prologue and every `await` loop of a coroutine's instructions.
-pub(super) fn rewrite(instrs: &mut [Instr]) -> Result<()> {
+/// Folds the `RETURN_GENERATOR` prologue and every `await` loop of a coroutine's instructions,
+/// and removes an `async with`'s awaits (its `GET_AWAITABLE 1`/`2` and their loops: each
+/// instruction keeps its offset, which is how the exception table and the jumps name it).
+pub(super) fn rewrite(instrs: &mut Vec<Instr>) -> Result<()> {
+    let mut removed = vec![false; instrs.len()];
     let mut i = 0;
     while i < instrs.len() {
         match instrs[i].opcode {
@@ -49,6 +61,15 @@ pub(super) fn rewrite(instrs: &mut [Instr]) -> Result<()> {
                 if !ok {
                     return Err(Fallback::shape("await", line));
                 }
+                // An `async with`'s await: after `BEFORE_ASYNC_WITH` (of `__aenter__()`), after
+                // the exit call `__aexit__(None, None, None)` or `WITH_EXCEPT_START` (of
+                // `__aexit__(…)`).
+                let prev = i.checked_sub(1).map(|p| instrs[p].opcode);
+                match (instrs[i].arg, prev) {
+                    (0, _) => {}
+                    (1, Some(BEFORE_ASYNC_WITH)) | (2, Some(CALL | WITH_EXCEPT_START)) => removed[i..i + 6].fill(true),
+                    _ => return Err(Fallback::shape("await", line)),
+                }
                 for k in i + 1..i + 6 {
                     nop(&mut instrs[k]);
                 }
@@ -56,6 +77,13 @@ pub(super) fn rewrite(instrs: &mut [Instr]) -> Result<()> {
             }
             _ => i += 1,
         }
+    }
+    if removed.contains(&true) {
+        let mut k = 0;
+        instrs.retain(|_| {
+            k += 1;
+            !removed[k - 1]
+        });
     }
     Ok(())
 }

@@ -148,10 +148,6 @@ pub(super) fn recognise(ci: &CodeInfo, instrs: &[Instr]) -> Result<Tries> {
             Some(k) => return Err(reason(k.name(), ci.line_at(e.start))),
         }
     }
-    if ci.flags & crate::py311::CO_COROUTINE != 0 {
-        let what = if with_stmt::is_body_entry(instrs, &entries[0]) { "with in an async def" } else { "try/except in an async def" };
-        return Err(reason(what, ci.line_at(entries[0].start)));
-    }
     // Every handler chain (`PUSH_EXC_INFO`), live (an entry's target) or dead (`try: pass`).
     // (A `with` body's entry has `lasti` set: `with_stmt`.)
     let body_entry = |e: &Entry| !e.lasti || with_stmt::is_body_entry(instrs, e);
@@ -513,8 +509,10 @@ fn finally_shape(
             }
         }
         // (A nested `with`'s `BEFORE_WITH` is right before its code.)
-        let nested_with = ins.opcode == BEFORE_WITH && nested(i + 1);
-        if ins.opcode == RETURN_VALUE || (!inner && !nested_with && matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH)) {
+        let nested_with = matches!(ins.opcode, BEFORE_WITH | BEFORE_ASYNC_WITH) && nested(i + 1);
+        if ins.opcode == RETURN_VALUE
+            || (!inner && !nested_with && matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH | BEFORE_ASYNC_WITH))
+        {
             return Err(fb());
         }
         if let Some(t) = ins.jump_target() {
@@ -582,7 +580,7 @@ fn chain(ci: &CodeInfo, instrs: &[Instr], push: usize) -> Result<TryShape> {
             if matches!(
                 i.opcode,
                 PUSH_EXC_INFO | POP_EXCEPT | RETURN_VALUE | CHECK_EXC_MATCH | CHECK_EG_MATCH | WITH_EXCEPT_START | BEFORE_WITH
-                    | YIELD_VALUE | SEND
+                    | BEFORE_ASYNC_WITH | YIELD_VALUE | SEND
             ) {
                 return Err(fin(i.line));
             }
@@ -1116,12 +1114,30 @@ mod tests {
             ),
             ("def f(x):\n    try:\n        g(x)\n    except* E:\n        h(x)\n", "exception handling (except*) at line 3"),
             (
-                "async def f(x):\n    try:\n        await g(x)\n    except E:\n        pass\n",
-                "exception handling (try/except in an async def) at line 3",
+                "async def f(xs):\n    async for x in xs:\n        await g(x)\n",
+                "exception handling (async for) at line 2",
             ),
         ];
         for (src, want) in cases {
             assert_eq!(recognised(src).unwrap_err(), want, "{src}");
         }
+    }
+
+    #[test]
+    fn try_statements_in_an_async_def() {
+        // The await loops folded first (as `lift` does): a try around awaits, awaits in its
+        // handler and finally clause (whose await loop would otherwise be a branch in F); an
+        // `async with` is a with (its awaits removed).
+        let fold = |src: &str| {
+            let ci = &code_infos(&format!("{src}\nc = f.__code__\n"), &["c"])[0];
+            let mut instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+            super::super::awaits::rewrite(&mut instrs).unwrap();
+            recognise(ci, &instrs).map(|t| t.tries.len()).map_err(|f| f.to_string())
+        };
+        let src = "async def f(x):\n    try:\n        a = await g(x)\n    except E as e:\n        a = await g(e)\n    \
+                   finally:\n        await h()\n    return a\n";
+        assert_eq!(fold(src), Ok(2));
+        let src = "async def f(m):\n    async with m as v:\n        r = await g(v)\n    return r\n";
+        assert_eq!(fold(src), Ok(1));
     }
 }

@@ -163,13 +163,15 @@ fn contains_try(b: &Block) -> bool {
 fn lift_code(ci: &CodeInfo, written_free: &HashSet<String>) -> Result<Function> {
     check_code_object(ci)?;
     let mut instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
-    let tries = exceptions::recognise(ci, &instrs)?;
+    // (The await loops first: folded into their `GET_AWAITABLE`, their jumps are no branches of
+    // the statements with handlers around them; 3.11 gives them no exception-table entry.)
     if ci.flags & CO_COROUTINE != 0 {
         awaits::rewrite(&mut instrs)?;
     }
+    let tries = exceptions::recognise(ci, &instrs)?;
     // The handler opcodes only in recognised handlers (`exceptions`).
     let handler_op =
-        |op: u8| tries.handlers && matches!(op, PUSH_EXC_INFO | CHECK_EXC_MATCH | POP_EXCEPT | RERAISE | BEFORE_WITH | WITH_EXCEPT_START);
+        |op: u8| tries.handlers && matches!(op, PUSH_EXC_INFO | CHECK_EXC_MATCH | POP_EXCEPT | RERAISE | BEFORE_WITH | BEFORE_ASYNC_WITH | WITH_EXCEPT_START);
     if let Some(bad) = instrs.iter().find(|i| !is_supported(i.opcode) && !handler_op(i.opcode)) {
         return Err(Fallback::unsupported(bad));
     }
@@ -342,7 +344,10 @@ fn check_code_object(ci: &CodeInfo) -> Result<()> {
     if exception_table::first_protected(&ci.exceptiontable).is_some() {
         // try/except/else statements are recognised (`exceptions`) and lifted to `Try`; every
         // other statement with a handler falls back with a reason naming it.
-        let instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+        let mut instrs: Vec<Instr> = instructions(&ci.code, &ci.lines).collect();
+        if flag(CO_COROUTINE) {
+            awaits::rewrite(&mut instrs)?;
+        }
         exceptions::recognise(ci, &instrs)?;
     }
     Ok(())

@@ -44,7 +44,7 @@ impl<'a> Translator<'a> {
             | BINARY_SUBSCR | STORE_SUBSCR | DELETE_SUBSCR | IMPORT_NAME | IMPORT_FROM => self.load_store(ins, stack, out),
             KW_NAMES | CALL | CALL_FUNCTION_EX | DICT_MERGE => self.call(ins, stack, out),
             GET_ITER => control::get_iter(&mut self.em, ins, stack, out),
-            BEFORE_WITH => self.before_with(ins, stack, out),
+            BEFORE_WITH | BEFORE_ASYNC_WITH => self.before_with(ins, stack, out),
             LOAD_ASSERTION_ERROR => {
                 let r = self.em.bind(Expr::Op(Intrinsic::AssertionError, vec![]), ins.line, out);
                 stack.push(Val::Reg(r));

@@ -143,7 +143,7 @@ pub(super) fn body_shape(
     let line = instrs.get(c.push + 1).map_or(c.line, |i| i.line);
     let (Some(first), Some(last)) = (es.first(), es.last()) else { return Err(shape(line)) };
     let (start, mut orelse) = (upto(first.start), upto(last.end));
-    if start == 0 || start >= orelse || instrs[start - 1].opcode != BEFORE_WITH {
+    if start == 0 || start >= orelse || !matches!(instrs[start - 1].opcode, BEFORE_WITH | BEFORE_ASYNC_WITH) {
         return Err(shape(line));
     }
     if es.iter().any(|e| e.depth != first.depth) {
@@ -296,9 +296,11 @@ pub(super) fn body_shape(
         let inner = nested(i);
         // (Handler opcodes belong to nested statements only — a nested `with`'s `BEFORE_WITH`
         // right before its code —; a return leaves through a copy of the exit call.)
-        let nested_with = ins.opcode == BEFORE_WITH && nested(i + 1);
+        let nested_with = matches!(ins.opcode, BEFORE_WITH | BEFORE_ASYNC_WITH) && nested(i + 1);
         if ins.opcode == RETURN_VALUE
-            || (!inner && !nested_with && matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH | WITH_EXCEPT_START))
+            || (!inner
+                && !nested_with
+                && matches!(ins.opcode, PUSH_EXC_INFO | POP_EXCEPT | RERAISE | BEFORE_WITH | BEFORE_ASYNC_WITH | WITH_EXCEPT_START))
         {
             return Err(leaves(ins.line));
         }
@@ -352,15 +354,54 @@ fn returns_after(ci: &CodeInfo, instrs: &[Instr], orelse: usize) -> Option<usize
     instrs.get(r).filter(|i| i.opcode == RETURN_VALUE).map(|_| r)
 }
 
+/// Managers whose `__aenter__`/`__aexit__` depend on running in the task that awaits the
+/// function (they record `asyncio.current_task()` to cancel it, or set context variables for the
+/// body): an `async with`'s methods run as sequential externals, each in a task of its own, so
+/// these would silently lose their effect (a timeout that never fires). Recognised by the name
+/// of the callable making the manager in the same block: `asyncio.timeout(…)`, `timeout(…)`, ….
+const TASK_BOUND: &[&str] =
+    &["timeout", "timeout_at", "TaskGroup", "fail_after", "fail_at", "move_on_after", "move_on_at", "create_task_group", "CancelScope", "Runner"];
+
+/// The name of the task-bound manager maker (`TASK_BOUND`) whose call made `m` in `out`, if any.
+fn task_bound_manager(out: &Block, m: crate::bezoar::ir::Reg) -> Option<String> {
+    let def = |r: crate::bezoar::ir::Reg| {
+        out.iter().rev().find_map(|s| match &s.kind {
+            StmtKind::Let(x, e) if *x == r => Some(e.clone()),
+            _ => None,
+        })
+    };
+    let Some(Expr::Call { func, .. }) = def(m) else { return None };
+    let name = match def(func)? {
+        Expr::Global(n) => n,
+        Expr::Load(v) => v.as_str().to_string(),
+        Expr::Op(Intrinsic::GetAttr(n), _) => n,
+        _ => return None,
+    };
+    TASK_BOUND.contains(&name.as_str()).then_some(name)
+}
+
 impl Translator<'_> {
     /// `BEFORE_WITH` (only in a recognised `with`): the manager's `__enter__` and `__exit__`
     /// looked up on its type (in that order, each with CPython's TypeError), then `__enter__()`
     /// called. Leaves the bound `__exit__` and the result on the stack, as CPython does.
+    ///
+    /// `BEFORE_ASYNC_WITH` (its awaits removed by `awaits::rewrite`): the same with `__aenter__`
+    /// and `__aexit__`, each looked up as a callable that calls the method and awaits its result
+    /// (one sequential external), so that the code after it is a `with`'s.
     pub(super) fn before_with(&mut self, ins: &Instr, stack: &mut Stack, out: &mut Block) -> Result<()> {
         let line = ins.line;
         let m = pop_reg(stack, line)?;
-        let enter = self.em.bind(Expr::Op(Intrinsic::WithEnter, vec![m]), line, out);
-        let exit = self.em.bind(Expr::Op(Intrinsic::WithExit, vec![m]), line, out);
+        if ins.opcode == BEFORE_ASYNC_WITH {
+            if let Some(name) = task_bound_manager(out, m) {
+                return Err(reason(&format!("async with on `{name}(…)`, a manager bound to the awaiting task"), line));
+            }
+        }
+        let (enter, exit) = match ins.opcode {
+            BEFORE_ASYNC_WITH => (Intrinsic::AsyncWithEnter, Intrinsic::AsyncWithExit),
+            _ => (Intrinsic::WithEnter, Intrinsic::WithExit),
+        };
+        let enter = self.em.bind(Expr::Op(enter, vec![m]), line, out);
+        let exit = self.em.bind(Expr::Op(exit, vec![m]), line, out);
         let v = self.em.bind(Expr::Call { func: enter, args: Vec::new(), kwnames: Vec::new() }, line, out);
         stack.extend([Val::Reg(exit), Val::Reg(v)]);
         Ok(())

@@ -347,8 +347,11 @@ pub(super) fn place(
         } else {
             raw.iter()
                 .filter(|i| i.offset >= c.body_end && i.offset < push_off)
-                // (Not another statement's handler code, whose jumps are its own.)
+                // (Not another statement's handler code, whose jumps are its own; nor dropped
+                // code — an await loop's `CLEANUP_THROW; JUMP_BACKWARD` handler —, which emits
+                // nothing.)
                 .filter(|i| !spans.iter().any(|&(s, e)| s <= i.offset && i.offset <= e))
+                .filter(|i| pos(st, i.offset).is_some_and(|q| !st[q].1.is_empty()))
                 .find(|i| {
                     // (No handler continues after the statement — each breaks, returns or
                     // raises —: the statement ends a loop's body, which jumps back.)
@@ -569,7 +572,11 @@ pub(super) fn table(
 /// with its reason). The normal path is found from the body's entry followed by the exit call (a
 /// statement nested in the body has handler code after the function, whose clean-up block the
 /// body's entry protects too), and the handler code of a try/finally nested in the body moves into
-/// the body first (`finally_chains_into_body`).
+/// the body first (`finally_chains_into_body`). An `async with` has the same code with its awaits
+/// of `__aexit__`'s result: in the handler between `WITH_EXCEPT_START` and the test
+/// (`GET_AWAITABLE 2; LOAD_CONST None; SEND; YIELD_VALUE; RESUME 3; JUMP_BACKWARD_NO_INTERRUPT;
+/// CLEANUP_THROW; END_SEND`), in each exit call before its `POP_TOP` (the same loop, its
+/// `CLEANUP_THROW` after the function); they move with the instructions around them.
 pub(super) fn place_with(
     raw: &[RawInstr],
     at: &BTreeMap<u32, usize>,
@@ -584,8 +591,26 @@ pub(super) fn place_with(
     let none = |k: usize| raw.get(k).is_some_and(|i| i.opcode == v12::LOAD_CONST && matches!(consts.get(i.arg as usize), Some(Const::None)));
     let mut next_key = placed.stream.iter().map(|(k, _)| *k).max().unwrap_or(0).max(code_len) + 2;
     let jump_targets: HashSet<u32> = raw.iter().filter_map(|i| v12::jump_target(i.op_offset, i.opcode, i.arg)).collect();
+    // The length of an await of `__aexit__`'s result at `k` (with its `CLEANUP_THROW` inside the
+    // loop, as in an `async with`'s handler, or not), or 0.
+    let aexit_await = |k: usize, inline: bool| {
+        let mut want = vec![v12::GET_AWAITABLE, v12::LOAD_CONST, v12::SEND, v12::YIELD_VALUE, v12::RESUME, v12::JUMP_BACKWARD_NO_INTERRUPT];
+        if inline {
+            want.push(v12::CLEANUP_THROW);
+        }
+        want.push(v12::END_SEND);
+        let ok = raw.get(k..k + want.len()).is_some_and(|w| w.iter().map(|i| i.opcode).eq(want.iter().copied()) && w[0].arg == 2);
+        if ok {
+            want.len()
+        } else {
+            0
+        }
+    };
     for p in (0..raw.len()).filter(|&p| raw[p].opcode == v12::PUSH_EXC_INFO && raw.get(p + 1).is_some_and(|i| i.opcode == v12::WITH_EXCEPT_START)) {
-        let (s, x) = (p + 4, p + 8);
+        // (`t`: the test of `__exit__`'s result, after the await of `__aexit__`'s.)
+        let t = p + 2 + aexit_await(p + 2, true);
+        let awaited = t > p + 2;
+        let (s, x) = (t + 2, t + 6);
         let push_off = raw[p].offset;
         let Some(c) = entries
             .iter()
@@ -594,11 +619,11 @@ pub(super) fn place_with(
         else {
             continue;
         };
-        let jumps_to_s = raw.get(p + 2).is_some_and(|j| {
+        let jumps_to_s = raw.get(t).is_some_and(|j| {
             j.opcode == v12::POP_JUMP_IF_TRUE && v12::jump_target(j.op_offset, j.opcode, j.arg) == raw.get(s).map(|i| i.offset)
         });
         let shape = jumps_to_s
-            && ops(p + 3, 1).as_deref() == Some(&[(v12::RERAISE, 2)][..])
+            && ops(t + 1, 1).as_deref() == Some(&[(v12::RERAISE, 2)][..])
             && ops(s, 4).is_some_and(|v| v.iter().map(|o| o.0).eq([v12::POP_TOP, v12::POP_EXCEPT, v12::POP_TOP, v12::POP_TOP]))
             && ops(c, 3).as_deref() == Some(&[(v12::COPY, 3), (v12::POP_EXCEPT, 0), (v12::RERAISE, 1)][..])
             && c > x;
@@ -609,7 +634,15 @@ pub(super) fn place_with(
         // (after `SWAP 2` for a final `return x`). (The body's last entry in code order need not
         // be its end: the handler code of a statement nested in the body comes after it, its
         // clean-up protected by this body's entry.)
-        let exit_call = |n: usize| (n..n + 3).all(none) && ops(n + 3, 2).as_deref() == Some(&[(v12::CALL, 2), (v12::POP_TOP, 0)][..]);
+        // (`exit_len`: its length, the await of `__aexit__`'s result included.)
+        let exit_await = if awaited { 7 } else { 0 };
+        let exit_len = 5 + exit_await;
+        let exit_call = |n: usize| {
+            (n..n + 3).all(none)
+                && ops(n + 3, 1).as_deref() == Some(&[(v12::CALL, 2)][..])
+                && aexit_await(n + 4, false) == exit_await
+                && ops(n + 4 + exit_await, 1).as_deref() == Some(&[(v12::POP_TOP, 0)][..])
+        };
         // (The body's entries, and those of the statements nested in it — a try/except that ends
         // the body is followed by the exit call, its body's entry targeting its own handler.)
         let mut nested_ends: Vec<u32> =
@@ -638,15 +671,14 @@ pub(super) fn place_with(
             // A body ending with `return x`: `SWAP 2`, the exit call, pops, `RETURN_VALUE`. 3.11
             // has the chain and `S` (with what follows it: its jump or a copy of the code after
             // the statement) right after the return.
-            let mut r = n + 6;
+            let mut r = n + 1 + exit_len;
             while raw.get(r).is_some_and(|i| matches!(i.opcode, v12::POP_TOP | v12::SWAP | v12::NOP)) {
                 r += 1;
             }
             if raw.get(r).is_none_or(|i| i.opcode != v12::RETURN_VALUE) || r >= p {
                 continue;
             }
-            let keys: Vec<u32> =
-                [p, p + 1, p + 2, p + 3, c, c + 1, c + 2].into_iter().chain(s..c).map(|k| raw[k].offset).collect();
+            let keys: Vec<u32> = (p..s).chain([c, c + 1, c + 2]).chain(s..c).map(|k| raw[k].offset).collect();
             if keys.iter().any(|&k| pos(st, k).is_none()) {
                 continue;
             }
@@ -659,7 +691,7 @@ pub(super) fn place_with(
         if !exit_call(n) {
             continue;
         }
-        let after = n + 5;
+        let after = n + exit_len;
         let outs = |st: &Vec<(u32, Vec<Out>)>, r: &[RawInstr]| -> Option<Vec<(u8, u32, Option<(Jump, u32)>, u32)>> {
             r.iter().try_fold(Vec::new(), |mut v, i| {
                 v.extend(st[pos(st, i.offset)?].1.iter().map(|o| (o.op, o.arg, o.jump, o.line)));
@@ -718,7 +750,7 @@ pub(super) fn place_with(
             }
             _ => continue,
         };
-        let mut keys: Vec<u32> = [p, p + 1, p + 2, p + 3, c, c + 1, c + 2, s, s + 1, s + 2, s + 3].iter().map(|&k| raw[k].offset).collect();
+        let mut keys: Vec<u32> = (p..s).chain([c, c + 1, c + 2]).chain(s..s + 4).map(|k| raw[k].offset).collect();
         // (The loop's test at the bottom, which `S` jumps to and whose exit jumps back to the
         // code after the loop: 3.12 lays it out after the function when only `S` reaches it. It
         // comes with `S`, which falls into it, its exit falling into that code: 3.11's layout.)

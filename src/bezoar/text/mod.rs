@@ -120,6 +120,8 @@ mod tests {
             Intrinsic::IterPrivate,
             Intrinsic::Await,
             Intrinsic::AwaitCall,
+            Intrinsic::AsyncWithEnter,
+            Intrinsic::AsyncWithExit,
             Intrinsic::MatchSequence,
             Intrinsic::MatchMapping,
             Intrinsic::GetLen,

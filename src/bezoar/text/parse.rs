@@ -341,6 +341,8 @@ fn parse_intrinsic(name: &str) -> Option<Intrinsic> {
             "reraise_handled" => Intrinsic::Reraise,
             "with_enter" => Intrinsic::WithEnter,
             "with_exit" => Intrinsic::WithExit,
+            "async_with_enter" => Intrinsic::AsyncWithEnter,
+            "async_with_exit" => Intrinsic::AsyncWithExit,
             "exc_type" => Intrinsic::ExcType,
             "exc_traceback" => Intrinsic::ExcTraceback,
             _ => return None,

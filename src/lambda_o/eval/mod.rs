@@ -39,7 +39,7 @@ mod step;
 mod trace;
 
 pub use fold::SLOT_BUDGET;
-pub use resume::{abandon, resume, start, Parked, Progress};
+pub use resume::{abandon, interrupt, resume, start, Parked, Progress};
 
 type SlotId = control::SlotId;
 type WorkId = control::WorkId;

@@ -49,6 +49,25 @@ pub fn resume<H: Host>(
     ev.proceed(ret)
 }
 
+/// The waiting run's caller was cancelled (`error`, a CancelledError thrown into the awaiting
+/// coroutine): delivered as a KeyboardInterrupt is (`control::interrupt`) — to the running call
+/// earliest in program order when that is a catching one (in a try or with body), whose handlers
+/// then run as CPython's would with the error raised at that await; the run goes on (Ok).
+/// Otherwise (Err) the run is given back, still waiting, for the caller to `abandon`.
+pub fn interrupt<H: Host>(
+    host: &mut H,
+    parked: Parked<H>,
+    stats: &mut RunStats,
+    error: H::Error,
+) -> Result<Progress<H>, Parked<H>> {
+    let (mut ev, ret) = Eval::unpark(host, stats, parked);
+    let delivered = control::interrupt(&mut ev, error);
+    match ev.proceed(ret) {
+        Progress::Waiting(p) if !delivered => Err(p),
+        progress => Ok(progress),
+    }
+}
+
 /// End a waiting run with `error` (the caller was cancelled, or the host aborted the run).
 pub fn abandon<H: Host>(host: &mut H, parked: Parked<H>, stats: &mut RunStats, error: H::Error) -> H::Error {
     let (ev, ret) = Eval::unpark(host, stats, parked);
