@@ -409,8 +409,9 @@ impl<'a, H: Host> Eval<'a, H> {
         // operation of a try or with body is, the runtime's helpers are not) of declared
         // externals. (Once a run is over every other call's order is known, or ends at an error
         // value after a failure.)
+        // (Not after running out of memory: the walk allocates, and the run raises MemoryError.)
         let slots = &self.slots;
-        if self.ctl.ctrls.iter().any(|c| c.in_tok.is_none() && matches!(slots[c.seq], Slot::Pending(_))) {
+        if !crate::oom::failed() && self.ctl.ctrls.iter().any(|c| c.in_tok.is_none() && matches!(slots[c.seq], Slot::Pending(_))) {
             let pos = control::order::positions(self);
             let funcs: Vec<H::Prim> = self
                 .ctl
