@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import gc
+import json
 import operator
 
 from ._contract import ATOMS
@@ -26,6 +27,11 @@ from ._intrinsics import FreshArgs, LazyIter, _build_list, _build_map, _build_se
 
 # Calls whose result is a new list/dict/set nobody else has seen.
 MAKERS = frozenset(id(f) for f in (_build_list, _build_map, _build_set, list, dict, set, sorted))
+# The same, but only when called with positional arguments alone: `json.loads(s)` builds every
+# list and dict it returns (its `object_hook=`, `object_pairs_hook=` or `cls=` could return an
+# object someone else holds). A parsed reply subscripted in a try body is then an operation on
+# the run's own dict, not a read ordered behind every earlier sequential call.
+MAKERS_WITHOUT_KEYWORDS = frozenset(id(f) for f in (json.loads,))
 FRESH_ARGS = FreshArgs
 
 _STR_SPLITS = frozenset(("split", "rsplit", "splitlines"))

@@ -199,14 +199,14 @@ impl<'py> Host for PyHost<'py> {
 
     // Per-object ordering (objects.rs).
     fn fresh_key(&mut self, f: &Obj, result: &Obj) -> Option<u64> {
-        objects::fresh_key(self, f, result)
+        objects::fresh_key(self, f, result, true)
     }
 
-    fn fresh_keys(&mut self, f: &Obj, result: &Obj) -> Vec<u64> {
+    fn fresh_keys(&mut self, f: &Obj, result: &Obj, keywords: bool) -> Vec<u64> {
         if let Some(keys) = regions::fresh_outputs(self, f, result) {
             return keys;
         }
-        objects::fresh_key(self, f, result).into_iter().collect()
+        objects::fresh_key(self, f, result, keywords).into_iter().collect()
     }
 
     fn object_keys(&mut self, f: &Obj, args: &[Obj]) -> Vec<u64> {

@@ -9,6 +9,13 @@ use pyo3::types::{PyDict, PyString, PyTuple};
 
 pub(super) struct ObjectsApi<'py> {
     makers: std::collections::HashSet<usize>,
+    /// `MAKERS_WITHOUT_KEYWORDS`: make a fresh object only when called with positional
+    /// arguments alone (`json.loads(s)`; its `object_hook=`/`cls=` may return anything).
+    positional_makers: std::collections::HashSet<usize>,
+    /// `poppy_jit._annotations._ARGUMENTS_UNREAD` (ids): the runtime's helpers that neither read
+    /// nor keep their arguments (`is_caught(v)` after each operation of a try body): handing
+    /// them a container is no escape.
+    arguments_unread: Bound<'py, PyAny>,
     fresh_args: Bound<'py, PyAny>,
     scope: Bound<'py, PyAny>,
     scope_pending: Bound<'py, PyAny>,
@@ -113,8 +120,13 @@ impl<'py> PyHost<'py> {
         if self.objects.is_none() {
             let m = self.py.import_bound("poppy_jit._objects").ok()?;
             let makers: std::collections::HashSet<usize> = m.getattr("MAKERS").ok()?.extract().ok()?;
+            let positional_makers: std::collections::HashSet<usize> =
+                m.getattr("MAKERS_WITHOUT_KEYWORDS").ok()?.extract().ok()?;
+            let arguments_unread = self.py.import_bound("poppy_jit._annotations").ok()?.getattr("_ARGUMENTS_UNREAD").ok()?;
             self.objects = Some(ObjectsApi {
                 makers,
+                positional_makers,
+                arguments_unread,
                 fresh_args: m.getattr("FRESH_ARGS").ok()?,
                 scope: m.getattr("scope").ok()?,
                 scope_pending: m.getattr("scope_pending").ok()?,
@@ -140,7 +152,7 @@ impl<'py> PyHost<'py> {
     }
 }
 
-pub(super) fn fresh_key<'py>(h: &mut PyHost<'py>, f: &Obj, result: &Obj) -> Option<u64> {
+pub(super) fn fresh_key<'py>(h: &mut PyHost<'py>, f: &Obj, result: &Obj, keywords: bool) -> Option<u64> {
     let py = h.py;
     let r = result.bind(py);
     let key = container_key(r)?;
@@ -153,7 +165,8 @@ pub(super) fn fresh_key<'py>(h: &mut PyHost<'py>, f: &Obj, result: &Obj) -> Opti
     };
     // A Python predicate that raises counts as false: the object is then not owned.
     let holds = |pred: &Bound<'py, PyAny>, x: &Bound<'py, PyAny>| pred.call1((x,)).is_ok_and(|b| b.is_truthy().unwrap_or(false));
-    if !maker.is_some_and(|m| api.makers.contains(&m)) && !holds(&api.maker, &f) {
+    let made = maker.is_some_and(|m| api.makers.contains(&m) || (!keywords && api.positional_makers.contains(&m)));
+    if !made && !holds(&api.maker, &f) {
         return None;
     }
     if !r.is_exact_instance_of::<pyo3::types::PyList>() && !holds(&api.owned_ok, r) {
@@ -177,6 +190,9 @@ pub(super) fn object_keys<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj]) -> Ve
             }
             return out;
         }
+    }
+    if h.objects_api().is_some_and(|api| api.arguments_unread.contains(f.as_ptr() as usize).unwrap_or(false)) {
+        return Vec::new();
     }
     let mut out = arg_keys(h, args);
     out.extend(method_receiver_key(f.bind(py)));

@@ -54,8 +54,9 @@ pub trait Host {
         None
     }
     /// The keys of every fresh container the finished call made: `fresh_key`'s, or for a call
-    /// that makes several at once (an internal region's outputs) each of them.
-    fn fresh_keys(&mut self, f: &Self::Prim, result: &Self::Prim) -> Vec<u64> {
+    /// that makes several at once (an internal region's outputs) each of them. `keywords`: the
+    /// call passed keyword arguments (some makers make a fresh object only without them).
+    fn fresh_keys(&mut self, f: &Self::Prim, result: &Self::Prim, _keywords: bool) -> Vec<u64> {
         self.fresh_key(f, result).into_iter().collect()
     }
     /// Keys of the mutable containers a call of `f` with `args` can reach directly: the

@@ -337,7 +337,8 @@ impl<'a, H: Host> Env for Eval<'a, H> {
     #[inline]
     fn fresh_keys(&mut self, cid: CtrlId, result: &H::Prim) -> Vec<u64> {
         let Some(f) = self.ctl[cid].func.as_ref() else { return Vec::new() };
-        self.host.fresh_keys(f, result)
+        let keywords = !self.ctl[cid].kwnames.is_empty();
+        self.host.fresh_keys(f, result, keywords)
     }
 
     fn object_keys(&mut self, cid: CtrlId, args: &[H::Prim]) -> Vec<u64> {
