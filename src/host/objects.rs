@@ -12,10 +12,11 @@ pub(super) struct ObjectsApi<'py> {
     /// `MAKERS_WITHOUT_KEYWORDS`: make a fresh object only when called with positional
     /// arguments alone (`json.loads(s)`; its `object_hook=`/`cls=` may return anything).
     positional_makers: std::collections::HashSet<usize>,
-    /// `poppy_jit._annotations._ARGUMENTS_UNREAD` (ids): the runtime's helpers that neither read
-    /// nor keep their arguments (`is_caught(v)` after each operation of a try body): handing
-    /// them a container is no escape.
-    arguments_unread: Bound<'py, PyAny>,
+    /// `poppy_jit._annotations._ARGUMENTS_UNREAD` (ids, filled when `poppy_jit._rt` defines
+    /// the helpers): the runtime's helpers that neither read nor keep their arguments
+    /// (`is_caught(v)` after each operation of a try body): handing them a container is no
+    /// escape.
+    arguments_unread: std::collections::HashSet<usize>,
     fresh_args: Bound<'py, PyAny>,
     scope: Bound<'py, PyAny>,
     scope_pending: Bound<'py, PyAny>,
@@ -122,7 +123,9 @@ impl<'py> PyHost<'py> {
             let makers: std::collections::HashSet<usize> = m.getattr("MAKERS").ok()?.extract().ok()?;
             let positional_makers: std::collections::HashSet<usize> =
                 m.getattr("MAKERS_WITHOUT_KEYWORDS").ok()?.extract().ok()?;
-            let arguments_unread = self.py.import_bound("poppy_jit._annotations").ok()?.getattr("_ARGUMENTS_UNREAD").ok()?;
+            self.py.import_bound("poppy_jit._rt").ok()?;
+            let arguments_unread: std::collections::HashSet<usize> =
+                self.py.import_bound("poppy_jit._annotations").ok()?.getattr("_ARGUMENTS_UNREAD").ok()?.extract().ok()?;
             self.objects = Some(ObjectsApi {
                 makers,
                 positional_makers,
@@ -178,10 +181,17 @@ pub(super) fn fresh_key<'py>(h: &mut PyHost<'py>, f: &Obj, result: &Obj, keyword
 
 pub(super) fn object_keys<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj]) -> Vec<u64> {
     let py = h.py;
+    let (region, unread) = match h.objects_api() {
+        Some(api) => (f.bind(py).get_type().is(&api.region), api.arguments_unread.contains(&(f.as_ptr() as usize))),
+        None => (false, false),
+    };
+    if unread {
+        return Vec::new();
+    }
     // A region reaches only the containers it may read (`regions::reached`): passing it one it
     // declines on without touching is not an escape (which would put every later operation on
     // that object in the global order).
-    if h.objects_api().is_some_and(|api| f.bind(py).get_type().is(&api.region)) {
+    if region {
         if let Some(reached) = super::regions::reached(f.bind(py), args) {
             let lazy = holders(h);
             let mut out = Vec::new();
@@ -190,9 +200,6 @@ pub(super) fn object_keys<'py>(h: &mut PyHost<'py>, f: &Obj, args: &[Obj]) -> Ve
             }
             return out;
         }
-    }
-    if h.objects_api().is_some_and(|api| api.arguments_unread.contains(f.as_ptr() as usize).unwrap_or(false)) {
-        return Vec::new();
     }
     let mut out = arg_keys(h, args);
     out.extend(method_receiver_key(f.bind(py)));

@@ -12,7 +12,7 @@
 //! The alternative, a `loop` with `next_or_stop` for every `for`, would serialise the hot loops
 //! (each `next` is a call in program order) and lose the fold's all-iterations-at-once overlap.
 use super::*;
-use crate::bezoar::passes::{contains_jump, leaves_loop, may_raise, stops_loop};
+use crate::bezoar::passes::{contains_jump, leaves_loop, may_raise, speculative_iterations};
 
 impl<'a, F: PrimFactory> Lowerer<'a, F> {
     /// `res := ite(cond, then_f, else_f; args)` and rebind the carried state from `res`.
@@ -82,16 +82,9 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         leaves_loop(body) || (st.catching && body.iter().any(may_raise))
     }
 
-    /// Whether the iterations of a `for` loop with this body run speculatively: in a try or
-    /// with body (a catching scope) an iteration may stop the loop only by raising — no
-    /// `break` or `return` in it; a `continue` only ends it —, so the next iteration need not
-    /// wait for the status of this one (`lower_speculative_iteration`).
-    fn speculates(&self, st: &State, body: &[bz::Stmt]) -> bool {
-        st.catching && !stops_loop(body) && body.iter().any(may_raise)
-    }
-
     /// One iteration of a `for` loop in a catching scope, instantiated without waiting for the
-    /// status `status_k` the iterations before it left (`speculates`). CPython runs it only
+    /// status `status_k` the iterations before it left (`passes::speculative_iterations`: no
+    /// `break` or `return` in the body; a `continue` only ends the iteration). CPython runs it only
     /// if that status is 0 (an earlier iteration raised: the loop is over), so:
     ///
     /// ```text
@@ -110,10 +103,8 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
     /// (its S is never bound), which is how the run's records mark it (`speculative`).
     fn lower_speculative_iteration(&mut self, st: &mut State, body: &[bz::Stmt], vars: &[bz::VarName], line: u32) -> Result<(), String> {
         let exit = st.exit.expect("exit threaded");
-        let acc_k = {
-            let items = self.carried(st, vars, line);
-            self.tuple("acc", &items, line)
-        };
+        let items = self.carried(st, vars, line);
+        let acc_k = self.tuple("acc", &items, line);
         // S' := ite(status_k, never, pass; S)
         let never_f = {
             self.push_builder("never".into(), &["S"]);
@@ -133,7 +124,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         let gated_s = self.emit("S", Op::Ite { cond, then_f, else_f, args: vec![s] }, line);
         // out := iter(S', vars.., 0, retval)
         let run = self.lower_branch(st, "iter", vars, body, line)?;
-        let mut args = self.carried(st, vars, line);
+        let mut args = items;
         args[0] = gated_s;
         let n = args.len();
         args[n - 2] = self.int(NORMAL, line);
@@ -165,7 +156,7 @@ impl<'a, F: PrimFactory> Lowerer<'a, F> {
         let mut inner = st.clone();
         self.uncarry(&mut inner, vars, locs[1], line);
         self.regs[item as usize] = Some(locs[0]);
-        if self.speculates(st, body) {
+        if speculative_iterations(st.catching, body) {
             self.lower_speculative_iteration(&mut inner, body, vars, line)?;
             if contains_jump(body, true) {
                 self.map_status(&mut inner, "loop_next", line); // continue → 0

@@ -21,13 +21,15 @@ pub fn needs_exits(body: &[Stmt]) -> bool {
 /// A jump (break/continue) belonging to this loop level, or a return at any depth; with
 /// `continue_only`, only `continue`s of this level.
 pub fn contains_jump(b: &[Stmt], continue_only: bool) -> bool {
+    level_jump(b, &|k| matches!(k, StmtKind::Continue) || (!continue_only && matches!(k, StmtKind::Break)))
+}
+
+/// A `break` or `continue` of this loop level (not inside a nested loop) that `pick` accepts.
+fn level_jump(b: &[Stmt], pick: &dyn Fn(&StmtKind) -> bool) -> bool {
     b.iter().any(|s| match &s.kind {
-        StmtKind::Continue => true,
-        StmtKind::Break => !continue_only,
-        StmtKind::If { then_body, else_body, .. } => {
-            contains_jump(then_body, continue_only) || contains_jump(else_body, continue_only)
-        }
-        StmtKind::Try { .. } => s.kind.blocks().into_iter().any(|b| contains_jump(b, continue_only)),
+        k @ (StmtKind::Continue | StmtKind::Break) => pick(k),
+        StmtKind::If { then_body, else_body, .. } => level_jump(then_body, pick) || level_jump(else_body, pick),
+        StmtKind::Try { .. } => s.kind.blocks().into_iter().any(|b| level_jump(b, pick)),
         _ => false,
     })
 }
@@ -50,15 +52,15 @@ pub fn leaves_loop(body: &[Stmt]) -> bool {
 /// Whether a loop body can stop the loop: a `break` of this level or a `return` (a `continue`
 /// only ends its iteration).
 pub fn stops_loop(body: &[Stmt]) -> bool {
-    fn breaks(b: &[Stmt]) -> bool {
-        b.iter().any(|s| match &s.kind {
-            StmtKind::Break => true,
-            StmtKind::If { then_body, else_body, .. } => breaks(then_body) || breaks(else_body),
-            StmtKind::Try { .. } => s.kind.blocks().into_iter().any(|b| breaks(b)),
-            _ => false,
-        })
-    }
-    breaks(body) || contains_return(body)
+    level_jump(body, &|k| matches!(k, StmtKind::Break)) || contains_return(body)
+}
+
+/// Whether a `for` loop with this body runs its iterations speculatively (lowering:
+/// `lower::control::lower_speculative_iteration`; the overlap analysis models the same): in a
+/// try or with body (`catching`), an iteration that may raise but stop the loop no other way
+/// does not wait for the status of the one before it.
+pub fn speculative_iterations(catching: bool, body: &[Stmt]) -> bool {
+    catching && !stops_loop(body) && body.iter().any(may_raise)
 }
 
 /// Whether the status may be non-zero after `s` (so what follows it must be guarded).

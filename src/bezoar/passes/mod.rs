@@ -22,7 +22,7 @@ mod split_getitem;
 mod variables;
 
 pub use dead_lets::remove_dead_pure_lets;
-pub use exits::{always_raises, contains_jump, leaves_loop, loop_left_only_by_failure, may_exit, may_raise, needs_exits, stops_loop};
+pub use exits::{always_raises, contains_jump, leaves_loop, loop_left_only_by_failure, may_exit, may_raise, needs_exits, speculative_iterations, stops_loop};
 pub use defined::DefinedSet;
 pub use free_reads::free_unbound;
 pub use fresh::fresh_operands;

@@ -328,10 +328,11 @@ impl Former {
                 continue;
             };
             // It starts with its first statement the rest of it needs: the registers (and
-            // variables stored but not read again in it) only code after the stretch reads (the method of `xs.extend([... for q in xs])`, looked up
-            // before the comprehension) are computed where they are, before the region — inside
-            // it, the method would carry a reference to its live-in out of the region, which
-            // must then decline for any container.
+            // variables stored but not read again in it) that only code after the stretch reads
+            // — the method of `xs.extend([... for q in xs])`, looked up before the comprehension
+            // — are computed where they are, before the region; inside it, the method would
+            // carry a reference to its live-in out of the region, which must then decline for
+            // any container.
             let first_loop = (i..end).find(|&p| has_loop(&b[p..p + 1])).unwrap_or(i);
             let loaded_after = |k: usize, v: &VarName| {
                 let mut found = false;

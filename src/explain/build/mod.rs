@@ -16,7 +16,7 @@
 //! waits), so the exits of all but the last iteration are not taken.
 use super::graph::*;
 use super::oracle::*;
-use crate::bezoar::passes::{always_raises, assigned, contains_jump, deleted, leaves_loop, may_exit, needs_exits, stops_loop, DefinedSet};
+use crate::bezoar::passes::{always_raises, assigned, contains_jump, deleted, leaves_loop, may_exit, needs_exits, speculative_iterations, stops_loop, DefinedSet};
 use crate::bezoar::{self as bz, Expr, Intrinsic, Reg, StmtKind};
 use crate::control::Policy;
 use crate::control::Class;
@@ -593,9 +593,8 @@ impl<'a> Builder<'a> {
         let defined = st.defined.clone();
         let itv = self.reg(st, iter);
         let fold_ctl = self.ctl_after(st.ctl, &[itv.ev]);
-        // In a try or with body a loop that only raises or continues runs its iterations
-        // speculatively (`lower::control::speculates`): none waits for the status before it.
-        let leaves = leaves_loop(body) && !(st.catching && !stops_loop(body));
+        // Speculative iterations wait for no status of the iteration before them.
+        let leaves = leaves_loop(body) && !speculative_iterations(st.catching, body);
         let vars = assigned(body);
         let elem = itv.av.element();
         let depth = st.loops.len() + 1;

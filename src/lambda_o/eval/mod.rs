@@ -401,28 +401,9 @@ impl<'a, H: Host> Eval<'a, H> {
             self.host.record_calls(records);
         }
         let out = driven.and_then(|()| self.outcome(ret));
-        // Speculative calls: a call whose input order S was never bound came right after a loop
-        // iteration's gate that was never passed (`lower::control`, speculative iterations of a
-        // try or with body), and the calls after it in its iteration chain from it: their place
-        // in program order never became known. The dispatched ones ran although their iteration
-        // was discarded; counted are the program's own calls among them (catching: every
-        // operation of a try or with body is, the runtime's helpers are not) of declared
-        // externals. (Once a run is over every other call's order is known, or ends at an error
-        // value after a failure.)
-        // (Not after running out of memory: the walk allocates, and the run raises MemoryError.)
-        let slots = &self.slots;
-        if !crate::oom::failed() && self.ctl.ctrls.iter().any(|c| c.in_tok.is_none() && matches!(slots[c.seq], Slot::Pending(_))) {
-            let pos = control::order::positions(self);
-            let funcs: Vec<H::Prim> = self
-                .ctl
-                .ctrls
-                .iter()
-                .zip(&pos)
-                .filter(|(c, p)| c.dispatched && c.catch && p.is_none())
-                .filter_map(|(c, _)| c.func.clone())
-                .collect();
-            let n = funcs.iter().filter(|f| self.host.is_declared(f)).count();
-            self.stats.speculative_calls += n as u64;
+        // (Not after running out of memory: counting allocates, and the run raises MemoryError.)
+        if !crate::oom::failed() {
+            self.stats.speculative_calls += self.speculative_calls();
         }
         if !crate::oom::run_ended() {
             keep_buffers(self.take_buffers());

@@ -1,4 +1,4 @@
-//! Call records for `Host::record_calls`.
+//! Call records for `Host::record_calls`, and the count of speculative calls at the end of a run.
 use super::*;
 
 impl<'a, H: Host> Eval<'a, H> {
@@ -25,5 +25,30 @@ impl<'a, H: Host> Eval<'a, H> {
             });
         }
         out
+    }
+
+    /// Speculative calls, once the run is over. A call whose input order S was never bound came
+    /// right after a loop iteration's gate that was never passed (`lower::control`, speculative
+    /// iterations of a try or with body), and the calls after it in its iteration chain from
+    /// it: their place in program order never became known. The dispatched ones ran although
+    /// their iteration was discarded; counted are the program's own calls among them
+    /// (catching: every operation of a try or with body is, the runtime's helpers are not) of
+    /// declared externals. (Every other call's order is known by then, or ends at an error
+    /// value after a failure.)
+    pub(super) fn speculative_calls(&mut self) -> u64 {
+        let slots = &self.slots;
+        if !self.ctl.ctrls.iter().any(|c| c.in_tok.is_none() && matches!(slots[c.seq], Slot::Pending(_))) {
+            return 0;
+        }
+        let pos = control::order::positions(self);
+        let funcs: Vec<H::Prim> = self
+            .ctl
+            .ctrls
+            .iter()
+            .zip(&pos)
+            .filter(|(c, p)| c.dispatched && c.catch && p.is_none())
+            .filter_map(|(c, _)| c.func.clone())
+            .collect();
+        funcs.iter().filter(|f| self.host.is_declared(f)).count() as u64
     }
 }
