@@ -664,3 +664,23 @@ def test_count_loop_returning_before_a_map_of_an_async_external(tmp_path):
                      + "\nprint(len(core.overlaps(f0)['sites']))\n")
     p = subprocess.run([sys.executable, str(check)], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0 and p.stdout.strip() == "4", p.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="an unbound local read while an exception is handled (a "
+                   "finally clause after a failure, a handler) raises UnboundLocalError/NameError "
+                   "without the handled exception as __context__: the runtime makes that error "
+                   "itself (the λO unbound value), not in a call made while handling (seed 19019, "
+                   "cases 1276 and 4257)")
+def test_unbound_local_read_while_handling_has_no_context():
+    assert_same("""
+        @poppy
+        def f(k):
+            try:
+                print(sa_fail(k))
+            finally:
+                if k < 0:
+                    u = 1
+                print(u)
+
+        run_case(0, f, 3)
+    """)
